@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# kchaos set-up: installs what is missing, skips what is there, times every step.
+#   Docker engine (Debian docker.io, dockerd started off the host firewall), host tools,
+#   the project's .venv, and the broker/Toxiproxy images (`kchaos images build`).
+# Safe to run again: a second run only checks and takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PY=${PYTHON:-python3}
+VENV=$ROOT/.venv
+LOG_DIR=${KCHAOS_LOG_DIR:-/var/log/kchaos}
+
+step_start=0
+step() { step_start=$(date +%s.%N); printf '[setup] %s ... ' "$1"; }
+done_() { printf '%s (%.1fs)\n' "${1:-ok}" "$(echo "$(date +%s.%N) - $step_start" | bc)"; }
+
+need_root() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "kchaos set-up needs root (Docker engine, loop devices, mounts); run it as root" >&2
+    exit 1
+  fi
+}
+
+# 1. Host packages. One apt transaction for everything missing.
+step "host packages"
+missing=()
+command -v dockerd >/dev/null || missing+=(docker.io)
+command -v docker >/dev/null || missing+=(docker.io)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v iptables >/dev/null || missing+=(iptables)
+command -v docker-compose >/dev/null || missing+=(docker-compose)
+command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
+command -v fsfreeze >/dev/null || missing+=(util-linux)
+command -v mvn >/dev/null || missing+=(maven)
+command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || missing+=(golang-go)
+command -v bc >/dev/null || missing+=(bc)
+if [ "${KCHAOS_WITH_BROWSER:-1}" = 1 ]; then
+  command -v chromium >/dev/null || missing+=(chromium)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  need_root
+  # bc itself may be missing: time this step with date alone
+  echo "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u) >/dev/null
+  step "host packages"
+fi
+done_ "present"
+
+# 2. Docker engine: use the one that answers, else start Debian's dockerd.
+step "docker engine"
+if timeout 10 docker info >/dev/null 2>&1; then
+  done_ "answering"
+else
+  need_root
+  mkdir -p "$LOG_DIR"
+  # Off the host firewall, no default bridge, no masquerading: containers get no route
+  # off the machine; kchaos makes its own networks with explicit subnets.
+  nohup dockerd --iptables=false --ip-masq=false --bridge=none \
+    >"$LOG_DIR/dockerd.log" 2>&1 &
+  for _ in $(seq 1 60); do
+    timeout 5 docker info >/dev/null 2>&1 && break
+    sleep 1
+  done
+  if ! timeout 10 docker info >/dev/null 2>&1; then
+    echo "dockerd did not answer within 60 s; last lines of $LOG_DIR/dockerd.log:" >&2
+    tail -20 "$LOG_DIR/dockerd.log" >&2
+    exit 1
+  fi
+  done_ "started dockerd"
+fi
+
+# 3. The project's virtualenv, reinstalled only when pyproject.toml changed.
+step ".venv"
+stamp=$VENV/.kchaos-pyproject.sha
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ -x "$VENV/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  done_ "up to date"
+else
+  [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip >/dev/null
+  "$VENV/bin/pip" install -q -e ".[dev]"
+  echo "$want" >"$stamp"
+  done_ "installed"
+fi
+
+# 4. Images (offline build unless KCHAOS_IMAGE_SOURCE=registry); each prints its own timing.
+if [ "${KCHAOS_SKIP_IMAGES:-0}" != 1 ]; then
+  "$VENV/bin/kchaos" images build ${KCHAOS_KAFKA_VERSION:+--kafka-version "$KCHAOS_KAFKA_VERSION"}
+fi

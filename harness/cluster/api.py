@@ -1,0 +1,138 @@
+"""The cluster's public shape: what faults, workloads and the runner may rely on.
+
+`harness.cluster.Cluster` implements :class:`ClusterHandle`. Faults act only through
+these handles (never through Docker directly), so that `kchaos cleanup` knows every
+kind of thing that can be left behind.
+
+Topology (one Docker network per run, explicit /24 subnet, static addresses):
+
+    .1      host (bridge gateway): the harness and its clients
+    .2      toxiproxy           API on :8474
+    .10+i   node i              CLIENT :9092, REPLICATION :9093, CONTROLLER :9094
+
+Every listener of node i is reached only through a Toxiproxy proxy on the toxiproxy
+container: ``node-i-client`` on :19000+i, ``node-i-replication`` on :19100+i,
+``node-i-controller`` on :19200+i. Advertised listeners and the controller quorum voters
+point at these proxies, so a toxic on one proxy hits one kind of traffic *to* one node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+LinkClass = Literal["client", "replication", "controller"]
+LINK_CLASSES: tuple[LinkClass, ...] = ("client", "replication", "controller")
+
+CLIENT_PORT = 9092
+REPLICATION_PORT = 9093
+CONTROLLER_PORT = 9094
+TOXIPROXY_API_PORT = 8474
+PROXY_PORT_BASE: Mapping[LinkClass, int] = {
+    "client": 19000,
+    "replication": 19100,
+    "controller": 19200,
+}
+
+
+@dataclass(frozen=True)
+class ProxyHandle:
+    """One Toxiproxy proxy in front of one listener of one node."""
+
+    name: str  # e.g. "node-2-replication"
+    link: LinkClass
+    listen_host: str  # toxiproxy container address
+    listen_port: int
+    upstream: str  # "10.x.y.12:9093"
+
+    @property
+    def address(self) -> str:
+        return f"{self.listen_host}:{self.listen_port}"
+
+
+@dataclass(frozen=True)
+class NodeHandle:
+    """One KRaft node (broker, controller or both) and everything attached to it."""
+
+    node_id: int
+    name: str  # "broker-1", "controller-101"
+    roles: tuple[str, ...]  # ("broker", "controller") in combined mode
+    container_name: str
+    ip: str
+    mount_path: Path  # host mount point of this node's own ext4 filesystem
+    loop_device: str  # "/dev/loopN" backing that filesystem
+    image_file: Path  # the sparse file behind the loop device
+    proxies: Mapping[LinkClass, ProxyHandle] = field(default_factory=dict)
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+
+class ClusterHandle(Protocol):
+    """What a started cluster offers to faults, workloads and the runner."""
+
+    run_id: str
+    subnet: str
+    toxiproxy_ip: str
+
+    @property
+    def nodes(self) -> Sequence[NodeHandle]: ...
+
+    @property
+    def brokers(self) -> Sequence[NodeHandle]: ...
+
+    @property
+    def controllers(self) -> Sequence[NodeHandle]: ...
+
+    def node(self, key: int | str) -> NodeHandle:
+        """A node by id (1) or by name ("broker-1")."""
+        ...
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Comma-separated client-proxy addresses, for producers and consumers."""
+        ...
+
+    @property
+    def toxiproxy_url(self) -> str:
+        """Base URL of the Toxiproxy HTTP API, e.g. http://10.x.y.2:8474."""
+        ...
+
+    def exec(self, node: NodeHandle, cmd: Sequence[str], *, user: str = "root") -> tuple[int, str]:
+        """Run a command inside the node's container; (exit code, combined output)."""
+        ...
+
+    def signal(self, node: NodeHandle, sig: str) -> None:
+        """Send a signal ("STOP", "CONT", "KILL", "TERM") to the node's broker JVM."""
+        ...
+
+    def pause(self, node: NodeHandle) -> None:
+        """Freeze the whole container with the cgroup freezer (docker pause)."""
+        ...
+
+    def unpause(self, node: NodeHandle) -> None: ...
+
+    def stop_node(self, node: NodeHandle, *, hard: bool) -> None:
+        """SIGKILL (hard) or SIGTERM and wait for the container to exit."""
+        ...
+
+    def start_node(self, node: NodeHandle, *, wait: bool = True, timeout: float = 60.0) -> None:
+        """Start a stopped node's container; with wait, until it is registered again."""
+        ...
+
+    def restart_node(self, node: NodeHandle, *, hard: bool = False, timeout: float = 60.0) -> None:
+        """stop_node then start_node."""
+        ...
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Every broker registered and the probe topic's ISR full, or ReadinessTimeout."""
+        ...
+
+    def logs(self, node: NodeHandle, tail: int = 50) -> str: ...

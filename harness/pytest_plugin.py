@@ -1,0 +1,1 @@
+"""kchaos pytest plugin (entry point ``pytest11``): fixtures for chaos tests."""
