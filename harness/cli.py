@@ -34,6 +34,7 @@ BENCH_COMMANDS: dict[str, tuple[str, str]] = {
     "cluster": ("harness.cluster.bench:bench_cluster_cmd", "Cluster start and set-up time."),
     "check": ("harness.checker.bench:bench_check_cmd", "Checker vs plain JSON parsing."),
     "analyze": ("harness.analysis.bench:bench_analyze_cmd", "Spark job vs DuckDB."),
+    "faults": ("faults.bench:bench_faults_cmd", "Nemesis start/stop lateness vs schedule."),
 }
 
 

@@ -1,0 +1,230 @@
+"""The fault interface, the registry of fault families, and the unresolved FaultSpec.
+
+A :class:`Fault` is one concrete fault on concrete nodes: ``start()`` puts it in effect,
+``stop()`` heals exactly what it did. It is also a context manager. Targets and random
+choices are resolved by :func:`instantiate` at the moment the fault is about to start.
+
+Every started fault is tracked in this process until stopped, so exit paths (signal
+handlers, atexit, the nemesis's final heal) can stop background duty cycles before
+:func:`faults.heal.heal_everything` repairs the cluster without relying on that memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, ClassVar
+
+from faults.params import Param, Where, validate_params
+from faults.targets import parse_target, resolve
+from harness.cluster.api import ClusterHandle, NodeHandle
+from harness.errors import FaultError
+
+_REGISTRY: dict[str, type[Fault]] = {}
+_ACTIVE: set[Fault] = set()
+_ACTIVE_LOCK = threading.Lock()
+_EXITING = threading.Event()  # set on the exit path: no fault may start after the heal
+
+
+class Fault(ABC):
+    """One fault on resolved targets. Subclasses implement ``_start`` and ``_stop``."""
+
+    name: ClassVar[str]
+    family: ClassVar[str]
+    summary: ClassVar[str] = ""
+    params_spec: ClassVar[tuple[Param, ...]] = ()
+    default_target: ClassVar[str] = "random"
+    min_targets: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        cluster: ClusterHandle,
+        targets: Sequence[NodeHandle],
+        params: Mapping[str, Any],
+        *,
+        fault_id: str = "f-0",
+        rng: random.Random | None = None,
+    ) -> None:
+        if len(targets) < self.min_targets:
+            raise FaultError(f"{self.name}: needs at least {self.min_targets} target node(s)")
+        self.cluster = cluster
+        self.targets = tuple(targets)
+        self.params = dict(params)
+        self.id = fault_id
+        self.rng = rng or random.Random(0)
+        # Resolved details worth recording in the history (e.g. both sides of a split).
+        self.detail: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._started = False
+
+    @property
+    def target_names(self) -> list[str]:
+        return [n.name for n in self.targets]
+
+    @property
+    def active(self) -> bool:
+        return self._started
+
+    def start(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            if _EXITING.is_set():
+                raise FaultError(f"{self.name} {self.id}: the process is exiting, not started")
+            with _ACTIVE_LOCK:
+                _ACTIVE.add(self)
+            try:
+                self._start()
+            except BaseException as exc:
+                # Undo whatever part took effect, then report the start as failed.
+                try:
+                    self._stop()
+                except Exception as undo:  # noqa: BLE001 - the start error matters more
+                    exc.add_note(f"undoing the partial start failed too: {undo}")
+                finally:
+                    with _ACTIVE_LOCK:
+                        _ACTIVE.discard(self)
+                raise
+            self._started = True
+
+    def stop(self) -> None:
+        with self._lock:
+            if not self._started:
+                return
+            try:
+                self._stop()
+            finally:
+                self._started = False
+                with _ACTIVE_LOCK:
+                    _ACTIVE.discard(self)
+
+    def abort(self) -> None:  # noqa: B027 - optional hook, most faults have no thread
+        """Stop background threads (duty cycles) at once, without healing; cheap, no I/O."""
+
+    @abstractmethod
+    def _start(self) -> None: ...
+
+    @abstractmethod
+    def _stop(self) -> None: ...
+
+    def __enter__(self) -> Fault:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<{self.name} {self.id} on {','.join(self.target_names)}>"
+
+
+def register(cls: type[Fault]) -> type[Fault]:
+    """Class decorator: make a fault family available by its ``name``."""
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise ValueError(f"fault name {cls.name!r} registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registry() -> dict[str, type[Fault]]:
+    """Every fault family by name (importing the family modules on first use)."""
+    from faults import crash, disk, network, partition, pause  # noqa: F401
+
+    return dict(_REGISTRY)
+
+
+def fault_class(name: str, where: Where | None = None) -> type[Fault]:
+    reg = registry()
+    if name not in reg:
+        where = where or Where(field="fault")
+        raise where.error(f"unknown fault {name!r}; known: {', '.join(sorted(reg))}")
+    return reg[name]
+
+
+def active_faults() -> list[Fault]:
+    with _ACTIVE_LOCK:
+        return list(_ACTIVE)
+
+
+def refuse_new_faults() -> None:
+    """Called on the exit path (signal, atexit): later ``start()`` calls fail at once, so
+    no worker thread can put a fault back after the exit heal."""
+    _EXITING.set()
+
+
+def abort_all() -> None:
+    """Stop every in-process duty cycle (before a stateless heal)."""
+    for f in active_faults():
+        with contextlib.suppress(Exception):  # an exit path must go on
+            f.abort()
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """A fault by name with validated params and an unresolved target spec."""
+
+    fault: str
+    target: str
+    params: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    id: str = "f-0"
+    seed: int | str = 0
+
+    def rng(self) -> random.Random:
+        """The fault's own RNG: same seed and id, same draws."""
+        return random.Random(f"{self.seed}/{self.id}")
+
+
+def fault_spec(
+    fault: str,
+    target: str | int | None = None,
+    params: Mapping[str, Any] | None = None,
+    *,
+    id: str = "f-0",
+    seed: int | str = 0,
+    where: Where | None = None,
+) -> FaultSpec:
+    """Validate a fault's name, target and params; ConfigError names the bad field."""
+    where = where or Where()
+    if not isinstance(fault, str):
+        raise where.child("fault").error(f"must be a fault name, got {fault!r}")
+    cls = fault_class(fault, where.child("fault"))
+    target_text = cls.default_target if target is None else str(target)
+    parse_target(target_text, where.child("target"))
+    checked = validate_params(cls.params_spec, params, where.child("params"))
+    return FaultSpec(fault, target_text, checked, id=id, seed=seed)
+
+
+def instantiate(cluster: ClusterHandle, spec: FaultSpec) -> Fault:
+    """Resolve the spec's targets against the cluster as it is now; build the fault."""
+    cls = fault_class(spec.fault)
+    rng = spec.rng()
+    targets = resolve(cluster, spec.target, rng)
+    return cls(cluster, targets, spec.params, fault_id=spec.id, rng=rng)
+
+
+def make_fault(
+    cluster: ClusterHandle,
+    fault: str,
+    target: str | int | None = None,
+    *,
+    id: str = "f-0",
+    seed: int | str = 0,
+    **params: Any,
+) -> Fault:
+    """Convenience for tests and scripts: ``make_fault(c, "pause", "broker-2", mode="freezer")``."""
+    return instantiate(cluster, fault_spec(fault, target, params, id=id, seed=seed))
+
+
+def checked(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate params for a family (raising ConfigError) without a target."""
+    return validate_params(fault_class(name).params_spec, params, Where(field="params"))

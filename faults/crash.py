@@ -1,0 +1,203 @@
+"""Crashes and reboots.
+
+``kill``            SIGKILL the broker (hard bounce); restarted when the fault stops.
+``term``            SIGTERM (clean shutdown); restarted when the fault stops.
+``rolling-restart`` restart the targets one after another (``hard``: SIGKILL instead of
+                    SIGTERM), ``interval_s`` apart, each waited for before the next; the
+                    fault ends when the last node is back (stop waits for that).
+``hard-reboot``     kill the broker, shut its ext4 down without flushing
+                    (EXT4_IOC_SHUTDOWN, NOLOGFLUSH), unmount and mount again: whatever was
+                    not yet written back (roughly the last 30 s of unsynced writes) is gone.
+                    The node stays down until the fault stops.
+``power-loss``      hard-reboot of every target at once (default: all nodes); on stop all
+                    are started together and, with ``wait``, the cluster waited for.
+
+Common params: ``wait`` (on stop, wait until the node is registered / cluster ready) and
+``timeout_s`` (for that wait).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from faults import hostfs
+from faults.base import Fault, register
+from faults.params import Param
+from harness.cluster.api import NodeHandle
+from harness.errors import FaultError, HealError
+
+WAIT = Param("wait", "bool", True, "on stop, wait until the restarted node(s) are ready")
+TIMEOUT = Param("timeout_s", "float", 90.0, "how long that wait may take", minimum=1)
+
+
+def each(nodes: tuple[NodeHandle, ...], fn: Callable[[NodeHandle], object]) -> list[str]:
+    """Run fn on every node in parallel; the errors, one per failed node."""
+    errors: list[str] = []
+    if not nodes:
+        return errors
+    with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
+        futures = {node.name: pool.submit(fn, node) for node in nodes}
+    for name, fut in futures.items():
+        exc = fut.exception()
+        if exc is not None:
+            errors.append(f"{name}: {exc}")
+    return errors
+
+
+class _DownUntilStop(Fault):
+    """Base: take the targets down on start; start them again on stop."""
+
+    family = "crash"
+    default_target = "random"
+    params_spec = (WAIT, TIMEOUT)
+
+    def _take_down(self, node: NodeHandle) -> None:
+        raise NotImplementedError
+
+    def _start(self) -> None:
+        self._down: list[NodeHandle] = []
+        lock = threading.Lock()
+
+        def down(node: NodeHandle) -> None:
+            with lock:
+                self._down.append(node)
+            self._take_down(node)
+
+        errors = each(self.targets, down)
+        if errors:
+            raise FaultError(f"{self.name}: " + "; ".join(errors))
+
+    def _stop(self) -> None:
+        nodes = tuple(sorted(getattr(self, "_down", []), key=lambda n: n.node_id))
+        wait, timeout = self.params["wait"], self.params["timeout_s"]
+        if len(nodes) == 1:
+            try:
+                self.cluster.start_node(nodes[0], wait=wait, timeout=timeout)
+            except Exception as exc:
+                raise HealError(f"{self.name}: start {nodes[0].name}: {exc}") from exc
+        else:
+            # Several nodes (a quorum) must come up together before any can be ready.
+            errors = each(nodes, lambda n: self.cluster.start_node(n, wait=False))
+            if errors:
+                raise HealError(f"{self.name}: start: " + "; ".join(errors))
+            if wait and nodes:
+                try:
+                    self.cluster.wait_ready(timeout=timeout)
+                except Exception as exc:
+                    raise HealError(f"{self.name}: cluster not ready: {exc}") from exc
+        self._down = []
+
+
+@register
+class Kill(_DownUntilStop):
+    """SIGKILL the targets; restart on stop."""
+
+    name = "kill"
+    summary = "SIGKILL, restart on stop"
+
+    def _take_down(self, node: NodeHandle) -> None:
+        self.cluster.stop_node(node, hard=True)
+
+
+@register
+class Term(_DownUntilStop):
+    """SIGTERM (clean shutdown) the targets; restart on stop."""
+
+    name = "term"
+    summary = "SIGTERM, restart on stop"
+
+    def _take_down(self, node: NodeHandle) -> None:
+        self.cluster.stop_node(node, hard=False)
+
+
+def lose_page_cache(fault: Fault, node: NodeHandle) -> None:
+    """Kill the node, shut its filesystem down without flushing, unmount and mount."""
+    fault.cluster.stop_node(node, hard=True)
+    hostfs.thaw(fault.cluster, node)  # a frozen fs cannot be shut down cleanly
+    hostfs.shutdown(fault.cluster, node)
+    hostfs.remount(fault.cluster, node)
+    if not hostfs.is_healthy(fault.cluster, node):
+        raise FaultError(f"{node.name}: filesystem unusable after remount")
+
+
+@register
+class HardReboot(_DownUntilStop):
+    """Kill + ext4 shutdown (NOLOGFLUSH) + remount: unsynced data is lost."""
+
+    name = "hard-reboot"
+    summary = "kill, lose the page cache (ext4 shutdown), remount; start on stop"
+
+    def _take_down(self, node: NodeHandle) -> None:
+        lose_page_cache(self, node)
+
+
+@register
+class PowerLoss(_DownUntilStop):
+    """Every target loses power at once (kill, lose page cache); all start on stop."""
+
+    name = "power-loss"
+    summary = "hard reboot of every target at once"
+    default_target = "all"
+
+    def _start(self) -> None:
+        self._down = list(self.targets)
+        errors = each(self.targets, lambda n: self.cluster.stop_node(n, hard=True))
+        if errors:
+            raise FaultError("power-loss: kill: " + "; ".join(errors))
+
+        def lose(node: NodeHandle) -> None:
+            hostfs.thaw(self.cluster, node)
+            hostfs.shutdown(self.cluster, node)
+
+        errors = each(self.targets, lose)
+        errors += each(self.targets, lambda n: hostfs.remount(self.cluster, n))
+        if errors:
+            raise FaultError("power-loss: " + "; ".join(errors))
+
+
+@register
+class RollingRestart(Fault):
+    """Restart the targets one by one, each waited for, ``interval_s`` apart."""
+
+    name = "rolling-restart"
+    family = "crash"
+    summary = "restart nodes one after another"
+    default_target = "brokers"
+    params_spec = (
+        Param("hard", "bool", False, "SIGKILL instead of SIGTERM"),
+        Param("interval_s", "float", 5.0, "pause between two nodes", minimum=0),
+        TIMEOUT,
+    )
+
+    def _start(self) -> None:
+        self._halt = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"rolling-{self.id}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for i, node in enumerate(self.targets):
+                if i and self._halt.wait(self.params["interval_s"]):
+                    return
+                self.cluster.restart_node(
+                    node, hard=self.params["hard"], timeout=self.params["timeout_s"]
+                )
+        except BaseException as exc:  # noqa: BLE001 - re-raised by stop
+            self._error = exc
+
+    def _stop(self) -> None:
+        thread = getattr(self, "_thread", None)
+        if thread is not None:
+            thread.join(self.params["timeout_s"] * (len(self.targets) + 1))
+            if thread.is_alive():
+                raise HealError("rolling-restart: still running")
+        if getattr(self, "_error", None) is not None:
+            raise HealError(f"rolling-restart: {self._error}") from self._error
+
+    def abort(self) -> None:
+        halt = getattr(self, "_halt", None)
+        if halt is not None:
+            halt.set()

@@ -1,0 +1,122 @@
+"""Disk faults on each node's own ext4 filesystem (host mount at ``NodeHandle.mount_path``).
+
+``disk-stall``  fsfreeze for the whole fault: every write (and fsync) of the broker blocks
+                in uninterruptible sleep until the thaw. No params.
+``slow-disk``   a freeze/thaw duty cycle: frozen ``freeze_ms``, thawed ``thaw_ms``, repeated.
+``disk-full``   a labelled file (``kchaos-diskfill-<id>``) fills the filesystem, leaving
+                ``leave_mb`` free (``max_mb`` caps it; 0 = no cap); deleted on stop.
+
+A frozen filesystem makes its writers unkillable: every exit path thaws first.
+"""
+
+from __future__ import annotations
+
+from faults import hostfs
+from faults.base import Fault, register
+from faults.cycle import DutyCycle
+from faults.params import Param
+from harness.errors import HealError
+
+
+class _FreezeBase(Fault):
+    family = "disk"
+    default_target = "random"
+    _frozen: set[int]
+
+    def _freeze_all(self) -> None:
+        for node in self.targets:
+            self._frozen.add(node.node_id)
+            hostfs.freeze(self.cluster, node)
+
+    def _thaw_all(self) -> None:
+        errors = []
+        for node in self.targets:
+            if node.node_id in self._frozen:
+                try:
+                    hostfs.thaw(self.cluster, node)
+                    self._frozen.discard(node.node_id)
+                except Exception as exc:  # noqa: BLE001 - thaw the others anyway
+                    errors.append(f"{node.name}: {exc}")
+        if errors:
+            raise HealError("thaw failed: " + "; ".join(errors))
+
+
+@register
+class DiskStall(_FreezeBase):
+    """Freeze the targets' filesystems for the whole fault."""
+
+    name = "disk-stall"
+    summary = "fsfreeze for the fault's duration"
+
+    def _start(self) -> None:
+        self._frozen: set[int] = set()
+        self._freeze_all()
+
+    def _stop(self) -> None:
+        self._thaw_all()
+
+
+@register
+class SlowDisk(_FreezeBase):
+    """Freeze/thaw duty cycle: the disk works in bursts."""
+
+    name = "slow-disk"
+    summary = "freeze/thaw duty cycle"
+    params_spec = (
+        Param("freeze_ms", "int", 200, "frozen time per cycle, ms", minimum=1),
+        Param("thaw_ms", "int", 200, "thawed time per cycle, ms", minimum=1),
+    )
+
+    def _start(self) -> None:
+        self._frozen: set[int] = set()
+        self._cycle = DutyCycle(
+            self._freeze_all,
+            self._thaw_all,
+            self.params["freeze_ms"] / 1000,
+            self.params["thaw_ms"] / 1000,
+            name=f"slow-disk-{self.id}",
+        )
+        self._cycle.start()
+
+    def _stop(self) -> None:
+        try:
+            self._cycle.stop()
+        finally:
+            self._thaw_all()
+
+    def abort(self) -> None:
+        cycle = getattr(self, "_cycle", None)
+        if cycle is not None:
+            cycle.abort()
+
+
+@register
+class DiskFull(Fault):
+    """Fill the targets' filesystems with a labelled file; delete it on stop."""
+
+    name = "disk-full"
+    family = "disk"
+    summary = "filesystem filled by a labelled file"
+    default_target = "random"
+    params_spec = (
+        Param("leave_mb", "float", 0.0, "space left free, MiB", minimum=0),
+        Param("max_mb", "float", 0.0, "largest fill file, MiB (0 = no cap)", minimum=0),
+    )
+
+    def _start(self) -> None:
+        self._filled: list[int] = []
+        sizes = {}
+        for node in self.targets:
+            self._filled.append(node.node_id)
+            sizes[node.name] = hostfs.fill(
+                node,
+                self.id,
+                int(self.params["leave_mb"] * 2**20),
+                int(self.params["max_mb"] * 2**20),
+            )
+        self.detail["fill_bytes"] = sizes
+
+    def _stop(self) -> None:
+        for node in self.targets:
+            if node.node_id in getattr(self, "_filled", []):
+                hostfs.unfill(self.cluster, node, self.id)

@@ -1,0 +1,89 @@
+"""Process pauses, GC-pause style: SIGSTOP/SIGCONT of the broker JVM, or the cgroup
+freezer (``docker pause``) of the whole container.
+
+``pause`` params:
+
+* ``mode``: ``sigstop`` (the JVM, PID 1 of the container, is stopped; the kernel still
+  answers TCP handshakes and buffers data for it) or ``freezer`` (every process of the
+  container frozen by the cgroup freezer).
+* ``pause_s``: 0 (default) pauses for the whole fault; > 0 repeats a duty cycle of
+  ``pause_s`` paused then ``run_s`` running until the fault stops.
+* ``run_s``: running time between pauses in a duty cycle.
+"""
+
+from __future__ import annotations
+
+from faults.base import Fault, register
+from faults.cycle import DutyCycle
+from faults.params import Param
+from harness.cluster.api import NodeHandle
+from harness.errors import HealError
+
+
+@register
+class Pause(Fault):
+    """Pause the targets (one-shot or a duty cycle)."""
+
+    name = "pause"
+    family = "pause"
+    summary = "SIGSTOP or cgroup-freezer pause, one-shot or duty cycle"
+    default_target = "random"
+    params_spec = (
+        Param("mode", "str", "sigstop", "how to pause", choices=("sigstop", "freezer")),
+        Param("pause_s", "float", 0.0, "0 = pause for the whole fault; else cycle", minimum=0),
+        Param("run_s", "float", 1.0, "running time between cycled pauses", minimum=0.01),
+    )
+
+    def _pause(self, node: NodeHandle) -> None:
+        if self.params["mode"] == "freezer":
+            self.cluster.pause(node)
+        else:
+            self.cluster.signal(node, "STOP")
+
+    def _resume(self, node: NodeHandle) -> None:
+        if self.params["mode"] == "freezer":
+            self.cluster.unpause(node)
+        else:
+            self.cluster.signal(node, "CONT")
+
+    def _pause_all(self) -> None:
+        for node in self.targets:
+            self._paused.add(node.node_id)
+            self._pause(node)
+
+    def _resume_all(self) -> None:
+        errors = []
+        for node in self.targets:
+            if node.node_id not in self._paused:
+                continue
+            try:
+                self._resume(node)
+                self._paused.discard(node.node_id)
+            except Exception as exc:  # noqa: BLE001 - resume the others anyway
+                errors.append(f"{node.name}: {exc}")
+        if errors:
+            raise HealError("resume failed: " + "; ".join(errors))
+
+    def _start(self) -> None:
+        self._paused: set[int] = set()
+        self._cycle: DutyCycle | None = None
+        if self.params["pause_s"] > 0:
+            self._cycle = DutyCycle(
+                self._pause_all,
+                self._resume_all,
+                self.params["pause_s"],
+                self.params["run_s"],
+                name=f"pause-{self.id}",
+            )
+            self._cycle.start()
+        else:
+            self._pause_all()
+
+    def _stop(self) -> None:
+        if getattr(self, "_cycle", None) is not None:
+            self._cycle.stop()  # type: ignore[union-attr]
+        self._resume_all()
+
+    def abort(self) -> None:
+        if getattr(self, "_cycle", None) is not None:
+            self._cycle.abort()  # type: ignore[union-attr]

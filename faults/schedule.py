@@ -1,0 +1,261 @@
+"""Fault schedules: scripted (at t for d) or random with a seed.
+
+Both come from a plain mapping (a scenario's ``nemesis:`` section or a dict in Python)::
+
+    {"type": "scripted", "faults": [
+        {"at": 10, "for": 20, "fault": "pause", "target": "leader:t:0",
+         "params": {"mode": "freezer"}}]}
+
+    {"type": "random", "seed": 42, "start_s": 5, "duration_s": 120,
+     "fault_s": [5, 15], "quiet_s": [3, 10], "concurrency": 1, "stagger_s": 0,
+     "faults": [
+        {"fault": "pause", "weight": 2, "target": ["random", "controller"],
+         "params": {"mode": {"choice": ["sigstop", "freezer"]}}},
+        {"fault": "latency", "for": [2, 4],
+         "params": {"latency_ms": {"randint": [50, 500]}, "link": "replication"}}]}
+
+Random schedules: each of ``concurrency`` lanes (lane k starting ``k * stagger_s`` later)
+draws a fault by weight, a duration from the entry's ``for`` (number or [lo, hi]) or
+``fault_s``, a target when ``target`` is a list, and param values written as
+``{"choice": [...]}``, ``{"uniform": [lo, hi]}`` or ``{"randint": [lo, hi]}``; then waits a
+quiet period drawn from ``quiet_s``; no fault runs past ``start_s + duration_s``. Ids are
+``f-1``, ``f-2``, ... in order of start. Everything is drawn from RNGs seeded by the
+schedule's seed, so the same seed gives the same faults, target specs, params and times;
+targets such as ``random`` are resolved at start with the fault's own seeded RNG.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from faults.base import FaultSpec, fault_spec
+from faults.params import Where
+
+SCRIPTED_KEYS = {"type", "seed", "faults"}
+RANDOM_KEYS = {
+    "type",
+    "seed",
+    "start_s",
+    "duration_s",
+    "fault_s",
+    "quiet_s",
+    "concurrency",
+    "stagger_s",
+    "faults",
+}
+
+
+@dataclass(frozen=True)
+class ScheduledFault:
+    at: float  # seconds after the nemesis starts
+    duration: float
+    spec: FaultSpec
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def end(self) -> float:
+        return self.at + self.duration
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "at": round(self.at, 6),
+            "for": round(self.duration, 6),
+            "fault": self.spec.fault,
+            "target": self.spec.target,
+            "params": dict(self.spec.params),
+        }
+
+
+@dataclass(frozen=True)
+class Schedule:
+    faults: tuple[ScheduledFault, ...]
+    seed: int | str = 0
+
+    @property
+    def length(self) -> float:
+        return max((f.end for f in self.faults), default=0.0)
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [f.to_dict() for f in self.faults]
+
+
+def _number(value: Any, where: Where, minimum: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise where.error(f"must be a number, got {value!r}")
+    if value < minimum:
+        raise where.error(f"must be >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def _range(value: Any, where: Where, minimum: float = 0.0) -> tuple[float, float]:
+    """A number or a [lo, hi] pair."""
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        if len(value) != 2:
+            raise where.error(f"must be a number or [lo, hi], got {value!r}")
+        lo = _number(value[0], where.child(0, value), minimum)
+        hi = _number(value[1], where.child(1, value), minimum)
+        if hi < lo:
+            raise where.error(f"[lo, hi] with hi < lo: {value!r}")
+        return lo, hi
+    v = _number(value, where, minimum)
+    return v, v
+
+
+def _mapping(value: Any, where: Where) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise where.error(f"must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _check_keys(spec: Mapping[str, Any], allowed: set[str], where: Where) -> None:
+    for key in spec:
+        if key not in allowed:
+            raise where.child(str(key), spec).error(
+                f"unknown key {key!r} (allowed: {', '.join(sorted(allowed))})"
+            )
+
+
+def _entries(spec: Mapping[str, Any], where: Where) -> list[tuple[Mapping[str, Any], Where]]:
+    faults = spec.get("faults")
+    w = where.child("faults", spec)
+    if not isinstance(faults, Sequence) or isinstance(faults, str) or not faults:
+        raise w.error("must be a non-empty list of faults")
+    return [(_mapping(e, w.child(i, faults)), w.child(i, faults)) for i, e in enumerate(faults)]
+
+
+def _seed(spec: Mapping[str, Any], default: int | str | None, where: Where) -> int | str:
+    seed = spec.get("seed", default if default is not None else 0)
+    if isinstance(seed, bool) or not isinstance(seed, int | str):
+        raise where.child("seed", spec).error(f"must be an integer or string, got {seed!r}")
+    return seed
+
+
+def from_spec(
+    spec: Mapping[str, Any], seed: int | str | None = None, where: Where | None = None
+) -> Schedule:
+    """Build a Schedule; ``seed`` (e.g. the run's) applies when the spec has none."""
+    where = where or Where(field="nemesis")
+    spec = _mapping(spec, where)
+    kind = spec.get("type", "scripted")
+    if kind == "scripted":
+        return _scripted(spec, _seed(spec, seed, where), where)
+    if kind == "random":
+        return _random(spec, _seed(spec, seed, where), where)
+    raise where.child("type", spec).error(f"must be scripted or random, got {kind!r}")
+
+
+def _scripted(spec: Mapping[str, Any], seed: int | str, where: Where) -> Schedule:
+    _check_keys(spec, SCRIPTED_KEYS, where)
+    raw = []
+    for entry, w in _entries(spec, where):
+        _check_keys(entry, {"at", "for", "duration", "fault", "target", "params"}, w)
+        if "at" not in entry:
+            raise w.child("at").error("missing (seconds after the nemesis starts)")
+        at = _number(entry["at"], w.child("at", entry))
+        dur_key = "for" if "for" in entry else "duration"
+        dur = _number(entry.get(dur_key, 0), w.child(dur_key, entry))
+        raw.append((at, dur, entry, w))
+    raw.sort(key=lambda r: r[0])  # stable: equal times keep file order
+    faults = []
+    for i, (at, dur, entry, w) in enumerate(raw, start=1):
+        fs = fault_spec(
+            entry.get("fault"),  # type: ignore[arg-type]
+            entry.get("target"),
+            entry.get("params"),
+            id=f"f-{i}",
+            seed=seed,
+            where=w,
+        )
+        faults.append(ScheduledFault(at, dur, fs))
+    return Schedule(tuple(faults), seed)
+
+
+def _draw_param(value: Any, rng: random.Random, where: Where) -> Any:
+    if isinstance(value, Mapping) and len(value) == 1:
+        ((how, arg),) = value.items()
+        if how == "choice":
+            if not isinstance(arg, Sequence) or isinstance(arg, str) or not arg:
+                raise where.error("choice needs a non-empty list")
+            return arg[rng.randrange(len(arg))]
+        if how in ("uniform", "randint"):
+            lo, hi = _range(arg, where, float("-inf"))
+            return rng.uniform(lo, hi) if how == "uniform" else rng.randint(int(lo), int(hi))
+    return value
+
+
+def _random(spec: Mapping[str, Any], seed: int | str, where: Where) -> Schedule:
+    _check_keys(spec, RANDOM_KEYS, where)
+    start = _number(spec.get("start_s", 0), where.child("start_s", spec))
+    duration = _number(spec.get("duration_s", 60), where.child("duration_s", spec))
+    fault_s = _range(spec.get("fault_s", [5, 15]), where.child("fault_s", spec))
+    quiet_s = _range(spec.get("quiet_s", [5, 10]), where.child("quiet_s", spec))
+    lanes = int(_number(spec.get("concurrency", 1), where.child("concurrency", spec), 1))
+    stagger = _number(spec.get("stagger_s", 0), where.child("stagger_s", spec))
+    if max(fault_s[0], 0) + max(quiet_s[0], 0) <= 0:
+        raise where.child("quiet_s", spec).error("fault_s and quiet_s cannot both be 0")
+    templates = []
+    for entry, w in _entries(spec, where):
+        _check_keys(entry, {"fault", "weight", "target", "params", "for"}, w)
+        weight = _number(entry.get("weight", 1), w.child("weight", entry))
+        dur = _range(entry["for"], w.child("for", entry)) if "for" in entry else fault_s
+        targets = entry.get("target")
+        if isinstance(targets, Sequence) and not isinstance(targets, str):
+            if not targets:
+                raise w.child("target", entry).error("an empty list of targets")
+            choices: list[Any] = list(targets)
+        else:
+            choices = [targets]
+        params = entry.get("params") or {}
+        pw = w.child("params", entry)
+        _mapping(params, pw)
+        # Validate every target choice and one draw of the params now, not mid-run.
+        probe = random.Random(0)
+        for c in choices:
+            sample = {k: _draw_param(v, probe, pw.child(k, params)) for k, v in params.items()}
+            fault_spec(entry.get("fault"), c, sample, where=w)  # type: ignore[arg-type]
+        templates.append((entry, w, weight, dur, choices, params, pw))
+    if sum(t[2] for t in templates) <= 0:
+        raise where.child("faults", spec).error("weights must not all be 0")
+
+    drawn: list[tuple[float, int, Any]] = []
+    end = start + duration
+    for lane in range(lanes):
+        rng = random.Random(f"{seed}/lane-{lane}")
+        t = start + lane * stagger
+        while True:
+            entry, w, _, dur, choices, params, pw = rng.choices(
+                templates, weights=[x[2] for x in templates]
+            )[0]
+            d = rng.uniform(*dur)
+            if t + d > end:
+                break
+            target = choices[rng.randrange(len(choices))]
+            values = {k: _draw_param(v, rng, pw.child(k, params)) for k, v in params.items()}
+            drawn.append((t, lane, (d, entry, w, target, values)))
+            t += d + rng.uniform(*quiet_s)
+    drawn.sort(key=lambda x: (x[0], x[1]))
+    faults = []
+    for i, (t, _, (d, entry, w, target, values)) in enumerate(drawn, start=1):
+        fs = fault_spec(entry.get("fault"), target, values, id=f"f-{i}", seed=seed, where=w)
+        faults.append(ScheduledFault(round(t, 6), round(d, 6), fs))
+    return Schedule(tuple(faults), seed)
+
+
+def scripted(*entries: tuple[float, float, str, str | None, Mapping[str, Any]]) -> Schedule:
+    """Python shorthand: ``scripted((10, 5, "pause", "broker-2", {}), ...)``."""
+    return from_spec(
+        {
+            "type": "scripted",
+            "faults": [
+                {"at": a, "for": d, "fault": f, "target": t, "params": dict(p)}
+                for a, d, f, t, p in entries
+            ],
+        }
+    )

@@ -1,0 +1,194 @@
+"""Target specs: which nodes a fault hits, resolved when the fault starts.
+
+Grammar (one string):
+
+=====================  ==========================================================
+``all``                every node
+``brokers``            every node with the broker role
+``controllers``        every node with the controller role
+``random`` ``random:K``  K brokers (default 1) drawn with the fault's seeded RNG
+``minority``           a random minority of all nodes: (n-1)//2 of them, at least 1
+``majority``           a random majority of all nodes: n//2+1 of them
+``controller``         the active KRaft controller
+``leader:TOPIC:P``     the current leader of partition P of TOPIC
+``none``               no node (faults that take their nodes from params)
+``broker-2``, ``2``    a named node, by name or id; several joined by commas
+=====================  ==========================================================
+
+Random choices draw from nodes sorted by id with the RNG the schedule gives each fault,
+so the same seed and the same cluster state give the same targets.
+
+The leader and the active controller are looked up through the cluster's own
+``partition_leader(topic, partition)`` / ``active_controller_id()`` when it offers them
+(fakes in unit tests do); otherwise with confluent-kafka's AdminClient on
+``cluster.bootstrap_servers`` and each controller's Prometheus metrics on :7071.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import requests
+
+from faults.params import Where
+from harness.cluster.api import ClusterHandle, NodeHandle
+from harness.errors import FaultError
+
+_KEYWORDS = ("all", "brokers", "controllers", "minority", "majority", "controller", "none")
+_TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    kind: str  # one of _KEYWORDS, "random", "leader", "named"
+    count: int = 1
+    topic: str = ""
+    partition: int = 0
+    names: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.kind == "random":
+            return "random" if self.count == 1 else f"random:{self.count}"
+        if self.kind == "leader":
+            return f"leader:{self.topic}:{self.partition}"
+        if self.kind == "named":
+            return ",".join(self.names)
+        return self.kind
+
+
+def parse_target(text: str | int, where: Where | None = None) -> TargetSpec:
+    """Parse a target spec; a ConfigError names the field when it is malformed."""
+    where = where or Where(field="target")
+    raw = str(text).strip()
+    if raw in _KEYWORDS:
+        return TargetSpec(raw)
+    if raw == "random" or raw.startswith("random:"):
+        count = raw.partition(":")[2] or "1"
+        if not count.isdigit() or int(count) < 1:
+            raise where.error(f"random:K needs a positive integer K, got {raw!r}")
+        return TargetSpec("random", count=int(count))
+    if raw.startswith("leader:"):
+        parts = raw.split(":")
+        if len(parts) != 3 or not _TOPIC_RE.match(parts[1]) or not parts[2].isdigit():
+            raise where.error(f"expected leader:TOPIC:PARTITION, got {raw!r}")
+        return TargetSpec("leader", topic=parts[1], partition=int(parts[2]))
+    names = tuple(n.strip() for n in raw.split(",") if n.strip())
+    if not names or not all(re.match(r"^[A-Za-z0-9_-]+$", n) for n in names):
+        raise where.error(f"not a target spec: {raw!r}")
+    return TargetSpec("named", names=names)
+
+
+def _by_id(nodes: Sequence[NodeHandle]) -> list[NodeHandle]:
+    return sorted(nodes, key=lambda n: n.node_id)
+
+
+def resolve(cluster: ClusterHandle, spec: TargetSpec | str, rng: random.Random) -> list[NodeHandle]:
+    """The nodes a spec names right now, sorted by id. FaultError when none can be found."""
+    if not isinstance(spec, TargetSpec):
+        spec = parse_target(spec)
+    nodes = _by_id(cluster.nodes)
+    if spec.kind == "none":
+        return []
+    if spec.kind == "all":
+        return nodes
+    if spec.kind == "brokers":
+        return [n for n in nodes if n.is_broker]
+    if spec.kind == "controllers":
+        return [n for n in nodes if n.is_controller]
+    if spec.kind == "random":
+        pool = [n for n in nodes if n.is_broker]
+        if spec.count > len(pool):
+            raise FaultError(f"target {spec}: only {len(pool)} brokers")
+        return _by_id(rng.sample(pool, spec.count))
+    if spec.kind == "minority":
+        return _by_id(rng.sample(nodes, max(1, (len(nodes) - 1) // 2)))
+    if spec.kind == "majority":
+        return _by_id(rng.sample(nodes, len(nodes) // 2 + 1))
+    if spec.kind == "controller":
+        return [cluster.node(active_controller(cluster))]
+    if spec.kind == "leader":
+        leader = partition_leader(cluster, spec.topic, spec.partition)
+        return [cluster.node(leader)]
+    out = []
+    for name in spec.names:
+        key: int | str = int(name) if name.isdigit() else name
+        try:
+            out.append(cluster.node(key))
+        except Exception as exc:  # the cluster's own "no such node" error
+            raise FaultError(f"target {name!r}: no such node") from exc
+    return _by_id(list({n.node_id: n for n in out}.values()))
+
+
+def partition_leader(cluster: ClusterHandle, topic: str, partition: int) -> int:
+    """Node id of the partition's current leader (FaultError when it has none)."""
+    own = getattr(cluster, "partition_leader", None)
+    if callable(own):
+        return int(own(topic, partition))
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    try:
+        md = admin.list_topics(topic=topic, timeout=10)
+    except Exception as exc:  # KafkaException and friends
+        raise FaultError(f"leader:{topic}:{partition}: metadata request failed: {exc}") from exc
+    t = md.topics.get(topic)
+    if t is None or t.error is not None or partition not in t.partitions:
+        raise FaultError(f"leader:{topic}:{partition}: no such partition")
+    leader = t.partitions[partition].leader
+    if leader is None or leader < 0:
+        raise FaultError(f"leader:{topic}:{partition}: partition has no leader")
+    return int(leader)
+
+
+def active_controller(cluster: ClusterHandle, timeout: float = 10.0) -> int:
+    """Node id of the active KRaft controller, from ActiveControllerCount on :7071."""
+    own = getattr(cluster, "active_controller_id", None)
+    if callable(own):
+        return int(own())
+    errors = []
+    for node in _by_id(cluster.controllers):
+        try:
+            text = requests.get(f"http://{node.ip}:7071/metrics", timeout=timeout).text
+        except requests.RequestException as exc:
+            errors.append(f"{node.name}: {exc.__class__.__name__}")
+            continue
+        if active_controller_count(text) >= 1:
+            return node.node_id
+    return _controller_from_quorum_tool(cluster, errors)
+
+
+def active_controller_count(metrics_text: str) -> float:
+    """The ActiveControllerCount gauge in a Prometheus text page (0 when absent)."""
+    for line in metrics_text.splitlines():
+        if line.startswith("#") or "activecontrollercount" not in line.lower():
+            continue
+        try:
+            return float(line.rsplit(None, 1)[1])
+        except (IndexError, ValueError):
+            continue
+    return 0.0
+
+
+def _controller_from_quorum_tool(cluster: ClusterHandle, errors: list[str]) -> int:
+    cmd = [
+        "/opt/kafka/bin/kafka-metadata-quorum.sh",
+        "--bootstrap-server",
+        "localhost:9092",
+        "describe",
+        "--status",
+    ]
+    for node in _by_id(cluster.brokers):
+        try:
+            code, out = cluster.exec(node, cmd)
+        except Exception as exc:  # container stopped or paused
+            errors.append(f"{node.name}: {exc}")
+            continue
+        # Trust the printed LeaderId even when the tool fails later on its way out.
+        m = re.search(r"LeaderId:\s*(\d+)", out)
+        if m:
+            return int(m.group(1))
+        errors.append(f"{node.name}: quorum tool exit {code}")
+    raise FaultError("no active controller found: " + "; ".join(errors))

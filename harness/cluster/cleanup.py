@@ -1,0 +1,262 @@
+"""``kchaos cleanup``: heal and remove whatever runs left behind, and nothing else.
+
+Only two things mark what kchaos made: Docker objects labelled ``io.kchaos=1`` (with the
+run id in ``io.kchaos.run``) and mounts, loop devices and files under
+``<state root>/runs/RUN_ID/``. For each run found that way, in this order:
+
+1. thaw every filesystem mounted under the run's directory (a writer blocked on a frozen
+   filesystem cannot be killed, so this must come before anything else);
+2. SIGCONT every process of the run's containers, and unpause paused containers;
+3. ``faults.heal_everything`` on the attached cluster, when the faults package has it;
+4. remove the containers, then the network;
+5. unmount, detach the loop devices backed by files under the run's directory;
+6. delete the run's directory (only once nothing is mounted below it).
+
+Every step tolerates a missing piece (a crash can stop a run anywhere).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+import docker
+import docker.errors
+
+from harness.cluster import filesystem
+from harness.cluster.containers import container_pids, docker_client
+from harness.cluster.topology import run_dir
+from harness.errors import ConfigError
+from harness.labels import LABEL_APP, LABEL_RUN, state_root
+
+Echo = Callable[[str], None]
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def check_run_id(run_id: str) -> str:
+    if not _RUN_ID.fullmatch(run_id) or run_id in {".", ".."}:
+        raise ConfigError(f"not a run id: {run_id!r}", field="--run")
+    return run_id
+
+
+def _run_of(path: str) -> str | None:
+    runs = str(state_root() / "runs") + "/"
+    if not path.startswith(runs):
+        return None
+    rest = path[len(runs) :].split("/", 1)[0]
+    return rest if _RUN_ID.fullmatch(rest) else None
+
+
+def find_runs(client: docker.DockerClient | None) -> list[str]:
+    """Every run id with something left: labelled Docker objects, state dirs, mounts, loops."""
+    runs: set[str] = set()
+    if client is not None:
+        flt = {"label": f"{LABEL_APP}=1"}
+        for c in client.containers.list(all=True, filters=flt):
+            runs.add(c.labels.get(LABEL_RUN, ""))
+        for n in client.networks.list(filters=flt):
+            runs.add((n.attrs.get("Labels") or {}).get(LABEL_RUN, ""))
+    base = state_root() / "runs"
+    if base.is_dir():
+        runs.update(p.name for p in base.iterdir() if p.is_dir())
+    for mount in filesystem.mounts_under(base):
+        runs.add(_run_of(str(mount)) or "")
+    for dev in filesystem.loop_devices_under(base):
+        runs.add(_run_of(dev.back_file) or "")
+    return sorted(r for r in runs if r and _RUN_ID.fullmatch(r))
+
+
+def thaw_run(run_id: str, echo: Echo = _quiet, dry_run: bool = False) -> list[str]:
+    done = []
+    for mount in filesystem.mounts_under(run_dir(run_id)):
+        if dry_run:
+            done.append(f"would thaw {mount} if frozen")
+        elif filesystem.thaw(mount):
+            done.append(f"thawed {mount}")
+    for line in done:
+        echo(line)
+    return done
+
+
+def _labelled(run_id: str) -> dict[str, list[str]]:
+    return {"label": [f"{LABEL_APP}=1", f"{LABEL_RUN}={run_id}"]}
+
+
+def release_processes(
+    client: docker.DockerClient, run_id: str, echo: Echo = _quiet, dry_run: bool = False
+) -> list[str]:
+    """SIGCONT every process of the run's containers, then unpause the paused ones."""
+    done = []
+    for c in client.containers.list(all=True, filters=_labelled(run_id)):
+        if c.status not in ("running", "paused"):
+            continue
+        if dry_run:
+            done.append(f"would SIGCONT the processes of {c.name}")
+        else:
+            sent = 0
+            for pid in container_pids(c):
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                    sent += 1
+                except ProcessLookupError:
+                    continue
+            done.append(f"sent SIGCONT to {sent} process(es) of {c.name}")
+        if c.status == "paused":
+            if dry_run:
+                done.append(f"would unpause {c.name}")
+            else:
+                try:
+                    c.unpause()
+                    done.append(f"unpaused {c.name}")
+                except docker.errors.APIError as exc:
+                    done.append(f"unpause {c.name} failed: {exc}")
+    for line in done:
+        echo(line)
+    return done
+
+
+def heal_faults(run_id: str, echo: Echo = _quiet) -> list[str]:
+    """faults.heal_everything(attach(run_id)) when both exist; never raises."""
+    try:
+        import faults
+    except ImportError:
+        return []
+    heal = getattr(faults, "heal_everything", None)
+    if heal is None:
+        return []
+    from harness.cluster.cluster import attach
+
+    try:
+        cluster = attach(run_id)
+    except Exception as exc:  # noqa: BLE001 - nothing to heal without the run's state
+        echo(f"heal skipped for {run_id}: {exc}")
+        return []
+    try:
+        done = [str(x) for x in heal(cluster)]
+    except Exception as exc:  # noqa: BLE001 - removal follows anyway
+        done = [f"heal_everything failed: {exc}"]
+    for line in done:
+        echo(line)
+    return done
+
+
+def remove_run(
+    client: docker.DockerClient | None, run_id: str, echo: Echo = _quiet, dry_run: bool = False
+) -> list[str]:
+    """Remove containers and network, unmount, detach loops, delete the run directory."""
+    done: list[str] = []
+
+    def note(line: str) -> None:
+        done.append(line)
+        echo(line)
+
+    verb = "would remove" if dry_run else "removed"
+    if client is not None:
+        for c in client.containers.list(all=True, filters=_labelled(run_id)):
+            if not dry_run:
+                try:
+                    c.remove(force=True, v=True)
+                except docker.errors.NotFound:
+                    continue
+            note(f"{verb} container {c.name}")
+        for n in client.networks.list(filters=_labelled(run_id)):
+            if not dry_run:
+                try:
+                    n.remove()
+                except docker.errors.NotFound:
+                    continue
+            note(f"{verb} network {n.name}")
+    base = run_dir(run_id)
+    for mount in filesystem.mounts_under(base):
+        if not dry_run:
+            filesystem.thaw(mount)
+            filesystem.unmount(mount, lazy_fallback=True)
+        note(f"{'would unmount' if dry_run else 'unmounted'} {mount}")
+    for dev in filesystem.loop_devices_under(base):
+        if not dry_run:
+            filesystem.detach(dev.name)
+        note(f"{'would detach' if dry_run else 'detached'} {dev.name} ({dev.back_file})")
+    if base.exists():
+        if dry_run:
+            note(f"would delete {base}")
+        elif filesystem.mounts_under(base):
+            note(f"kept {base}: something is still mounted below it")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+            note(f"deleted {base}")
+    return done
+
+
+def cleanup_run(
+    run_id: str,
+    *,
+    client: docker.DockerClient | None = None,
+    heal: bool = True,
+    dry_run: bool = False,
+    echo: Echo = _quiet,
+    thaw: bool = True,
+) -> list[str]:
+    """Everything for one run, in the safe order (see the module text). ``thaw=False``
+    when the caller has thawed every run already."""
+    check_run_id(run_id)
+    done = thaw_run(run_id, echo, dry_run) if thaw else []
+    if client is not None:
+        done += release_processes(client, run_id, echo, dry_run)
+    if heal and not dry_run:
+        done += heal_faults(run_id, echo)
+    done += remove_run(client, run_id, echo, dry_run)
+    return done
+
+
+def _engine() -> docker.DockerClient | None:
+    try:
+        return docker_client()
+    except Exception:  # noqa: BLE001 - without an engine, host-side leftovers still go
+        return None
+
+
+@click.command("cleanup")
+@click.option("--run", "run_id", default=None, help="Only this run id (default: every run).")
+@click.option("--dry-run", is_flag=True, help="Print what would be done, change nothing.")
+def cleanup_cmd(run_id: str | None, dry_run: bool) -> int:
+    """Heal and remove every labelled container, network, proxy, mount and loop device."""
+    client = _engine()
+    if client is None:
+        click.echo("Docker engine not reachable: only host-side leftovers are handled", err=True)
+    runs = [check_run_id(run_id)] if run_id else find_runs(client)
+    if not runs:
+        click.echo("nothing to clean up")
+        return 0
+    # Thaw everything first: a frozen filesystem would block the removal of other runs too.
+    thawed = {rid: thaw_run(rid, click.echo, dry_run) for rid in runs}
+    for rid in runs:
+        click.echo(f"run {rid}:")
+        done = cleanup_run(
+            rid, client=client, heal=True, dry_run=dry_run, echo=click.echo, thaw=False
+        )
+        if not done and not thawed[rid]:
+            click.echo("  nothing left")
+    return 0
+
+
+def leftovers(run_id: str, client: docker.DockerClient) -> list[str]:
+    """What of a run still exists (containers, networks, mounts, loops, its directory)."""
+    found = [
+        f"container {c.name}" for c in client.containers.list(all=True, filters=_labelled(run_id))
+    ]
+    found += [f"network {n.name}" for n in client.networks.list(filters=_labelled(run_id))]
+    base = run_dir(run_id)
+    found += [f"mount {m}" for m in filesystem.mounts_under(base)]
+    found += [f"loop {d.name}" for d in filesystem.loop_devices_under(base)]
+    if Path(base).exists():
+        found.append(f"directory {base}")
+    return found

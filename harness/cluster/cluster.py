@@ -1,0 +1,447 @@
+"""``Cluster``: a KRaft cluster in Docker, every link behind Toxiproxy, every node on its
+own ext4 filesystem. Implements :class:`harness.cluster.api.ClusterHandle`.
+
+    with Cluster(ClusterSpec(brokers=3)) as cluster:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+        cluster.restart_node(cluster.node(2), hard=True)
+
+A failed start removes whatever it had created before the error propagates, and the
+context manager removes everything on exit; ``kchaos cleanup --run RUN_ID`` does the same
+after a crash, from labels and ``cluster.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Any
+
+import docker
+import docker.errors
+from confluent_kafka.admin import AdminClient
+from docker.models.containers import Container
+
+from harness.cluster import filesystem, readiness
+from harness.cluster.api import (
+    CLIENT_PORT,
+    CONTROLLER_PORT,
+    TOXIPROXY_API_PORT,
+    LinkClass,
+    NodeHandle,
+)
+from harness.cluster.cleanup import cleanup_run
+from harness.cluster.config import DATA_UID, new_cluster_id, node_environment
+from harness.cluster.containers import (
+    container_pids,
+    create_network,
+    create_node_container,
+    docker_client,
+    error_lines,
+    get_container,
+    jvm_pid,
+    log_tail,
+    run_toxiproxy,
+    send_signal,
+    status_report,
+)
+from harness.cluster.proxies import ToxiproxyAPI
+from harness.cluster.spec import ClusterSpec
+from harness.cluster.state import RunState, load, save
+from harness.cluster.topology import container_name, fs_label, plan_nodes, run_dir, toxiproxy_ip
+from harness.errors import BrokerStartError, ClusterError, ReadinessTimeout, SetupError
+from harness.labels import new_run_id
+
+METRICS_PORT = 7071
+JMX_PORT = METRICS_PORT
+
+
+class Cluster:
+    """One run's cluster. Construct, then ``start()`` (or use ``with``)."""
+
+    def __init__(self, spec: ClusterSpec | None = None) -> None:
+        spec = spec or ClusterSpec()
+        self.run_id: str = spec.run_id or new_run_id()
+        self.spec: ClusterSpec = dataclasses.replace(spec, run_id=self.run_id)
+        self._state = RunState(run_id=self.run_id, spec=self.spec)
+        self._client: docker.DockerClient | None = None
+        self._stopped: set[int] = set()  # stopped on purpose (stop_node)
+        self._starting: set[int] = set()  # (re)starting: an exit means "refused to start"
+        self.subnet: str = ""  # e.g. "10.213.7.0/24", set by start()
+        self.toxiproxy_ip: str = ""
+        self.start_seconds: float | None = None  # start() to full ISR, images excluded
+        self.images_seconds: float | None = None  # resolving/building the images
+
+    # -- ClusterHandle ------------------------------------------------------------------
+    @property
+    def nodes(self) -> Sequence[NodeHandle]:
+        return tuple(self._state.nodes)
+
+    @property
+    def brokers(self) -> Sequence[NodeHandle]:
+        return tuple(n for n in self._state.nodes if n.is_broker)
+
+    @property
+    def controllers(self) -> Sequence[NodeHandle]:
+        return tuple(n for n in self._state.nodes if n.is_controller)
+
+    def node(self, key: int | str) -> NodeHandle:
+        for n in self._state.nodes:
+            if key in (n.node_id, n.name, n.container_name) or str(key) == str(n.node_id):
+                return n
+        raise ClusterError(f"run {self.run_id} has no node {key!r}")
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.proxies["client"].address for n in self.brokers)
+
+    @property
+    def toxiproxy_url(self) -> str:
+        return f"http://{self.toxiproxy_ip}:{TOXIPROXY_API_PORT}"
+
+    def exec(self, node: NodeHandle, cmd: Sequence[str], *, user: str = "root") -> tuple[int, str]:
+        result = self.container(node).exec_run(list(cmd), user=user)
+        output = result.output or b""
+        return int(result.exit_code or 0), bytes(output).decode("utf-8", "replace")
+
+    def signal(self, node: NodeHandle, sig: str | int) -> None:
+        send_signal(jvm_pid(self.container(node)), sig)
+
+    def pause(self, node: NodeHandle) -> None:
+        self.container(node).pause()
+
+    def unpause(self, node: NodeHandle) -> None:
+        self.container(node).unpause()
+
+    def stop_node(self, node: NodeHandle, *, hard: bool, timeout: float = 60.0) -> None:
+        container = self.container(node)
+        self._stopped.add(node.node_id)
+        try:
+            if hard:
+                container.kill(signal="SIGKILL")
+            else:
+                container.stop(timeout=int(timeout))
+        except docker.errors.APIError as exc:
+            if "is not running" not in str(exc):
+                raise ClusterError(f"cannot stop {node.name}: {exc}") from exc
+        container.wait(timeout=timeout)
+
+    def start_node(self, node: NodeHandle, *, wait: bool = True, timeout: float = 60.0) -> None:
+        container = self.container(node)
+        self._starting.add(node.node_id)
+        container.start()
+        self._stopped.discard(node.node_id)
+        if wait:
+            self._wait_nodes([node], timeout)
+
+    def restart_node(self, node: NodeHandle, *, hard: bool = False, timeout: float = 60.0) -> None:
+        self.stop_node(node, hard=hard)
+        self.start_node(node, wait=True, timeout=timeout)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Every node answering, every broker registered, the probe topic's ISR full."""
+        deadline = time.monotonic() + timeout
+        self._wait_nodes(self.nodes, timeout)
+        brokers = {n.node_id for n in self.brokers}
+        admin = self.admin()
+        created = False
+        while True:
+            self._check_containers()
+            missing = brokers - readiness.registered_brokers(admin)
+            if missing:
+                last = f"brokers not registered: {sorted(missing)}"
+            else:
+                try:
+                    if not created:
+                        readiness.ensure_topic(
+                            admin, readiness.PROBE_TOPIC, len(brokers), min(3, len(brokers))
+                        )
+                        created = True
+                    problems = readiness.isr_problems(admin, [readiness.PROBE_TOPIC])
+                except Exception as exc:  # noqa: BLE001 - retried until the deadline
+                    problems = [f"{type(exc).__name__}: {exc}"]
+                if not problems:
+                    return
+                last = "probe topic not in sync: " + "; ".join(problems)
+            if time.monotonic() >= deadline:
+                self._timeout(timeout, last)
+            time.sleep(0.3)
+
+    def logs(self, node: NodeHandle, tail: int = 50) -> str:
+        return log_tail(self.container(node), tail)
+
+    # -- extras for runner, tests and faults ------------------------------------------------
+    @property
+    def client(self) -> docker.DockerClient:
+        if self._client is None:
+            self._client = docker_client()
+        return self._client
+
+    @property
+    def cluster_id(self) -> str:
+        return self._state.cluster_id
+
+    @property
+    def kafka_image(self) -> str:
+        return self._state.kafka_image
+
+    @property
+    def toxiproxy_image(self) -> str:
+        return self._state.toxiproxy_image
+
+    @property
+    def toxiproxy(self) -> ToxiproxyAPI:
+        return ToxiproxyAPI(self.toxiproxy_url)
+
+    def container(self, node: NodeHandle | str) -> Container:
+        name = node if isinstance(node, str) else node.container_name
+        found = get_container(self.client, name)
+        if found is None:
+            raise ClusterError(f"container {name} of run {self.run_id} does not exist")
+        return found
+
+    def admin(self, **conf: Any) -> AdminClient:
+        """A confluent-kafka AdminClient on the client proxies."""
+        return readiness.admin_client(self.bootstrap_servers, **conf)
+
+    def metrics_url(self, node: NodeHandle) -> str:
+        """The node's Prometheus endpoint (direct, not through Toxiproxy)."""
+        return f"http://{node.ip}:{METRICS_PORT}/metrics"
+
+    def set_proxy_enabled(self, node: NodeHandle, link: LinkClass, enabled: bool) -> None:
+        self.toxiproxy.set_enabled(node.proxies[link].name, enabled)
+
+    def wait_isr_full(self, topics: Iterable[str], timeout: float = 60.0) -> None:
+        """Until every partition of the topics has a leader and ISR == replicas."""
+        topics = list(topics)
+        deadline = time.monotonic() + timeout
+        with_admin = self.admin()
+        while True:
+            problems = readiness.isr_problems(with_admin, topics)
+            if not problems:
+                return
+            if time.monotonic() >= deadline:
+                self._timeout(timeout, "ISR not full: " + "; ".join(problems))
+            time.sleep(0.3)
+
+    def process_ids(self, node: NodeHandle) -> list[int]:
+        """Host pids of every process in the node's container."""
+        return container_pids(self.container(node))
+
+    # disk operations on the node's own filesystem (host side)
+    def freeze_fs(self, node: NodeHandle) -> None:
+        """FIFREEZE: every writer to the node's data filesystem blocks until thaw_fs."""
+        filesystem.freeze(node.mount_path)
+
+    def thaw_fs(self, node: NodeHandle) -> bool:
+        """FITHAW; False when the filesystem was not frozen."""
+        return filesystem.thaw(node.mount_path)
+
+    def shutdown_fs(self, node: NodeHandle) -> None:
+        """EXT4_IOC_SHUTDOWN with NOLOGFLUSH: unflushed writes are lost (power cut)."""
+        filesystem.shutdown_nologflush(node.mount_path)
+
+    def unmount_fs(self, node: NodeHandle) -> None:
+        filesystem.unmount(node.mount_path)
+
+    def mount_fs(self, node: NodeHandle) -> None:
+        filesystem.mount(node.loop_device, node.mount_path)
+
+    def remount_fs(self, node: NodeHandle) -> None:
+        """Unmount if mounted, then mount the node's loop device again (container stopped)."""
+        if filesystem.is_mounted(node.mount_path):
+            filesystem.unmount(node.mount_path)
+        filesystem.mount(node.loop_device, node.mount_path)
+
+    def is_mounted(self, node: NodeHandle) -> bool:
+        return filesystem.is_mounted(node.mount_path)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.cleanup()
+
+    def start(self) -> Cluster:
+        """Create everything and wait until ready; on any failure remove it all again."""
+        try:
+            began = time.monotonic()
+            self._resolve_images()
+            self.images_seconds = time.monotonic() - began
+            began = time.monotonic()
+            self._start()
+            self.start_seconds = time.monotonic() - began
+        except BaseException:
+            self.cleanup()
+            raise
+        return self
+
+    def _resolve_images(self) -> None:
+        spec = self.spec
+        kafka, toxi = spec.kafka_image, spec.toxiproxy_image
+        if (kafka is None or toxi is None) and spec.images is not None:
+            kafka, toxi = kafka or spec.images.kafka, toxi or spec.images.toxiproxy
+        if kafka is None or toxi is None:
+            from harness.images import ensure_images
+
+            images = ensure_images(spec.kafka_version)
+            kafka, toxi = kafka or images.kafka, toxi or images.toxiproxy
+        for tag in (kafka, toxi):
+            try:
+                self.client.images.get(tag)
+            except docker.errors.ImageNotFound:
+                raise SetupError(f"image {tag} is missing; build it with `kchaos images`") from None
+        self._state.kafka_image, self._state.toxiproxy_image = kafka, toxi
+
+    def _start(self) -> None:
+        st = self._state
+        run_dir(self.run_id).mkdir(parents=True, exist_ok=True)
+        save(st)
+        _net, st.subnet = create_network(self.client, self.run_id)
+        st.network = _net.name or ""
+        st.toxiproxy_ip = toxiproxy_ip(st.subnet)
+        self.subnet, self.toxiproxy_ip = st.subnet, st.toxiproxy_ip
+        st.cluster_id = new_cluster_id()
+        st.toxiproxy_container = container_name(self.run_id, "toxiproxy")
+        st.nodes = plan_nodes(self.spec, self.run_id, st.subnet)
+        st.phase = "creating"
+        save(st)
+        for i, node in enumerate(st.nodes):
+            loop = filesystem.create_filesystem(
+                node.image_file,
+                node.mount_path,
+                size_mb=self.spec.disk_size_mb,
+                label=fs_label(self.run_id, node.node_id),
+                uid=DATA_UID,
+            )
+            st.nodes[i] = dataclasses.replace(node, loop_device=loop)
+            save(st)
+        run_toxiproxy(
+            self.client,
+            self.run_id,
+            st.toxiproxy_image,
+            st.network,
+            st.toxiproxy_ip,
+            st.toxiproxy_container,
+        )
+        api = self.toxiproxy
+        api.wait_up()
+        api.populate(p for n in st.nodes for p in n.proxies.values())
+        containers = [
+            create_node_container(
+                self.client,
+                self.run_id,
+                node,
+                st.kafka_image,
+                node_environment(self.spec, node.node_id, st.toxiproxy_ip, st.cluster_id),
+                st.network,
+            )
+            for node in st.nodes
+        ]
+        self._starting = {n.node_id for n in st.nodes}
+        for container in containers:
+            container.start()
+        save(st)
+        self.wait_ready(self.spec.ready_timeout)
+        st.phase = "started"
+        save(st)
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """Stop every node with SIGTERM (controlled shutdown), then remove everything."""
+        try:
+            for node in self.nodes:
+                c = get_container(self.client, node.container_name)
+                if c is not None and c.status == "running":
+                    c.kill(signal="SIGTERM")
+            for node in self.nodes:
+                c = get_container(self.client, node.container_name)
+                if c is not None:
+                    with contextlib.suppress(Exception):  # cleanup kills what is left
+                        c.wait(timeout=timeout)
+        finally:
+            self.cleanup()
+
+    def cleanup(self) -> list[str]:
+        """Remove every container, network, mount, loop device and file of this run."""
+        try:
+            client: docker.DockerClient | None = self.client
+        except SetupError:
+            client = None
+        return cleanup_run(self.run_id, client=client, heal=False)
+
+    # -- internals ------------------------------------------------------------------------
+    def _check_containers(self) -> None:
+        """BrokerStartError as soon as a node's container has exited on its own."""
+        toxi = get_container(self.client, self._state.toxiproxy_container)
+        if toxi is None or toxi.status not in ("running", "paused"):
+            raise ClusterError(
+                f"Toxiproxy container of run {self.run_id} is not running\n"
+                + status_report([toxi], [self._state.toxiproxy_container])
+            )
+        for node in self.nodes:
+            c = get_container(self.client, node.container_name)
+            if c is None:
+                raise ClusterError(f"container {node.container_name} disappeared")
+            if c.status in ("exited", "dead"):
+                if node.node_id in self._starting:
+                    self._broker_failed(node, c)
+                code = c.attrs.get("State", {}).get("ExitCode")
+                why = "was stopped" if node.node_id in self._stopped else f"exited ({code})"
+                raise ClusterError(f"{node.name} {why}; start_node() it first")
+
+    def _broker_failed(self, node: NodeHandle, container: Container) -> None:
+        code = container.attrs.get("State", {}).get("ExitCode")
+        full = bytes(container.logs(tail=400)).decode("utf-8", "replace")
+        errors = error_lines(full) or [ln for ln in full.splitlines() if ln.strip()][-3:]
+        tail = "\n".join(full.splitlines()[-40:])
+        raise BrokerStartError(
+            f"{node.name} ({node.container_name}) exited with code {code} during start.\n"
+            "Its own error:\n  "
+            + ("\n  ".join(errors) if errors else "(no error line found)")
+            + f"\n--- last lines of its log:\n{tail}"
+        )
+
+    def _wait_nodes(self, nodes: Sequence[NodeHandle], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        waiting = list(nodes)
+        while waiting:
+            self._check_containers()
+            waiting = [n for n in waiting if not readiness.answers_requests(n.ip, _serving_port(n))]
+            self._starting -= {n.node_id for n in nodes if n not in waiting}
+            if not waiting:
+                return
+            if time.monotonic() >= deadline:
+                self._timeout(timeout, "not answering: " + ", ".join(n.name for n in waiting))
+            time.sleep(0.3)
+
+    def _timeout(self, timeout: float, what: str) -> None:
+        names = [self._state.toxiproxy_container] + [n.container_name for n in self.nodes]
+        containers = [get_container(self.client, name) for name in names]
+        raise ReadinessTimeout(
+            f"cluster {self.run_id} not ready after {timeout:.0f}s: {what}\n"
+            + status_report(containers, names)
+        )
+
+
+def _serving_port(node: NodeHandle) -> int:
+    return CLIENT_PORT if node.is_broker else CONTROLLER_PORT
+
+
+def attach(run_id: str) -> Cluster:
+    """Rebuild the Cluster of an existing run from its saved state (after a crash too)."""
+    st = load(run_id)
+    cluster = Cluster(
+        st.spec if st.spec.run_id == run_id else dataclasses.replace(st.spec, run_id=run_id)
+    )
+    st.spec = cluster.spec
+    cluster._state = st
+    cluster.subnet, cluster.toxiproxy_ip = st.subnet, st.toxiproxy_ip
+    return cluster

@@ -1,0 +1,51 @@
+"""Bring a shared cluster back to health between tests or scenarios."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import docker.errors
+
+from harness.cluster.cluster import Cluster
+from harness.errors import ClusterError
+
+
+def _own_heal(cluster: Cluster) -> list[str]:
+    """What the cluster can undo by itself when the faults package is not there."""
+    done = []
+    for node in cluster.nodes:
+        if cluster.thaw_fs(node):
+            done.append(f"thawed {node.name}")
+        container = cluster.container(node)
+        if container.status == "paused":
+            container.unpause()
+            done.append(f"unpaused {node.name}")
+        if container.status == "running":
+            with contextlib.suppress(ClusterError, ProcessLookupError):
+                cluster.signal(node, "CONT")
+    with contextlib.suppress(ClusterError):
+        cluster.toxiproxy.reset()
+    for node in cluster.nodes:
+        container = cluster.container(node)
+        if container.status in ("exited", "created"):
+            cluster.start_node(node, wait=False)
+            done.append(f"started {node.name}")
+    return done
+
+
+def ensure_healthy(cluster: Cluster, timeout: float = 120.0) -> list[str]:
+    """Heal every fault (``faults.heal_everything`` when present), start stopped nodes and
+    wait until the cluster is ready; returns what was done."""
+    heal: Callable[..., list[str]] | None = None
+    with contextlib.suppress(ImportError):
+        import faults
+
+        heal = getattr(faults, "heal_everything", None)
+    try:
+        done = list(heal(cluster)) if heal is not None else _own_heal(cluster)
+    except docker.errors.APIError as exc:
+        done = [f"heal failed: {exc}"]
+    done += _own_heal(cluster)  # cheap, and covers what a partial heal left
+    cluster.wait_ready(timeout)
+    return done

@@ -1,0 +1,185 @@
+"""What cluster to start: :class:`ClusterSpec`, a frozen description with no side effects."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from harness.errors import ConfigError
+
+# Kept equal to harness.images.DEFAULT_KAFKA_VERSION (imported lazily so that this module
+# stays importable without the images package).
+FALLBACK_KAFKA_VERSION = "4.4.0"
+MIN_KAFKA_VERSION = (3, 3)
+# Broker JVM flags tuned for a small shared machine: the C1 compiler only and the serial
+# collector. With Kafka's defaults (G1 and C2) three brokers on 2 busy cores took ~60 s
+# from container start to full ISR; with these, ~16 s (see docs/cluster.md).
+FAST_JVM_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Djava.awt.headless=true"
+
+
+def default_kafka_version() -> str:
+    try:
+        from harness.images import DEFAULT_KAFKA_VERSION
+    except ImportError:  # pragma: no cover - only while the images package is missing
+        return FALLBACK_KAFKA_VERSION
+    return str(DEFAULT_KAFKA_VERSION)
+
+
+class ImageTags(Protocol):
+    """The two image tags a cluster needs; ``harness.images.ImageSet`` satisfies it."""
+
+    @property
+    def kafka(self) -> str: ...
+
+    @property
+    def toxiproxy(self) -> str: ...
+
+
+def parse_version(version: str) -> tuple[int, int, int]:
+    """``"3.9.1"`` -> (3, 9, 1); a release below 3.3 or a malformed one is a ConfigError."""
+    match = re.fullmatch(r"(\d+)\.(\d+)(?:\.(\d+))?(?:[-.].*)?", version.strip())
+    if not match:
+        raise ConfigError(f"not a Kafka release number: {version!r}", field="kafka_version")
+    parsed = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
+    if parsed[:2] < MIN_KAFKA_VERSION:
+        raise ConfigError(
+            f"Kafka {version} is older than 3.3, the first release with production KRaft",
+            field="kafka_version",
+        )
+    return parsed
+
+
+def _stringify(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _properties(raw: Mapping[str, Any] | None, where: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in (raw or {}).items():
+        if not isinstance(key, str) or not key.strip():
+            raise ConfigError(f"property name must be a non-empty string, got {key!r}", field=where)
+        out[key.strip()] = _stringify(value)
+    return out
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A KRaft cluster: N brokers (combined broker+controller unless ``controllers`` > 0).
+
+    ``server_properties`` apply to every node and ``broker_properties[node_id]`` to one
+    node; both are passed to Kafka untouched and win over the harness's own defaults.
+    ``racks`` maps node id to ``broker.rack`` (for follower fetching add
+    ``replica.selector.class`` to ``server_properties``). Images: explicit tags win, then
+    ``images`` (an ImageSet), else ``harness.images.ensure_images(kafka_version)``.
+    ``jvm_performance_opts`` becomes KAFKA_JVM_PERFORMANCE_OPTS ("": the image's own).
+    """
+
+    brokers: int = 3
+    controllers: int = 0
+    kafka_version: str = field(default_factory=default_kafka_version)
+    images: ImageTags | None = None
+    kafka_image: str | None = None
+    toxiproxy_image: str | None = None
+    # Values may be str, int, bool...; they are stored as Kafka strings (true/false).
+    server_properties: Mapping[str, Any] = field(default_factory=dict)
+    broker_properties: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+    heap: str = "512m"
+    jvm_performance_opts: str = FAST_JVM_OPTS  # "" keeps the image's (Kafka's) defaults
+    disk_size_mb: int = 1024
+    racks: Mapping[int, str] = field(default_factory=dict)
+    ready_timeout: float = 120.0
+    run_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.brokers, int) or self.brokers < 1 or self.brokers > 60:
+            raise ConfigError(
+                f"must be an integer from 1 to 60, got {self.brokers!r}", field="brokers"
+            )
+        if not isinstance(self.controllers, int) or self.controllers < 0 or self.controllers > 9:
+            raise ConfigError(
+                f"must be an integer from 0 to 9, got {self.controllers!r}", field="controllers"
+            )
+        parse_version(self.kafka_version)
+        if not re.fullmatch(r"\d+[kKmMgG]?", self.heap):
+            raise ConfigError(f"JVM heap size like 512m expected, got {self.heap!r}", field="heap")
+        if self.disk_size_mb < 64:
+            raise ConfigError("at least 64 MiB", field="disk_size_mb")
+        if self.ready_timeout <= 0:
+            raise ConfigError("must be positive", field="ready_timeout")
+        if self.run_id is not None and not re.fullmatch(
+            r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", self.run_id
+        ):
+            raise ConfigError(
+                f"letters, digits, '.', '_' and '-' only: {self.run_id!r}", field="run_id"
+            )
+        object.__setattr__(
+            self, "server_properties", _properties(self.server_properties, "server_properties")
+        )
+        per_node: dict[int, dict[str, str]] = {}
+        for node_id, props in (self.broker_properties or {}).items():
+            nid = int(node_id)
+            if nid not in self.node_ids:
+                raise ConfigError(f"no node with id {nid}", field="broker_properties")
+            per_node[nid] = _properties(props, f"broker_properties[{nid}]")
+        object.__setattr__(self, "broker_properties", per_node)
+        racks = {int(k): str(v) for k, v in (self.racks or {}).items()}
+        for nid in racks:
+            if nid not in self.broker_ids:
+                raise ConfigError(f"no broker with id {nid}", field="racks")
+        object.__setattr__(self, "racks", racks)
+
+    @property
+    def version(self) -> tuple[int, int, int]:
+        return parse_version(self.kafka_version)
+
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        return tuple(range(1, self.brokers + 1))
+
+    @property
+    def controller_ids(self) -> tuple[int, ...]:
+        """Voter ids: the brokers themselves in combined mode, else 101, 102, ..."""
+        if self.controllers == 0:
+            return self.broker_ids
+        return tuple(range(101, 101 + self.controllers))
+
+    @property
+    def node_ids(self) -> tuple[int, ...]:
+        if self.controllers == 0:
+            return self.broker_ids
+        return self.broker_ids + self.controller_ids
+
+    def roles(self, node_id: int) -> tuple[str, ...]:
+        roles: list[str] = []
+        if node_id in self.broker_ids:
+            roles.append("broker")
+        if node_id in self.controller_ids:
+            roles.append("controller")
+        return tuple(roles)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (image tags resolved by the caller are stored separately)."""
+        data = asdict(self)
+        images = self.images
+        data["images"] = (
+            None if images is None else {"kafka": images.kafka, "toxiproxy": images.toxiproxy}
+        )
+        data["broker_properties"] = {str(k): dict(v) for k, v in self.broker_properties.items()}
+        data["racks"] = {str(k): v for k, v in self.racks.items()}
+        data["server_properties"] = dict(self.server_properties)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ClusterSpec:
+        fields = dict(data)
+        images = fields.pop("images", None) or {}
+        fields["kafka_image"] = fields.get("kafka_image") or images.get("kafka")
+        fields["toxiproxy_image"] = fields.get("toxiproxy_image") or images.get("toxiproxy")
+        per_node = fields.get("broker_properties") or {}
+        fields["broker_properties"] = {int(k): v for k, v in per_node.items()}
+        fields["racks"] = {int(k): v for k, v in (fields.get("racks") or {}).items()}
+        return cls(**fields)

@@ -1,0 +1,76 @@
+"""``kchaos images build`` and ``kchaos images list``."""
+
+from __future__ import annotations
+
+import click
+
+from harness.images.build import ensure_images
+from harness.images.dockercli import DockerCli
+from harness.images.steps import subprocess_runner
+from harness.images.versions import (
+    BASE_IMAGE,
+    DEFAULT_KAFKA_VERSION,
+    OFFLINE_KAFKA_REPO,
+    OFFLINE_TOXIPROXY_IMAGE,
+    REGISTRY_KAFKA_REPO,
+    REGISTRY_TOXIPROXY_IMAGE,
+    SOURCES,
+)
+
+
+@click.group("images")
+def images_cmd() -> None:
+    """Build (offline) or pull (registry) the Kafka and Toxiproxy images."""
+
+
+@images_cmd.command("build")
+@click.option(
+    "--kafka-version",
+    default=None,
+    metavar="V",
+    help=f"Kafka release, 3.3.0 or newer (default {DEFAULT_KAFKA_VERSION}).",
+)
+@click.option(
+    "--source",
+    type=click.Choice(SOURCES),
+    default="offline",
+    show_default=True,
+    help="offline: build from Debian, Maven Central and the Go module proxy; "
+    "registry: pull the official images.",
+)
+@click.option("--force", is_flag=True, help="Rebuild (or pull) even if up to date.")
+def build_cmd(kafka_version: str | None, source: str, force: bool) -> int:
+    """Make the images exist; quick when they are already up to date."""
+    images = ensure_images(kafka_version, source, force=force)
+    click.echo(f"kafka={images.kafka} toxiproxy={images.toxiproxy}")
+    return 0
+
+
+def list_tags(docker: DockerCli) -> list[str]:
+    """Every local tag of the kchaos images and of the official ones."""
+    tags: list[str] = []
+    for repo in (OFFLINE_KAFKA_REPO, REGISTRY_KAFKA_REPO):
+        done = docker.runner(
+            [docker.program, "image", "ls", repo, "--format", "{{.Repository}}:{{.Tag}}"],
+            timeout=60,
+        )
+        tags += sorted(
+            line.strip() for line in done.output.splitlines() if line.strip().startswith(repo + ":")
+        )
+    return [BASE_IMAGE, *tags, OFFLINE_TOXIPROXY_IMAGE, REGISTRY_TOXIPROXY_IMAGE]
+
+
+@images_cmd.command("list")
+def list_cmd() -> int:
+    """Show which images are present, their size and input hash."""
+    docker = DockerCli(subprocess_runner)
+    tags = list_tags(docker)
+    found = docker.inspect(tags)
+    for tag in tags:
+        info = found.get(tag)
+        if info is None:
+            click.echo(f"{tag:45} missing")
+        else:
+            inputs = (info.inputs or "-")[:12]
+            click.echo(f"{tag:45} {info.size / 1e6:7.0f} MB  inputs={inputs}  {info.id[7:19]}")
+    return 0

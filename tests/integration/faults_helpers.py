@@ -1,0 +1,88 @@
+"""Helpers for the faults Docker tests: topics, ISR, leaders, producing, waiting."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+T = TypeVar("T")
+
+
+def wait_for(cond: Callable[[], T], timeout: float, what: str, every: float = 0.5) -> T:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = cond()
+            if last:
+                return last
+        except Exception as exc:  # noqa: BLE001 - metadata calls fail during faults
+            last = exc
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                f"timed out after {timeout:g}s waiting for {what} (last: {last!r})"
+            )
+        time.sleep(every)
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
+
+
+def new_topic(bootstrap: str, prefix: str, rf: int = 3, min_isr: int = 2) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    a = admin(bootstrap)
+    fut = a.create_topics([NewTopic(name, 1, rf, config={"min.insync.replicas": str(min_isr)})])[
+        name
+    ]
+    fut.result(30)
+    wait_for(lambda: len(partition(bootstrap, name)[1]) == rf, 60, f"{name} ISR full")
+    return name
+
+
+def partition(bootstrap: str, topic: str, a: AdminClient | None = None) -> tuple[int, set[int]]:
+    """(leader, ISR) of partition 0, from metadata."""
+    a = a or admin(bootstrap)
+    for _ in range(20):  # a broker may not know a just-created topic yet
+        md = a.list_topics(topic=topic, timeout=8)
+        parts = md.topics[topic].partitions
+        if 0 in parts:
+            return parts[0].leader, set(parts[0].isrs)
+        time.sleep(0.5)
+    raise AssertionError(f"{topic}: partition 0 missing from metadata")
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    n: int,
+    *,
+    size: int = 100,
+    acks: str = "all",
+    timeout: float = 30.0,
+    **conf: Any,
+) -> list[KafkaError | None]:
+    """Send n records and wait for their delivery reports; the error of each (None = ok)."""
+    results: list[KafkaError | None] = []
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, **conf})
+    payload = b"x" * size
+    for i in range(n):
+        while True:
+            try:
+                p.produce(
+                    topic,
+                    value=payload,
+                    key=str(i).encode(),
+                    on_delivery=lambda err, msg: results.append(err),
+                )
+                break
+            except BufferError:
+                p.poll(0.1)
+        p.poll(0)
+    p.flush(timeout)
+    return results

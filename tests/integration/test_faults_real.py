@@ -1,0 +1,212 @@
+"""Fault families against a real 3-broker cluster (shared, short Kafka timeouts)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaError, Producer
+from faults_helpers import new_topic, partition, produce, wait_for
+
+from faults import hostfs, make_fault
+from faults.targets import active_controller
+from harness.cluster import Cluster
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
+
+
+def follower_of(leader: int, isr: set[int]) -> int:
+    return min(isr - {leader})
+
+
+def test_paused_follower_leaves_isr_and_returns(healthy_cluster: Cluster) -> None:
+    c = healthy_cluster
+    bs = c.bootstrap_servers
+    topic = new_topic(bs, "pause")
+    leader, isr = partition(bs, topic)
+    victim = follower_of(leader, isr)
+    with make_fault(c, "pause", str(victim), mode="sigstop") as f:
+        assert f.target_names == [c.node(victim).name]
+        produce(bs, topic, 20, acks="1")
+        wait_for(lambda: victim not in partition(bs, topic)[1], 30, "ISR shrink")
+    wait_for(lambda: victim in partition(bs, topic)[1], 40, "ISR expand after SIGCONT")
+
+
+def test_frozen_fs_blocks_writes_and_thaw_resumes(healthy_cluster: Cluster) -> None:
+    c = healthy_cluster
+    bs = c.bootstrap_servers
+    topic = new_topic(bs, "freeze")
+    leader, _ = partition(bs, topic)
+    done: list[KafkaError | None] = []
+    p = Producer({"bootstrap.servers": bs, "acks": "1", "message.timeout.ms": 60000})
+    with make_fault(c, "disk-stall", f"leader:{topic}:0"):
+        p.produce(topic, b"frozen", on_delivery=lambda err, msg: done.append(err))
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 4:
+            p.poll(0.2)
+        assert done == [], "a write completed on a frozen filesystem"
+    p.flush(30)
+    assert done == [None]
+
+
+def test_latency_on_leader_replication_shrinks_isr(healthy_cluster: Cluster) -> None:
+    c = healthy_cluster
+    bs = c.bootstrap_servers
+    topic = new_topic(bs, "latency", min_isr=1)
+    leader, _ = partition(bs, topic)
+    stop = threading.Event()
+
+    def load() -> None:
+        p = Producer({"bootstrap.servers": bs, "acks": "1"})
+        while not stop.is_set():
+            p.produce(topic, b"y" * 200)
+            p.poll(0.05)
+        p.flush(10)
+
+    loader = threading.Thread(target=load, daemon=True)
+    loader.start()
+    try:
+        f = make_fault(
+            c,
+            "latency",
+            f"leader:{topic}:0",
+            link="replication",
+            direction="downstream",
+            latency_ms=8000,
+        )
+        with f:
+            assert f.detail["proxies"] == [f"node-{leader}-replication"]
+            wait_for(lambda: partition(bs, topic)[1] == {leader}, 40, "ISR shrunk to leader")
+        wait_for(lambda: len(partition(bs, topic)[1]) == 3, 60, "ISR full after heal")
+    finally:
+        stop.set()
+        loader.join(15)
+
+
+def test_isolating_the_leader_elects_another(healthy_cluster: Cluster) -> None:
+    c = healthy_cluster
+    bs = c.bootstrap_servers
+    topic = new_topic(bs, "isolate")
+    leader, _ = partition(bs, topic)
+    with make_fault(c, "isolate", f"leader:{topic}:0", clients=True) as f:
+        assert f.target_names == [c.node(leader).name]
+        new = wait_for(
+            lambda: partition(bs, topic)[0] not in (leader, -1) and partition(bs, topic)[0],
+            45,
+            "a new leader",
+        )
+        assert new != leader
+    wait_for(lambda: len(partition(bs, topic)[1]) == 3, 60, "old leader back in the ISR")
+
+
+def test_client_cut_makes_sends_time_out(healthy_cluster: Cluster) -> None:
+    c = healthy_cluster
+    bs = c.bootstrap_servers
+    topic = new_topic(bs, "clientcut")
+    with make_fault(c, "client-cut", f"leader:{topic}:0"):
+        conf = {"message.timeout.ms": 4000, "request.timeout.ms": 2000}
+        errors = produce(bs, topic, 3, timeout=20, **conf)
+        assert len(errors) == 3
+        assert all(e is not None and e.code() == KafkaError._MSG_TIMED_OUT for e in errors), errors
+    assert produce(bs, topic, 3) == [None, None, None]
+
+
+def _segment(mount: Path, topic: str) -> bytes:
+    return (mount / f"{topic}-0" / "00000000000000000000.log").read_bytes()
+
+
+def test_hard_reboot_loses_unflushed_records_and_rejoins(healthy_cluster: Cluster) -> None:
+    c = healthy_cluster
+    bs = c.bootstrap_servers
+    topic = new_topic(bs, "reboot")
+    leader, _ = partition(bs, topic)
+    node = c.node(leader)
+    assert produce(bs, topic, 3000, size=1000) == [None] * 3000
+    before = _segment(node.mount_path, topic).rstrip(b"\0")
+    assert len(before) > 3_000_000
+    f = make_fault(c, "hard-reboot", str(leader), timeout_s=90)
+    f.start()
+    try:
+        assert hostfs.is_mounted(c, node) and hostfs.is_healthy(c, node)
+        seg = node.mount_path / f"{topic}-0" / "00000000000000000000.log"
+        after = seg.read_bytes().rstrip(b"\0") if seg.exists() else b""
+        # what the page cache held but the disk never got is gone
+        assert len(after) < len(before), (len(after), len(before))
+    finally:
+        f.stop()
+    wait_for(lambda: len(partition(bs, topic)[1]) == 3, 90, "rebooted broker back in ISR")
+    # the other replicas had everything acknowledged: nothing lost cluster-wide
+    from confluent_kafka import Consumer
+
+    cons = Consumer(
+        {
+            "bootstrap.servers": bs,
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    cons.subscribe([topic])
+    seen = 0
+    deadline = time.monotonic() + 60
+    while seen < 3000 and time.monotonic() < deadline:
+        seen += sum(1 for m in cons.consume(500, 1.0) if m.error() is None)
+    cons.close()
+    assert seen == 3000
+
+
+def test_whole_cluster_power_loss_recovers(healthy_cluster: Cluster) -> None:
+    c = healthy_cluster
+    bs = c.bootstrap_servers
+    topic = new_topic(bs, "power")
+    assert produce(bs, topic, 200) == [None] * 200
+    f = make_fault(c, "power-loss", timeout_s=150)
+    f.start()
+    try:
+        assert f.target_names == [n.name for n in c.nodes]
+        for node in c.nodes:
+            assert c.container(node).status == "exited"
+            assert hostfs.is_healthy(c, node)
+    finally:
+        f.stop()  # starts every node and waits until the cluster is ready
+    topic2 = new_topic(bs, "after-power")
+    assert produce(bs, topic2, 20) == [None] * 20
+
+
+@pytest.mark.parametrize("fault", ["kill", "term"])
+def test_crash_moves_leadership_and_restart_rejoins(healthy_cluster: Cluster, fault: str) -> None:
+    c = healthy_cluster
+    bs = c.bootstrap_servers
+    topic = new_topic(bs, fault)
+    leader, _ = partition(bs, topic)
+    with make_fault(c, fault, f"leader:{topic}:0", timeout_s=90):
+        assert c.container(c.node(leader)).status == "exited"
+        wait_for(lambda: partition(bs, topic)[0] not in (leader, -1), 30, "a new leader")
+        assert produce(bs, topic, 10) == [None] * 10
+    wait_for(lambda: len(partition(bs, topic)[1]) == 3, 60, "restarted broker back in ISR")
+
+
+def test_rolling_restart_keeps_the_cluster_serving(healthy_cluster: Cluster) -> None:
+    c = healthy_cluster
+    bs = c.bootstrap_servers
+    topic = new_topic(bs, "rolling")
+    f = make_fault(c, "rolling-restart", "1,2", interval_s=0, timeout_s=90)
+    with f:
+        pass  # stop waits until every broker was restarted and is registered again
+    wait_for(lambda: len(partition(bs, topic)[1]) == 3, 60, "ISR full after the rolling restart")
+    assert produce(bs, topic, 10) == [None] * 10
+
+
+def test_splitting_off_the_controller_elects_another(healthy_cluster: Cluster) -> None:
+    c = healthy_cluster
+    old = active_controller(c)
+    with make_fault(c, "split", "controller") as f:
+        assert f.target_names == [c.node(old).name]
+        new = wait_for(
+            lambda: active_controller(c) != old and active_controller(c),
+            40,
+            "a controller in the majority",
+        )
+        assert new in {n.node_id for n in c.nodes} - {old}

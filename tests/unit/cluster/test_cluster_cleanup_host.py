@@ -1,0 +1,41 @@
+"""Cleanup on host-side leftovers only (no Docker, no mounts): a temporary state root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cluster.cleanup import check_run_id, cleanup_run, find_runs
+from harness.errors import ConfigError
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KCHAOS_STATE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_run_ids_cannot_escape_the_state_root() -> None:
+    for bad in ["..", "a/b", "", "-x", "../../etc"]:
+        with pytest.raises(ConfigError):
+            check_run_id(bad)
+    assert check_run_id("20261121-010203-a1b2") == "20261121-010203-a1b2"
+
+
+def test_a_run_directory_is_found_and_deleted(root: Path) -> None:
+    run = root / "runs" / "r1"
+    (run / "node-1").mkdir(parents=True)
+    (run / "cluster.json").write_text("{}")
+    (root / "runs" / "r2").mkdir()
+    outside = root / "keep-me"
+    outside.mkdir()
+    assert find_runs(None) == ["r1", "r2"]
+    dry = cleanup_run("r1", client=None, heal=False, dry_run=True)
+    assert dry == [f"would delete {run}"]
+    assert run.exists()
+    done = cleanup_run("r1", client=None, heal=False)
+    assert done == [f"deleted {run}"]
+    assert not run.exists()
+    assert (root / "runs" / "r2").exists() and outside.exists()
+    assert cleanup_run("r1", client=None, heal=False) == []

@@ -1,0 +1,72 @@
+"""Cluster object behaviour that needs no Docker: cleanup on failed start, lookups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cluster import Cluster, ClusterSpec
+from harness.cluster import cluster as cluster_mod
+from harness.cluster.commands import cluster_cmd
+from harness.cluster.state import RunState, save
+from harness.cluster.topology import plan_nodes
+from harness.errors import ClusterError
+
+
+def test_a_failed_start_cleans_up_and_re_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def boom(self: Cluster) -> None:
+        calls.append("start")
+        raise ClusterError("no luck")
+
+    monkeypatch.setattr(Cluster, "_start", boom)
+    monkeypatch.setattr(Cluster, "cleanup", lambda self: calls.append("cleanup"))
+    with pytest.raises(ClusterError, match="no luck"), Cluster(ClusterSpec(run_id="t1")):
+        pass
+    assert calls == ["start", "cleanup"]
+
+
+def test_an_interrupted_start_cleans_up_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def interrupted(self: Cluster) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Cluster, "_start", interrupted)
+    monkeypatch.setattr(Cluster, "cleanup", lambda self: calls.append("cleanup"))
+    with pytest.raises(KeyboardInterrupt):
+        Cluster(ClusterSpec(run_id="t2")).start()
+    assert calls == ["cleanup"]
+
+
+def test_attach_rebuilds_handles_from_saved_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KCHAOS_STATE_DIR", str(tmp_path))
+    spec = ClusterSpec(brokers=3, run_id="r9")
+    st = RunState(
+        run_id="r9",
+        spec=spec,
+        subnet="10.213.9.0/24",
+        toxiproxy_ip="10.213.9.2",
+        nodes=plan_nodes(spec, "r9", "10.213.9.0/24"),
+    )
+    save(st)
+    c = cluster_mod.attach("r9")
+    assert c.run_id == "r9" and c.subnet == "10.213.9.0/24"
+    assert c.bootstrap_servers == "10.213.9.2:19001,10.213.9.2:19002,10.213.9.2:19003"
+    assert c.toxiproxy_url == "http://10.213.9.2:8474"
+    assert c.node(2) is c.node("broker-2")
+    assert c.metrics_url(c.node(3)) == "http://10.213.9.13:7071/metrics"
+    assert [n.node_id for n in c.brokers] == [1, 2, 3] == [n.node_id for n in c.controllers]
+    with pytest.raises(ClusterError):
+        c.node(7)
+
+
+def test_cluster_up_rejects_a_malformed_property() -> None:
+    result = CliRunner().invoke(cluster_cmd, ["up", "--property", "no-equals-sign"])
+    assert result.exit_code != 0
+    assert "NAME=VALUE" in result.output

@@ -1,0 +1,210 @@
+"""Fakes for the faults unit tests: a ClusterHandle that records calls, a history sink."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.cluster.api import PROXY_PORT_BASE, NodeHandle, ProxyHandle
+from harness.errors import ClusterError
+
+
+def make_nodes(n: int, root: Path, controllers: int = 0) -> list[NodeHandle]:
+    nodes = []
+    ids = list(range(1, n + 1)) + list(range(101, 101 + controllers))
+    for i in ids:
+        combined = i < 100
+        roles = ("broker", "controller") if combined else ("controller",)
+        links = ("client", "replication", "controller") if combined else ("controller",)
+        proxies = {
+            link: ProxyHandle(
+                f"node-{i}-{link}",
+                link,  # type: ignore[arg-type]
+                "10.9.0.2",
+                PROXY_PORT_BASE[link] + i,  # type: ignore[index]
+                f"10.9.0.{10 + i}:9093",
+            )
+            for link in links
+        }
+        mount = root / f"node-{i}"
+        mount.mkdir(parents=True, exist_ok=True)
+        nodes.append(
+            NodeHandle(
+                node_id=i,
+                name=f"broker-{i}" if combined else f"controller-{i}",
+                roles=roles,
+                container_name=f"kchaos-test-{i}",
+                ip=f"10.9.0.{10 + i}",
+                mount_path=mount,
+                loop_device="/dev/loop-none",
+                image_file=root / f"node-{i}.img",
+                proxies=proxies,
+            )
+        )
+    return nodes
+
+
+class FakeCluster:
+    """Records every call; containers have a state: running, paused or exited."""
+
+    def __init__(self, n: int, root: Path, *, leader: int = 1, controller: int = 1) -> None:
+        self.run_id = "test-run"
+        self.subnet = "10.9.0.0/24"
+        self.toxiproxy_ip = "10.9.0.2"
+        self._nodes = make_nodes(n, root)
+        self.calls: list[tuple[Any, ...]] = []
+        self.state = {node.node_id: "running" for node in self._nodes}
+        self.jvm = {node.node_id: "S" for node in self._nodes}
+        self.frozen: set[int] = set()
+        self.leader = leader
+        self.controller = controller
+        self.exec_code = 0
+        self.lock = threading.Lock()
+
+    def _log(self, *call: Any) -> None:
+        with self.lock:
+            self.calls.append(call)
+
+    @property
+    def nodes(self) -> Sequence[NodeHandle]:
+        return tuple(self._nodes)
+
+    @property
+    def brokers(self) -> Sequence[NodeHandle]:
+        return tuple(n for n in self._nodes if n.is_broker)
+
+    @property
+    def controllers(self) -> Sequence[NodeHandle]:
+        return tuple(n for n in self._nodes if n.is_controller)
+
+    def node(self, key: int | str) -> NodeHandle:
+        for n in self._nodes:
+            if key in (n.node_id, n.name) or str(key) == str(n.node_id):
+                return n
+        raise ClusterError(f"no node {key!r}")
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.proxies["client"].address for n in self.brokers)
+
+    @property
+    def toxiproxy_url(self) -> str:
+        return "http://127.0.0.1:9"  # nothing listens: a real call fails fast
+
+    def exec(self, node: NodeHandle, cmd: Sequence[str], *, user: str = "root") -> tuple[int, str]:
+        self._log("exec", node.name, tuple(cmd))
+        if self.state[node.node_id] != "running":
+            raise ClusterError(f"{node.name} is {self.state[node.node_id]}")
+        if list(cmd) == ["cat", "/proc/1/stat"]:
+            return 0, f"1 (java) {self.jvm[node.node_id]} 0 1 1 0"
+        return self.exec_code, ""
+
+    def signal(self, node: NodeHandle, sig: str) -> None:
+        self._log("signal", node.name, sig)
+        self.jvm[node.node_id] = "T" if sig == "STOP" else "S"
+
+    def pause(self, node: NodeHandle) -> None:
+        self._log("pause", node.name)
+        self.state[node.node_id] = "paused"
+
+    def unpause(self, node: NodeHandle) -> None:
+        self._log("unpause", node.name)
+        if self.state[node.node_id] != "paused":
+            raise ClusterError("not paused")
+        self.state[node.node_id] = "running"
+
+    def stop_node(self, node: NodeHandle, *, hard: bool) -> None:
+        self._log("stop_node", node.name, hard)
+        self.state[node.node_id] = "exited"
+
+    def start_node(self, node: NodeHandle, *, wait: bool = True, timeout: float = 60.0) -> None:
+        self._log("start_node", node.name, wait)
+        self.state[node.node_id] = "running"
+
+    def restart_node(self, node: NodeHandle, *, hard: bool = False, timeout: float = 60.0) -> None:
+        self._log("restart_node", node.name, hard)
+        time.sleep(0.01)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        self._log("wait_ready")
+
+    def logs(self, node: NodeHandle, tail: int = 50) -> str:
+        return ""
+
+    # optional extras the faults use when present
+    def freeze(self, node: NodeHandle) -> None:
+        self._log("freeze", node.name)
+        self.frozen.add(node.node_id)
+
+    def thaw(self, node: NodeHandle) -> bool:
+        self._log("thaw", node.name)
+        was = node.node_id in self.frozen
+        self.frozen.discard(node.node_id)
+        return was
+
+    def is_mounted(self, node: NodeHandle) -> bool:
+        return True
+
+    def partition_leader(self, topic: str, partition: int) -> int:
+        return self.leader
+
+    def active_controller_id(self) -> int:
+        return self.controller
+
+    def names(self, kind: str) -> list[tuple[Any, ...]]:
+        return [c for c in self.calls if c[0] == kind]
+
+
+class FakeSink:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._t0 = time.monotonic_ns()
+        self._lock = threading.Lock()
+
+    def append(self, event: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            event = {"index": len(self.events), "time": time.monotonic_ns() - self._t0, **event}
+            self.events.append(event)
+            return event
+
+
+class FakeToxiproxy:
+    """Stands in for faults.toxiproxy.Toxiproxy; shared state across instances."""
+
+    toxics: dict[tuple[str, str], dict[str, Any]] = {}
+    disabled: set[str] = set()
+
+    def __init__(self, base_url: str, timeout: float = 5.0) -> None:
+        self.base_url = base_url
+
+    def add_toxic(
+        self,
+        proxy: str,
+        name: str,
+        type_: str,
+        stream: str,
+        attributes: dict[str, Any],
+        toxicity: float = 1.0,
+    ) -> None:
+        self.toxics[(proxy, name)] = {"type": type_, "stream": stream, **attributes}
+
+    def remove_toxic(self, proxy: str, name: str) -> bool:
+        return self.toxics.pop((proxy, name), None) is not None
+
+    def set_enabled(self, proxy: str, enabled: bool, *, heal: bool = False) -> None:
+        if enabled:
+            self.disabled.discard(proxy)
+        else:
+            self.disabled.add(proxy)
+
+    def leftovers(self) -> list[str]:
+        return [f"toxic {t} on {p}" for p, t in self.toxics] + [
+            f"proxy {p} disabled" for p in self.disabled
+        ]
+
+    def reset(self) -> None:
+        self.toxics.clear()
+        self.disabled.clear()

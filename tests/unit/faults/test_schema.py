@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+from test_schedule import RANDOM
+
+from faults import from_spec
+from faults.schema import nemesis_schema
+from harness.errors import ConfigError
+
+SCRIPTED = {
+    "type": "scripted",
+    "faults": [
+        {
+            "at": 1,
+            "for": 5,
+            "fault": "pause",
+            "target": "leader:t:0",
+            "params": {"mode": "freezer"},
+        },
+        {"at": 3, "fault": "cut", "target": 2, "params": {"to": "broker-3", "both_ways": True}},
+    ],
+}
+
+
+VALIDATOR = jsonschema.Draft202012Validator(nemesis_schema())
+
+
+def test_schema_is_valid_and_accepts_good_specs() -> None:
+    jsonschema.Draft202012Validator.check_schema(nemesis_schema())
+    for spec in (SCRIPTED, RANDOM):
+        VALIDATOR.validate(spec)
+        from_spec(spec)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"faults": [{"at": 1, "fault": "lightning"}]},
+        {"faults": [{"at": 1, "fault": "pause", "params": {"mode": "gc"}}]},
+        {"faults": [{"at": 1, "fault": "latency", "params": {"latency": 3}}]},
+        {"faults": [{"at": -1, "fault": "pause"}]},
+        {"type": "random", "faults": [{"fault": "pause", "params": {"pause_s": {"pick": [1]}}}]},
+        {"type": "random", "quiet": 3, "faults": [{"fault": "pause"}]},
+    ],
+)
+def test_schema_and_from_spec_both_reject(bad: dict[str, Any]) -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        VALIDATOR.validate(bad)
+    with pytest.raises(ConfigError):
+        from_spec(bad)
