@@ -13,6 +13,7 @@ flushes and fsyncs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -26,7 +27,7 @@ import orjson
 from harness.errors import HistoryError
 
 FLUSH_INTERVAL_S = 0.05  # the flusher wakes twice per 100 ms promise
-_MAX_PENDING_BYTES = 1 << 20  # write early when a burst piles up
+_MAX_PENDING_LINES = 20000  # write early when a burst piles up
 
 
 class HistorySink(Protocol):
@@ -35,6 +36,15 @@ class HistorySink(Protocol):
     def append(self, event: dict[str, Any]) -> dict[str, Any]:
         """Record ``event`` (adding ``index`` and ``time``) and return the stored event."""
         ...
+
+
+def _stamp(event: dict[str, Any], index: int, now: int) -> dict[str, Any]:
+    """A copy of ``event`` led by ``index`` and ``time`` (the writer's own values win)."""
+    stored: dict[str, Any] = {"index": index, "time": now}
+    for key, value in event.items():
+        if key not in stored:
+            stored[key] = value
+    return stored
 
 
 class HistoryWriter:
@@ -48,12 +58,14 @@ class HistoryWriter:
     def __init__(self, path: str | os.PathLike[str], *, flush_interval: float = FLUSH_INTERVAL_S):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and self.path.stat().st_size > 0:
+            # appending would restart index and time in the middle of another run's history
+            raise HistoryError("history file exists and is not empty", file=str(self.path))
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._t0 = time.monotonic_ns()
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()  # keeps batches in order on disk
         self._pending: list[bytes] = []
-        self._pending_bytes = 0
         self._index = 0
         self._last_time = 0
         self._closed = False
@@ -64,22 +76,31 @@ class HistoryWriter:
 
     # -- recording ---------------------------------------------------------------------
     def append(self, event: dict[str, Any]) -> dict[str, Any]:
-        stored = dict(event)
+        """Stamp ``event`` in place with ``index`` and ``time``, queue its line, return it.
+
+        The line starts with ``index`` and ``time``; a caller's own ``index``/``time`` keys
+        are replaced by the writer's.
+        """
+        if "index" in event or "time" in event:
+            event = {k: v for k, v in event.items() if k != "index" and k != "time"}
+        body = orjson.dumps(event)[1:]  # serialised outside the lock; b'}' when empty
+        sep = b"," if len(body) > 1 else b""
         with self._lock:
             if self._closed:
                 raise HistoryError("history writer is closed", file=str(self.path))
-            now = max(time.monotonic_ns() - self._t0, self._last_time)
+            now = time.monotonic_ns() - self._t0
+            if now < self._last_time:
+                now = self._last_time
             self._last_time = now
-            stored["index"] = self._index
-            stored["time"] = now
-            self._index += 1
-            line = orjson.dumps(stored) + b"\n"
-            self._pending.append(line)
-            self._pending_bytes += len(line)
-            big = self._pending_bytes >= _MAX_PENDING_BYTES
+            index = self._index
+            self._index = index + 1
+            self._pending.append(b'{"index":%d,"time":%d%s%s\n' % (index, now, sep, body))
+            big = len(self._pending) >= _MAX_PENDING_LINES
         if big:
             self.flush()
-        return stored
+        event["index"] = index
+        event["time"] = now
+        return event
 
     @property
     def count(self) -> int:
@@ -95,7 +116,7 @@ class HistoryWriter:
         """Hand every queued line to the kernel (survives a crash of this process)."""
         with self._write_lock:
             with self._lock:
-                batch, self._pending, self._pending_bytes = self._pending, [], 0
+                batch, self._pending = self._pending, []
             if not batch:
                 return
             data = memoryview(b"".join(batch))
@@ -105,10 +126,8 @@ class HistoryWriter:
 
     def _flush_loop(self) -> None:
         while not self._stop.wait(self._interval):
-            try:
+            with contextlib.suppress(OSError):  # disk trouble: close() raises it for real
                 self.flush()
-            except OSError:  # disk trouble: close() will raise it for real
-                pass
 
     def close(self) -> None:
         """Flush, fsync and close; idempotent."""
@@ -161,9 +180,7 @@ class ListSink:
 
     def append(self, event: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            stored = dict(event)
-            stored["index"] = len(self.events)
-            stored["time"] = time.monotonic_ns() - self._t0
+            stored = _stamp(event, len(self.events), time.monotonic_ns() - self._t0)
             self.events.append(stored)
             return stored
 

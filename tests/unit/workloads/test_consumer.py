@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import time
+
+from workload_fakes import FakeConsumer
+
+from workloads.consumer import ConsumerWorker
+from workloads.history import ListSink
+from workloads.spec import ConsumerSpec
+from workloads.values import payload
+
+LOGS = {
+    ("t", 0): [(0, payload("1-0", 10)), (1, payload("1-2", 10))],
+    ("t", 1): [(5, payload("1-1", 10))],
+}
+
+
+def run_worker(spec: ConsumerSpec, fake: FakeConsumer, seconds: float = 0.2) -> ListSink:
+    sink = ListSink()
+    worker = ConsumerWorker(9, ["t"], spec, sink, lambda: fake)
+    worker.start()
+    time.sleep(seconds)
+    worker.stop()
+    assert worker.error is None
+    return sink
+
+
+def test_manual_assignment_records_assign_then_polls_in_order() -> None:
+    fake = FakeConsumer(LOGS, low={("t", 1): 5})
+    sink = run_worker(ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0), fake)
+    events = sink.events
+    assert events[0] == {
+        **events[0],
+        "type": "ok",
+        "f": "assign",
+        "partitions": [["t", 0], ["t", 1]],
+    }
+    polls = [e for e in events if e["f"] == "poll"]
+    assert polls[0]["type"] == "invoke" and polls[1]["type"] == "ok"
+    assert polls[1]["records"] == [
+        {"topic": "t", "partition": 0, "offset": 0, "value": "1-0"},
+        {"topic": "t", "partition": 0, "offset": 1, "value": "1-2"},
+        {"topic": "t", "partition": 1, "offset": 5, "value": "1-1"},
+    ]
+    assert all(e["process"] == 9 for e in events)
+    assert fake.closed
+
+
+def test_only_listed_partitions_are_assigned() -> None:
+    fake = FakeConsumer(LOGS)
+    spec = ConsumerSpec(mode="assign", partitions=(1,), poll_timeout_s=0.01, commit_interval_s=0)
+    sink = run_worker(spec, fake)
+    assert sink.events[0]["partitions"] == [["t", 1]]
+
+
+def test_subscription_records_every_rebalance_and_commits() -> None:
+    fake = FakeConsumer(LOGS)
+    fake.rebalance_on_poll = [[("t", 0), ("t", 1)], [], [("t", 1)]]  # three rebalances
+    spec = ConsumerSpec(mode="subscribe", poll_timeout_s=0.01, commit_interval_s=0.05)
+    sink = run_worker(spec, fake)
+    assigns = [e["partitions"] for e in sink.events if e["f"] == "assign"]
+    assert assigns[:3] == [[["t", 0], ["t", 1]], [], [["t", 1]]]
+    commits = [e for e in sink.events if e["f"] == "commit"]
+    assert commits and commits[0]["type"] == "invoke" and commits[1]["type"] == "ok"
+    assert fake.commits >= 1
+
+
+def test_a_failing_poll_is_recorded_and_reading_continues() -> None:
+    fake = FakeConsumer(LOGS)
+    fake.poll_failures = 1
+    sink = run_worker(ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0), fake)
+    polls = [e for e in sink.events if e["f"] == "poll" and e["type"] != "invoke"]
+    assert polls[0]["type"] == "fail" and "broker gone" in polls[0]["error"]
+    assert any(p["type"] == "ok" and p["records"] for p in polls[1:])
+
+
+def test_seek_moves_the_position_and_writes_an_assign_line() -> None:
+    fake = FakeConsumer(LOGS)
+    sink = ListSink()
+    worker = ConsumerWorker(
+        4, ["t"], ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0), sink,
+        lambda: fake,
+    )  # fmt: skip
+    worker.start()
+    time.sleep(0.1)
+    worker.seek("t", 0, 1)
+    time.sleep(0.1)
+    worker.stop()
+    assigns = [e for e in sink.events if e["f"] == "assign"]
+    assert len(assigns) == 2 and assigns[1]["partitions"] == [["t", 0], ["t", 1]]
+    after = [e for e in sink.events if e["index"] > assigns[1]["index"] and e.get("records")]
+    assert after[0]["records"][0]["offset"] == 1

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from workload_fakes import FakeConsumer
+
+from workloads.drain import drain
+from workloads.history import ListSink
+from workloads.values import payload
+
+
+def logs(n: int) -> dict[tuple[str, int], list[tuple[int, bytes]]]:
+    return {
+        ("t", 0): [(i, payload(f"1-{i}", 8)) for i in range(n)],
+        ("t", 1): [(i + 3, payload(f"2-{i}", 8)) for i in range(n)],  # log starts at 3
+        ("t", 2): [],  # empty partition
+    }
+
+
+def test_drain_reads_every_partition_from_log_start_to_high_watermark() -> None:
+    fake = FakeConsumer(logs(2500), low={("t", 1): 3})
+    sink = ListSink()
+    result = drain(lambda: fake, ["t"], sink, deadline_s=10, max_records=1000)
+    assert result.complete
+    ends = {(e["topic"], e["partition"]): e for e in sink.events if e["f"] == "drain-end"}
+    assert ends[("t", 0)]["log_start_offset"] == 0 and ends[("t", 0)]["high_watermark"] == 2500
+    assert ends[("t", 1)]["log_start_offset"] == 3 and ends[("t", 1)]["high_watermark"] == 2503
+    assert ends[("t", 2)]["high_watermark"] == ends[("t", 2)]["log_start_offset"] == 0
+    read = [r for e in sink.events if e["f"] == "drain" for r in e["records"]]
+    assert len(read) == 5000
+    assert {r["value"] for r in read if r["partition"] == 0} == {f"1-{i}" for i in range(2500)}
+    assert all(e["process"] == "drain" and e["type"] == "ok" for e in sink.events)
+    # drain-end of a partition comes after all its drain records
+    last_record_line = max(
+        e["index"] for e in sink.events if e["f"] == "drain" and e["records"][0]["partition"] == 0
+    )
+    assert ends[("t", 0)]["index"] > last_record_line
+    assert fake.closed
+
+
+def test_transient_errors_are_retried() -> None:
+    fake = FakeConsumer(logs(10))
+    fake.watermark_failures = {("t", 0): 2}
+    fake.poll_failures = 2
+    sink = ListSink()
+    result = drain(lambda: fake, ["t"], sink, deadline_s=20)
+    assert result.complete
+    assert result.drained[("t", 0)] == (0, 10, 10)
+
+
+def test_a_partition_that_cannot_be_read_gets_no_drain_end_and_a_reason() -> None:
+    fake = FakeConsumer(logs(10))
+    fake.stuck = {("t", 0)}
+    sink = ListSink()
+    ticks = itertools.count()
+    result = drain(
+        lambda: fake, ["t"], sink, deadline_s=50, poll_timeout_s=0, clock=lambda: next(ticks)
+    )
+    assert not result.complete
+    assert "deadline" in result.failed[("t", 0)] and "[0, 10)" in result.failed[("t", 0)]
+    ends = {(e["topic"], e["partition"]) for e in sink.events if e["f"] == "drain-end"}
+    assert ends == {("t", 1), ("t", 2)}
+
+
+def test_watermarks_never_available_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeConsumer(logs(3))
+    fake.watermark_failures = {("t", 1): 10**9}
+    ticks = itertools.count()
+    sink = ListSink()
+    monkeypatch.setattr("workloads.drain.time.sleep", lambda s: None)
+    result = drain(lambda: fake, ["t"], sink, deadline_s=30, clock=lambda: next(ticks))
+    assert "watermarks unavailable" in result.failed[("t", 1)]
+    assert ("t", 1) not in {(e["topic"], e["partition"]) for e in sink.events if "topic" in e}

@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from workloads.history import ListSink
+from workloads.monitor import Monitor, health_samples, scrape
+
+EXPOSITION = """# HELP kafka_server_replicamanager_underreplicatedpartitions x
+# TYPE kafka_server_replicamanager_underreplicatedpartitions gauge
+kafka_server_replicamanager_underreplicatedpartitions 2.0
+# TYPE kafka_server_replicamanager_isrshrinks_total counter
+kafka_server_replicamanager_isrshrinks_total 5.0
+# TYPE kafka_controller_kafkacontroller_offlinepartitionscount gauge
+kafka_controller_kafkacontroller_offlinepartitionscount 0.0
+# TYPE jvm_memory_bytes_used gauge
+jvm_memory_bytes_used{area="heap"} 1.0e6
+"""
+
+
+class FakeSource:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.fail_next = 0
+
+    def describe(self, topics: Sequence[str]) -> list[dict[str, Any]]:
+        self.calls += 1
+        if self.fail_next:
+            self.fail_next -= 1
+            raise RuntimeError("no broker")
+        return [
+            {
+                "topic": "t",
+                "partition": 1,
+                "leader": -1,
+                "isr": [],
+                "replicas": [1, 2, 3],
+                "elr": [2],
+            },
+            {"topic": "t", "partition": 0, "leader": 1, "isr": [1, 3], "replicas": [1, 2, 3]},
+        ]
+
+    def min_insync(self, topics: Sequence[str]) -> dict[str, int]:
+        return {"t": 2}
+
+    def close(self) -> None:
+        return None
+
+
+def test_metadata_lines_follow_the_format() -> None:
+    sink = ListSink()
+    source = FakeSource()
+    source.fail_next = 1
+    monitor = Monitor(lambda: source, ["t"], sink, interval=0.02)
+    monitor.start()
+    time.sleep(0.2)
+    monitor.stop()
+    assert monitor.failures == 1 and monitor.observations >= 3
+    lines = sink.events
+    assert lines[0] == {
+        "index": 0,
+        "time": lines[0]["time"],
+        "process": "monitor",
+        "type": "ok",
+        "f": "metadata",
+        "topic": "t",
+        "partition": 0,
+        "leader": 1,
+        "isr": [1, 3],
+        "replicas": [1, 2, 3],
+        "min_insync": 2,
+    }
+    assert lines[1]["leader"] == -1 and lines[1]["elr"] == [2]
+    assert len(lines) == 2 * monitor.observations
+
+
+def test_health_samples_keep_only_replication_health() -> None:
+    found = health_samples(EXPOSITION)
+    assert found == {
+        "kafka_server_replicamanager_underreplicatedpartitions": 2.0,
+        "kafka_server_replicamanager_isrshrinks_total": 5.0,
+        "kafka_controller_kafkacontroller_offlinepartitionscount": 0.0,
+    }
+
+
+class _Broker(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = EXPOSITION.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+@pytest.fixture
+def broker_url() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), _Broker)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/metrics"
+    server.shutdown()
+    server.server_close()
+
+
+def test_scrapes_go_to_the_run_directory(broker_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "broker-metrics.jsonl"
+    monitor = Monitor(
+        FakeSource, ["t"], ListSink(), interval=0.05,
+        metrics_urls={1: broker_url, 2: "http://127.0.0.1:9/metrics"},
+        metrics_path=out, metrics_interval=0.05,
+    )  # fmt: skip
+    monitor.start()
+    time.sleep(0.3)
+    monitor.stop()
+    rows = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    assert {r["node"] for r in rows} == {1, 2}
+    good = [r for r in rows if r["node"] == 1]
+    assert good[0]["metrics"]["kafka_server_replicamanager_underreplicatedpartitions"] == 2.0
+    assert all("error" in r for r in rows if r["node"] == 2)
+    assert scrape(1, broker_url)["metrics"]

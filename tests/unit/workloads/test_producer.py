@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import time
+
+from workload_fakes import FakeProducer
+
+from workloads.clients import SendCallback, SendResult
+from workloads.history import ListSink
+from workloads.metrics import HarnessMetrics
+from workloads.producer import CLOSED_IN_FLIGHT, ProducerWorker
+from workloads.spec import ProducerSpec
+
+
+def start_worker(
+    spec: ProducerSpec, n_sends: int, metrics: HarnessMetrics | None = None
+) -> tuple[ProducerWorker, FakeProducer, ListSink]:
+    sink = ListSink()
+    made: list[FakeProducer] = []
+
+    def factory(on_done: SendCallback) -> FakeProducer:
+        made.append(FakeProducer(on_done))
+        return made[0]
+
+    worker = ProducerWorker(3, ["t"], spec, sink, factory, metrics=metrics)
+    worker.start()
+    deadline = time.monotonic() + 5
+    while worker.counts["invoke"] < n_sends and time.monotonic() < deadline:
+        time.sleep(0.001)
+    worker.request_stop()
+    return worker, made[0], sink
+
+
+def by_value(sink: ListSink) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for event in sink.events:
+        out.setdefault(event["value"], []).append(event)
+    return out
+
+
+def test_every_send_has_one_invoke_and_one_completion() -> None:
+    metrics = HarnessMetrics()
+    worker, client, sink = start_worker(ProducerSpec(rate=2000.0, keys=2), 20, metrics)
+    time.sleep(0.05)
+    sent = list(client.sent)
+    assert len(sent) >= 20
+    client.complete(sent[0][3], SendResult(partition=1, offset=42))
+    client.complete(sent[1][3], SendResult(error="MSG_SIZE_TOO_LARGE"))
+    client.complete(sent[2][3], SendResult(error="_MSG_TIMED_OUT"))
+    client.complete(sent[3][3], SendResult(error="NOT_ENOUGH_REPLICAS"))
+    client.complete(sent[0][3], SendResult(partition=1, offset=42))  # duplicate callback
+    worker.stop(close_timeout=0.0)
+    events = by_value(sink)
+    assert len(events) == len(sent)
+    for value, lines in events.items():
+        assert [e["type"] for e in lines][0] == "invoke", value
+        assert len(lines) == 2, lines
+    assert events[sent[0][3]][1] | {} == {
+        **events[sent[0][3]][1],
+        "type": "ok",
+        "partition": 1,
+        "offset": 42,
+    }
+    assert events[sent[1][3]][1]["type"] == "fail"
+    assert events[sent[2][3]][1]["type"] == "info"
+    assert events[sent[3][3]][1]["type"] == "info"  # retries enabled: may have been written
+    rest = [events[s[3]][1] for s in sent[4:]]
+    assert all(e["type"] == "info" and e["error"] == CLOSED_IN_FLIGHT for e in rest)
+    assert client.closed
+    assert {e["key"] for lines in events.values() for e in lines if "key" in e} == {"k0", "k1"}
+    assert metrics.value("kchaos_sends_total", {"outcome": "ok"}) == 1
+    assert metrics.value("kchaos_sends_total", {"outcome": "fail"}) == 1
+    assert metrics.value("kchaos_sends_total", {"outcome": "info"}) == len(sent) - 2
+    assert worker.counts["ok"] + worker.counts["fail"] + worker.counts["info"] == len(sent)
+
+
+def test_values_are_unique_and_invokes_precede_completions() -> None:
+    worker, client, sink = start_worker(ProducerSpec(), 500)
+    for _, _, _, value in list(client.sent):
+        client.complete(value, SendResult(partition=0, offset=1))
+    worker.stop(close_timeout=0.0)
+    invokes = [e["value"] for e in sink.events if e["type"] == "invoke"]
+    assert len(invokes) == len(set(invokes)) >= 500
+    position = {}
+    for event in sink.events:
+        if event["type"] == "invoke":
+            position[event["value"]] = event["index"]
+        else:
+            assert position[event["value"]] < event["index"]
+
+
+def test_single_attempt_producer_records_not_enough_replicas_as_fail() -> None:
+    spec = ProducerSpec(idempotence=False, retries=0)
+    worker, client, sink = start_worker(spec, 1)
+    client.complete(client.sent[0][3], SendResult(error="NOT_ENOUGH_REPLICAS"))
+    worker.stop(close_timeout=0.0)
+    first = [e for e in sink.events if e["value"] == client.sent[0][3]]
+    assert first[-1]["type"] == "fail"
+
+
+def test_queue_full_is_retried_and_other_refusals_fail() -> None:
+    sink = ListSink()
+    holder: list[FakeProducer] = []
+
+    def factory(on_done: SendCallback) -> FakeProducer:
+        fake = FakeProducer(on_done)
+        fake.refusals = ["QUEUE_FULL", "QUEUE_FULL", "MSG_SIZE_TOO_LARGE"]
+        holder.append(fake)
+        return fake
+
+    worker = ProducerWorker(1, ["t"], ProducerSpec(rate=1000.0), sink, factory)
+    worker.start()
+    time.sleep(0.05)
+    worker.stop(close_timeout=0.0)
+    first = [e for e in sink.events if e["value"] == "1-0"]
+    second = [e for e in sink.events if e["value"] == "1-1"]
+    assert [e["type"] for e in first] == ["invoke", "fail"]
+    assert first[1]["error"] == "MSG_SIZE_TOO_LARGE"
+    assert [e["type"] for e in second] == ["invoke", "info"]  # enqueued, never acked

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import threading
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from workloads.values import RateLimiter, key_for, padder, payload, value_of
+
+
+@given(st.integers(0, 10**6), st.integers(0, 10**9), st.integers(1, 5000))
+def test_payload_round_trips_and_has_the_size(process: int, n: int, size: int) -> None:
+    value = f"{process}-{n}"
+    data = payload(value, size)
+    assert value_of(data) == value
+    assert len(data) == max(size, len(value) + 1)
+    assert padder(size)(value) == data
+
+
+def test_value_of_foreign_records() -> None:
+    assert value_of(None) is None
+    assert value_of(b"plain") == "plain"
+
+
+def test_keys_spread_over_the_configured_number() -> None:
+    assert key_for(5, 0) is None
+    assert {key_for(n, 3) for n in range(30)} == {b"k0", b"k1", b"k2"}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_rate_limiter_spaces_calls_evenly() -> None:
+    fake = FakeClock()
+    limiter = RateLimiter(10.0, clock=fake.clock, sleep=fake.sleep)
+    for _ in range(11):
+        assert limiter.acquire()
+    assert fake.now == pytest.approx(101.0)  # 11 slots at 10/s span one second
+
+
+def test_rate_limiter_does_not_burst_after_a_stall() -> None:
+    fake = FakeClock()
+    limiter = RateLimiter(100.0, clock=fake.clock, sleep=fake.sleep, max_lag=0.5)
+    limiter.acquire()
+    fake.now += 5.0  # the caller was busy for 5 s
+    start = fake.now
+    for _ in range(10):
+        limiter.acquire()
+    assert fake.now - start == pytest.approx(0.09)  # paced again, no 500-call catch-up
+
+
+def test_unlimited_rate_never_sleeps_and_honours_stop() -> None:
+    fake = FakeClock()
+    limiter = RateLimiter(None, clock=fake.clock, sleep=fake.sleep)
+    assert all(limiter.acquire() for _ in range(100))
+    assert fake.slept == []
+    stop = threading.Event()
+    stop.set()
+    assert limiter.acquire(stop) is False
+
+
+def test_rate_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        RateLimiter(0)

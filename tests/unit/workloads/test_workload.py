@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
+
+import pytest
+import requests
+from workload_fakes import FakeConsumer, FakeProducer
+
+import workloads.workload as wl
+from workloads.clients import SendResult
+from workloads.history import ListSink
+from workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+from workloads.values import payload
+
+
+class AckingProducer(FakeProducer):
+    def send(self, topic: str, key: bytes | None, data: bytes, value: str) -> None:
+        super().send(topic, key, data, value)
+        self.complete(value, SendResult(0, len(self.sent) - 1, None))
+
+
+class _Gateway(BaseHTTPRequestHandler):
+    paths: list[str] = []
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.paths.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+@pytest.fixture
+def gateway() -> Iterator[str]:
+    _Gateway.paths = []
+    server = HTTPServer(("127.0.0.1", 0), _Gateway)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_facade_runs_workers_serves_and_pushes_metrics(
+    monkeypatch: pytest.MonkeyPatch, gateway: str
+) -> None:
+    logs = {("t", 0): [(i, payload(f"9-{i}", 10)) for i in range(5)]}
+
+    def fake_producers(lib: str, servers: str, spec: ProducerSpec, cid: str) -> Any:
+        return lambda on_done: AckingProducer(on_done)
+
+    def fake_consumer(*args: Any, **kwargs: Any) -> FakeConsumer:
+        return FakeConsumer(logs)
+
+    monkeypatch.setattr(wl, "producer_factory", fake_producers)
+    monkeypatch.setattr(wl, "make_consumer", fake_consumer)
+    spec = WorkloadSpec(
+        topics=("t",),
+        producers=2,
+        consumers=(ConsumerSpec(mode="assign", poll_timeout_s=0.01),),
+        producer=ProducerSpec(rate=200.0),
+    )
+    sink = ListSink()
+    with wl.Workload(
+        spec, "unused:9092", sink, monitor=False, metrics_port=0, pushgateway=gateway, run_id="r9"
+    ) as workload:
+        workload.start()
+        time.sleep(0.3)
+        assert workload.metrics is not None
+        port = workload.metrics.port
+        body = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        assert 'kchaos_sends_total{outcome="ok"}' in body
+        stats = workload.stop()
+        result = workload.drain(deadline_s=5)
+    assert stats.invoked == stats.ok > 0 and stats.fail == stats.info == 0
+    assert stats.records_read >= 5
+    assert result.complete and result.drained[("t", 0)] == (0, 5, 5)
+    assert {e["process"] for e in sink.events if e["f"] == "send"} == {1, 2}
+    assert {e["process"] for e in sink.events if e["f"] == "poll"} == {3}
+    assert _Gateway.paths == ["/metrics/job/kchaos/run/r9"]

@@ -1,0 +1,251 @@
+"""``kchaos bench produce``: the recording producer against Kafka's own perf-test.
+
+On one 3-broker cluster, for each record size, side by side:
+
+* ``perf-test``: ``kafka-producer-perf-test.sh`` in a container from the Kafka image, on
+  the run's network, against the same bootstrap servers (acks=all, idempotent, linger 5);
+* ``recording``: one :class:`workloads.producer.ProducerWorker` writing the history;
+* ``bare``: the same worker with recording off (a sink that drops events);
+
+for each client library. Prints recording / perf-test (goal >= 0.8) and recording / bare
+(goal >= 0.9). Each case uses a fresh topic (3 partitions, RF 3, min.insync.replicas 2).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.errors import ConfigError, WorkloadError
+from harness.labels import labels_for
+from workloads.history import HistorySink, HistoryWriter, NullSink
+from workloads.producer import ProducerWorker, producer_factory
+from workloads.spec import CLIENT_LIBS, ProducerSpec
+from workloads.topics import ensure_topics
+
+PERF_TEST = "/opt/kafka/bin/kafka-producer-perf-test.sh"
+_PERF_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
+TOPIC_CONFIGS = {"min.insync.replicas": "2"}
+BENCH_SERVER_PROPERTIES = {
+    "file.delete.delay.ms": "1000",
+    "log.segment.delete.delay.ms": "1000",
+    "replica.lag.time.max.ms": "10000",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    kind: str  # perf-test | recording | bare
+    client: str  # java | confluent | kafka-python
+    size: int
+    records: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+
+def parse_perf_output(output: str) -> tuple[int, float]:
+    """(records sent, records/s) from perf-test's final summary line."""
+    found = _PERF_LINE.findall(output)
+    if not found:
+        raise WorkloadError(f"no summary in perf-test output:\n{output[-2000:]}")
+    sent, rate = found[-1]
+    return int(sent), float(rate)
+
+
+def run_perf_test(
+    cluster: Any, topic: str, size: int, records: int, extra_props: tuple[str, ...] = ()
+) -> Case:
+    """kafka-producer-perf-test in a labelled container on the cluster's network."""
+    from harness.cluster.topology import network_name
+
+    command = [
+        "--topic", topic, "--num-records", str(records), "--record-size", str(size),
+        "--throughput", "-1", "--producer-props", f"bootstrap.servers={cluster.bootstrap_servers}",
+        "acks=all", "enable.idempotence=true", "linger.ms=5", *extra_props,
+    ]  # fmt: skip
+    container = cluster.client.containers.run(
+        cluster.kafka_image,
+        command=command,
+        entrypoint=[PERF_TEST],
+        network=network_name(cluster.run_id),
+        labels=labels_for(cluster.run_id, "tool"),
+        environment={"KAFKA_HEAP_OPTS": "-Xmx512m"},
+        detach=True,
+    )
+    try:
+        result = container.wait(timeout=600)
+        output = container.logs().decode("utf-8", "replace")
+    finally:
+        container.remove(force=True)
+    if result.get("StatusCode") != 0:
+        raise WorkloadError(f"perf-test exited {result.get('StatusCode')}:\n{output[-2000:]}")
+    sent, rate = parse_perf_output(output)
+    return Case("perf-test", "java", size, sent, sent / rate if rate else 0.0)
+
+
+def run_recording(
+    bootstrap: str, lib: str, topic: str, size: int, records: int, sink: HistorySink
+) -> Case:
+    spec = ProducerSpec(message_size=size, linger_ms=5, delivery_timeout_ms=120000)
+    worker = ProducerWorker(
+        1,
+        [topic],
+        spec,
+        sink,
+        producer_factory(lib, bootstrap, spec, "kchaos-bench"),
+        limit=records,
+    )
+    started = time.monotonic()
+    worker.start()
+    worker.join()
+    worker.stop(close_timeout=300)
+    seconds = time.monotonic() - started
+    if worker.error is not None:
+        raise WorkloadError(f"{lib} producer failed: {worker.error!r}")
+    if worker.counts["ok"] != records:
+        raise WorkloadError(f"{lib}: only {worker.counts['ok']} of {records} sends acknowledged")
+    return Case(
+        "recording" if isinstance(sink, HistoryWriter) else "bare", lib, size, records, seconds
+    )
+
+
+def run_bench(
+    cluster: Any,
+    sizes: list[int],
+    libs: list[str],
+    records: dict[int, int],
+    repeat: int,
+    log: Any,
+    perf_props: tuple[str, ...] = (),
+) -> list[Case]:
+    cases: list[Case] = []
+    tmp = Path(tempfile.mkdtemp(prefix="kchaos-bench-"))
+    counter = 0
+
+    def fresh_topic(size: int) -> str:
+        nonlocal counter
+        counter += 1
+        topic = f"bench-{size}-{counter}"
+        ensure_topics(cluster.bootstrap_servers, [topic], configs=TOPIC_CONFIGS)
+        return topic
+
+    for _round in range(repeat):
+        for size in sizes:
+            n = records[size]
+            cases.append(run_perf_test(cluster, fresh_topic(size), size, n, perf_props))
+            log(cases[-1])
+            for lib in libs:
+                path = tmp / f"history-{lib}-{size}-{counter}.jsonl"
+                with HistoryWriter(path) as writer:
+                    case = run_recording(
+                        cluster.bootstrap_servers, lib, fresh_topic(size), size, n, writer
+                    )
+                path.unlink()
+                cases.append(case)
+                log(case)
+                case = run_recording(
+                    cluster.bootstrap_servers, lib, fresh_topic(size), size, n, NullSink()
+                )
+                cases.append(case)
+                log(case)
+    return cases
+
+
+def ratios(cases: list[Case]) -> list[dict[str, Any]]:
+    """Per (client, size): median rates and the two ratios."""
+
+    def median(kind: str, client: str | None, size: int) -> float:
+        rates = [c.rate for c in cases if c.kind == kind and c.size == size
+                 and (client is None or c.client == client)]  # fmt: skip
+        return statistics.median(rates) if rates else 0.0
+
+    rows = []
+    for size in sorted({c.size for c in cases}):
+        perf = median("perf-test", None, size)
+        for lib in sorted({c.client for c in cases if c.client != "java"}):
+            rec, bare = median("recording", lib, size), median("bare", lib, size)
+            rows.append(
+                {
+                    "client": lib,
+                    "size": size,
+                    "perf_test_rps": round(perf),
+                    "recording_rps": round(rec),
+                    "bare_rps": round(bare),
+                    "recording_vs_perf_test": round(rec / perf, 3) if perf else None,
+                    "recording_vs_bare": round(rec / bare, 3) if bare else None,
+                }
+            )
+    return rows
+
+
+@click.command("produce")
+@click.option("--sizes", default="100,1024", show_default=True, help="Record sizes in bytes.")
+@click.option("--clients", default="confluent,kafka-python", show_default=True)
+@click.option("--records", type=int, default=None, help="Records per case (default by size).")
+@click.option("--repeat", type=int, default=1, show_default=True, help="Rounds; medians.")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write JSON here.")
+@click.option(
+    "--perf-props",
+    default="",
+    help="Extra perf-test producer props, comma-separated (e.g. batch.size=1000000).",
+)
+def produce_cmd(
+    sizes: str, clients: str, records: int | None, repeat: int, out: Path | None, perf_props: str
+) -> int:
+    """Recording producer vs kafka-producer-perf-test, with and without recording."""
+    from harness.cluster import Cluster, ClusterSpec
+    from harness.images import ensure_images
+
+    try:
+        size_list = [int(s) for s in sizes.split(",") if s.strip()]
+    except ValueError:
+        message = f"comma-separated byte counts expected, got {sizes!r}"
+        raise ConfigError(message, field="--sizes") from None
+    if not size_list or min(size_list) < 1:
+        raise ConfigError("at least one positive size is needed", field="--sizes")
+    libs = [c.strip() for c in clients.split(",") if c.strip()]
+    unknown = [c for c in libs if c not in CLIENT_LIBS]
+    if unknown or not libs:
+        raise ConfigError(
+            f"clients are {', '.join(CLIENT_LIBS)}; got {clients!r}", field="--clients"
+        )
+    per_size = {s: records or (200_000 if s <= 200 else 60_000) for s in size_list}
+    images = ensure_images()
+    spec = ClusterSpec(
+        brokers=3, images=images, heap="512m", disk_size_mb=2048,
+        server_properties=BENCH_SERVER_PROPERTIES,
+    )  # fmt: skip
+
+    def log(case: Case) -> None:
+        click.echo(
+            f"  {case.kind:10} {case.client:13} {case.size:5} B  {case.records:7} records"
+            f"  {case.seconds:7.2f} s  {case.rate:10.0f} records/s"
+        )
+
+    with Cluster(spec) as cluster:
+        click.echo(f"cluster {cluster.run_id} ready; bootstrap {cluster.bootstrap_servers}")
+        props = tuple(p.strip() for p in perf_props.split(",") if p.strip())
+        cases = run_bench(cluster, size_list, libs, per_size, repeat, log, props)
+    rows = ratios(cases)
+    click.echo("")
+    click.echo("client        size   perf-test/s  recording/s   bare/s   rec/perf  rec/bare")
+    for r in rows:
+        click.echo(
+            f"{r['client']:13} {r['size']:5}  {r['perf_test_rps']:11}  {r['recording_rps']:11}"
+            f"  {r['bare_rps']:7}  {r['recording_vs_perf_test']:8}  {r['recording_vs_bare']:8}"
+        )
+    click.echo("goals: rec/perf >= 0.8, rec/bare >= 0.9")
+    if out is not None:
+        out.write_text(json.dumps({"cases": [c.__dict__ for c in cases], "ratios": rows}, indent=2))
+    return 0

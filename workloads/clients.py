@@ -1,0 +1,135 @@
+"""The small client interface both Kafka libraries are wrapped behind.
+
+Workers (producer, consumer, drain) speak only to :class:`ProducerClient` and
+:class:`ConsumerClient`; :func:`make_producer` / :func:`make_consumer` pick the library
+(``"confluent"`` for confluent-kafka, ``"kafka-python"``). Error names handed back are
+canonical (see :mod:`workloads.classify`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
+
+from harness.errors import ConfigError
+from workloads.spec import ProducerSpec
+
+TopicPartition = tuple[str, int]
+
+
+class SendResult(NamedTuple):
+    """The client's verdict on one send: an error name, or where it was written."""
+
+    partition: int | None = None
+    offset: int | None = None
+    error: str | None = None
+
+
+class SendRefused(Exception):
+    """The client refused the record synchronously: it was never enqueued."""
+
+    def __init__(self, name: str, detail: str = "") -> None:
+        super().__init__(f"{name}: {detail}" if detail else name)
+        self.name = name
+
+
+SendCallback = Callable[[str, SendResult], None]  # (value, result)
+
+
+class ProducerClient(Protocol):
+    def send(self, topic: str, key: bytes | None, data: bytes, value: str) -> None:
+        """Enqueue one record; ``value`` is handed back to the callback with the result.
+
+        Raises :class:`SendRefused` when the record was not enqueued.
+        """
+        ...
+
+    def poll(self, timeout: float) -> None:
+        """Serve delivery callbacks (no-op for clients that call back from their own thread)."""
+        ...
+
+    def flush(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for every enqueued record to complete."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    data: bytes | None
+
+
+AssignCallback = Callable[[list[TopicPartition]], None]
+
+
+class ConsumerClient(Protocol):
+    def subscribe(self, topics: Sequence[str], on_assign: AssignCallback) -> None:
+        """Join the group; ``on_assign`` gets the full assignment after every change."""
+        ...
+
+    def assign(self, partitions: Sequence[tuple[str, int, int | None]]) -> None:
+        """Manual assignment; offset ``None`` starts at the committed or earliest offset."""
+        ...
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        """Move the position of one assigned partition."""
+        ...
+
+    def poll(self, timeout: float, max_records: int) -> tuple[list[Record], list[str]]:
+        """Records in the order the client returned them, and error names it reported."""
+        ...
+
+    def commit(self) -> list[tuple[str, int, int]]:
+        """Commit the current positions synchronously; the committed (topic, part, offset)."""
+        ...
+
+    def watermarks(self, topic: str, partition: int, timeout: float) -> tuple[int, int]:
+        """(log start offset, high watermark) asked of the partition's leader."""
+        ...
+
+    def partitions_for(self, topic: str, timeout: float) -> list[int]: ...
+
+    def fetch_sources(self) -> dict[TopicPartition, tuple[int, int]]:
+        """(leader, broker fetched from) per partition where the client reports it."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def make_producer(
+    lib: str, bootstrap_servers: str, spec: ProducerSpec, on_done: SendCallback, client_id: str
+) -> ProducerClient:
+    if lib == "confluent":
+        from workloads.confluent_client import ConfluentProducer
+
+        return ConfluentProducer(bootstrap_servers, spec, on_done, client_id)
+    if lib == "kafka-python":
+        from workloads.kafkapython_client import KafkaPythonProducer
+
+        return KafkaPythonProducer(bootstrap_servers, spec, on_done, client_id)
+    raise ConfigError(f"unknown client library {lib!r}", field="client")
+
+
+def make_consumer(
+    lib: str,
+    bootstrap_servers: str,
+    *,
+    group_id: str | None,
+    rack: str | None = None,
+    client_id: str = "kchaos-consumer",
+    extra: Mapping[str, str] | None = None,
+) -> ConsumerClient:
+    if lib == "confluent":
+        from workloads.confluent_client import ConfluentConsumer
+
+        return ConfluentConsumer(bootstrap_servers, group_id, rack, client_id, extra or {})
+    if lib == "kafka-python":
+        from workloads.kafkapython_client import KafkaPythonConsumer
+
+        return KafkaPythonConsumer(bootstrap_servers, group_id, rack, client_id, extra or {})
+    raise ConfigError(f"unknown client library {lib!r}", field="client")

@@ -1,0 +1,209 @@
+"""Consumer workers: group subscription or manual assignment, every poll recorded.
+
+Lines written (process = the worker's id):
+
+* ``ok assign`` with the FULL assignment after every rebalance (an empty list when
+  partitions are revoked or lost), after the manual assignment and after every seek;
+* ``invoke poll`` then ``ok poll`` with ``records`` in the order the client returned them
+  (an ``errors`` list is added when the client reported errors in that poll; a poll that
+  raised is ``fail`` with ``error``);
+* offset commits (group members only) as ``invoke``/``ok commit`` with ``offsets``
+  ([topic, partition, offset]);
+  a commit that raised is ``info`` (it may have reached the coordinator). Readers of
+  format v1 ignore ``f: "commit"``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from workloads.clients import ConsumerClient, TopicPartition
+from workloads.history import HistorySink
+from workloads.metrics import HarnessMetrics
+from workloads.spec import ConsumerSpec
+from workloads.values import value_of
+
+log = logging.getLogger(__name__)
+
+ConsumerFactory = Callable[[], ConsumerClient]
+_PARTITIONS_TIMEOUT_S = 10.0
+
+
+def record_dicts(records: Sequence[Any]) -> list[dict[str, Any]]:
+    """History form of client records: topic, partition, offset, value."""
+    return [
+        {"topic": r.topic, "partition": r.partition, "offset": r.offset, "value": value_of(r.data)}
+        for r in records
+    ]
+
+
+class ConsumerWorker:
+    """One consuming process with its own client and thread."""
+
+    def __init__(
+        self,
+        process: int,
+        topics: Sequence[str],
+        spec: ConsumerSpec,
+        sink: HistorySink,
+        factory: ConsumerFactory,
+        *,
+        metrics: HarnessMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.process = process
+        self.topics = tuple(topics)
+        self.spec = spec
+        self.sink = sink
+        self.metrics = metrics
+        self._factory = factory
+        self._clock = clock
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._seeks: queue.Queue[tuple[str, int, int]] = queue.Queue()
+        self.assignment: list[TopicPartition] = []
+        self.client: ConsumerClient | None = None
+        self.polls = 0
+        self.records = 0
+        self.error: BaseException | None = None
+        self.ready = threading.Event()  # set once the client exists
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._run, name=f"consumer-{self.process}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        """Ask the worker to move its position (done between polls, then an assign line)."""
+        self._seeks.put((topic, partition, offset))
+
+    # -- recording ---------------------------------------------------------------------
+    def _assigned(self, partitions: list[TopicPartition]) -> None:
+        self.assignment = sorted(partitions)
+        self.sink.append(
+            {
+                "process": self.process,
+                "type": "ok",
+                "f": "assign",
+                "partitions": [[t, p] for t, p in self.assignment],
+            }
+        )
+
+    def _poll(self, client: ConsumerClient) -> None:
+        self.sink.append({"process": self.process, "type": "invoke", "f": "poll"})
+        started = self._clock()
+        try:
+            records, errors = client.poll(self.spec.poll_timeout_s, self.spec.max_records)
+        except Exception as exc:  # a failed poll read nothing
+            self.sink.append(
+                {"process": self.process, "type": "fail", "f": "poll", "error": repr(exc)}
+            )
+            self._observe("fail", 0, started)
+            return
+        event: dict[str, Any] = {
+            "process": self.process,
+            "type": "ok",
+            "f": "poll",
+            "records": record_dicts(records),
+        }
+        if errors:
+            event["errors"] = errors
+        self.sink.append(event)
+        self.polls += 1
+        self.records += len(records)
+        self._observe("ok", len(records), started)
+
+    def _observe(self, outcome: str, count: int, started: float) -> None:
+        if self.metrics is not None:
+            self.metrics.poll_done(outcome, count, self._clock() - started)
+
+    def _commit(self, client: ConsumerClient) -> None:
+        self.sink.append({"process": self.process, "type": "invoke", "f": "commit"})
+        try:
+            offsets = client.commit()
+        except Exception as exc:
+            self.sink.append(
+                {"process": self.process, "type": "info", "f": "commit", "error": repr(exc)}
+            )
+            return
+        self.sink.append(
+            {
+                "process": self.process,
+                "type": "ok",
+                "f": "commit",
+                "offsets": [[t, p, o] for t, p, o in offsets],
+            }
+        )
+
+    def _apply_seeks(self, client: ConsumerClient) -> None:
+        moved = False
+        while True:
+            try:
+                topic, partition, offset = self._seeks.get_nowait()
+            except queue.Empty:
+                break
+            if (topic, partition) not in self.assignment:
+                log.warning("consumer %s: seek on unassigned %s-%s", self.process, topic, partition)
+                continue
+            try:
+                client.seek(topic, partition, offset)
+            except Exception:
+                log.warning("consumer %s: seek failed", self.process, exc_info=True)
+                continue
+            moved = True
+        if moved:
+            self._assigned(self.assignment)
+
+    # -- the loop ----------------------------------------------------------------------
+    def _start_reading(self, client: ConsumerClient) -> None:
+        if self.spec.mode == "subscribe":
+            client.subscribe(self.topics, self._assigned)
+            return
+        wanted: list[TopicPartition] = []
+        for topic in self.topics:
+            parts = client.partitions_for(topic, _PARTITIONS_TIMEOUT_S)
+            if self.spec.partitions is not None:
+                parts = [p for p in parts if p in self.spec.partitions]
+            wanted.extend((topic, p) for p in parts)
+        client.assign([(t, p, None) for t, p in wanted])
+        self._assigned(wanted)
+
+    def _run(self) -> None:
+        try:
+            client = self._factory()
+        except BaseException as exc:
+            log.exception("consumer %s could not start", self.process)
+            self.error = exc
+            self.ready.set()
+            return
+        self.client = client
+        self.ready.set()
+        try:
+            self._start_reading(client)
+            last_commit = self._clock()
+            while not self._stop.is_set():
+                self._apply_seeks(client)
+                self._poll(client)
+                interval = self.spec.commit_interval_s if self.spec.mode == "subscribe" else 0
+                if interval > 0 and self._clock() - last_commit >= interval:
+                    self._commit(client)
+                    last_commit = self._clock()
+        except BaseException as exc:
+            log.exception("consumer %s stopped on an unexpected error", self.process)
+            self.error = exc
+        finally:
+            try:
+                client.close()
+            except Exception:
+                log.warning("consumer %s: close failed", self.process, exc_info=True)

@@ -1,0 +1,214 @@
+"""Producer workers: each sends unique values and records every send in the history.
+
+Per send: an ``invoke`` line before the record is handed to the client, then exactly one
+completion -- ``ok`` with partition and offset, ``fail`` (certainly not written) or
+``info`` (unknown) as decided by :mod:`workloads.classify`. On stop, the worker flushes
+for ``close_timeout`` seconds; sends still unacknowledged then complete as ``info``
+(``error: "closed-in-flight"``) and any later callback for them is ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from workloads.classify import classify
+from workloads.clients import ProducerClient, SendCallback, SendRefused, SendResult, make_producer
+from workloads.history import HistorySink
+from workloads.metrics import HarnessMetrics
+from workloads.spec import ProducerSpec
+from workloads.values import RateLimiter, padder
+
+log = logging.getLogger(__name__)
+
+ProducerFactory = Callable[[SendCallback], ProducerClient]
+CLOSED_IN_FLIGHT = "closed-in-flight"
+_QUEUE_FULL_BACKOFF_S = 0.01
+_POLL_EVERY = 32  # serve delivery callbacks every this many sends
+
+
+class ProducerWorker:
+    """One producing process (its own client, thread and value sequence)."""
+
+    def __init__(
+        self,
+        process: int,
+        topics: Sequence[str],
+        spec: ProducerSpec,
+        sink: HistorySink,
+        factory: ProducerFactory,
+        *,
+        metrics: HarnessMetrics | None = None,
+        limit: int | None = None,
+    ) -> None:
+        if not topics:
+            raise ValueError("a producer needs at least one topic")
+        self.process = process
+        self.topics = tuple(topics)
+        self.spec = spec
+        self.sink = sink
+        self.metrics = metrics
+        self._factory = factory
+        self._limit = limit  # stop sending after this many values (benchmarks)
+        self._rate = RateLimiter(spec.rate)
+        self._lock = threading.Lock()
+        self._inflight: dict[str, tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._client: ProducerClient | None = None
+        self.counts = {"invoke": 0, "ok": 0, "fail": 0, "info": 0}
+        self.error: BaseException | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        self._client = self._factory(self._done)
+        self._thread = threading.Thread(
+            target=self._run, name=f"producer-{self.process}", daemon=True
+        )
+        self._thread.start()
+
+    def request_stop(self) -> None:
+        """Stop sending new values (returns at once; ``stop`` finishes the job)."""
+        self._stop.set()
+
+    def stop(self, close_timeout: float = 10.0) -> None:
+        """Stop sending, wait up to ``close_timeout`` for acks, record the rest as info."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        client = self._client
+        if client is None:
+            return
+        deadline = time.monotonic() + close_timeout
+        while self.in_flight() and time.monotonic() < deadline:
+            client.flush(min(0.5, max(0.0, deadline - time.monotonic())))
+        with self._lock:
+            left, self._inflight = self._inflight, {}
+        for value, (topic, started) in left.items():
+            event = {"process": self.process, "type": "info", "f": "send", "topic": topic,
+                     "value": value, "error": CLOSED_IN_FLIGHT}  # fmt: skip
+            self._finish(event, "info", started)
+        client.close()
+        self._client = None
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the send loop to end (with ``limit``: all values handed to the client)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def in_flight(self) -> int:
+        with self._lock:
+            return len(self._inflight)
+
+    # -- the send loop (hot path: kept flat on purpose, see docs/workloads.md) --------
+    def _run(self) -> None:
+        client = self._client
+        assert client is not None
+        try:
+            self._loop(client)
+        except BaseException as exc:  # recorded, surfaced by Workload.stop()
+            log.exception("producer %s stopped on an unexpected error", self.process)
+            self.error = exc
+
+    def _loop(self, client: ProducerClient) -> None:
+        spec, process, topics = self.spec, self.process, self.topics
+        n_topics, keys, cap, limit = len(topics), spec.keys, spec.max_in_flight_sends, self._limit
+        append, inflight, lock, stop = self.sink.append, self._inflight, self._lock, self._stop
+        rate = None if spec.rate is None else self._rate
+        make_payload = padder(spec.message_size)
+        monotonic = time.monotonic
+        n = 0
+        while True:
+            if rate is None:
+                if stop.is_set():
+                    break
+            elif not rate.acquire(stop):
+                break
+            if limit is not None and n >= limit:
+                break
+            while len(inflight) >= cap and not stop.is_set():
+                client.poll(0.01)
+            value = f"{process}-{n}"
+            topic = topics[n % n_topics]
+            event: dict[str, Any] = {
+                "process": process, "type": "invoke", "f": "send", "topic": topic, "value": value,
+            }  # fmt: skip
+            key = None
+            if keys:
+                name = f"k{n % keys}"
+                event["key"] = name
+                key = name.encode()
+            append(event)
+            data = make_payload(value)
+            with lock:
+                inflight[value] = (topic, monotonic())
+                self.counts["invoke"] = n = n + 1
+            try:
+                client.send(topic, key, data, value)
+            except SendRefused as exc:
+                self._refused(client, exc, topic, key, data, value)
+            if n % _POLL_EVERY == 0:
+                client.poll(0)
+
+    def _refused(
+        self,
+        client: ProducerClient,
+        exc: SendRefused,
+        topic: str,
+        key: bytes | None,
+        data: bytes,
+        value: str,
+    ) -> None:
+        """A full client queue is waited out (the record was not enqueued); else fail."""
+        while exc.name == "QUEUE_FULL" and not self._stop.is_set():
+            client.poll(_QUEUE_FULL_BACKOFF_S)
+            try:
+                client.send(topic, key, data, value)
+                return
+            except SendRefused as again:
+                exc = again
+        self._done(value, SendResult(error=exc.name))
+
+    # -- completions (any thread) ------------------------------------------------------
+    def _done(self, value: str, result: SendResult) -> None:
+        with self._lock:
+            entry = self._inflight.pop(value, None)
+        if entry is None:
+            return  # already completed as info on close, or not ours
+        topic, started = entry
+        if result.error is None:
+            outcome = "ok"
+            event: dict[str, Any] = {
+                "process": self.process, "type": "ok", "f": "send", "topic": topic,
+                "partition": result.partition, "offset": result.offset, "value": value,
+            }  # fmt: skip
+        else:
+            outcome = classify(result.error, single_attempt=self.spec.single_attempt)
+            event = {
+                "process": self.process, "type": outcome, "f": "send", "topic": topic,
+                "value": value, "error": result.error,
+            }  # fmt: skip
+            if result.partition is not None:
+                event["partition"] = result.partition
+        self._finish(event, outcome, started)
+
+    def _finish(self, event: dict[str, Any], outcome: str, started: float) -> None:
+        self.sink.append(event)
+        with self._lock:
+            self.counts[outcome] += 1
+        if self.metrics is not None:
+            self.metrics.send_done(outcome, time.monotonic() - started)
+
+
+def producer_factory(
+    lib: str, bootstrap_servers: str, spec: ProducerSpec, client_id: str
+) -> ProducerFactory:
+    """A factory building the real client of ``lib`` for one worker."""
+
+    def build(on_done: SendCallback) -> ProducerClient:
+        return make_producer(lib, bootstrap_servers, spec, on_done, client_id)
+
+    return build

@@ -1,0 +1,101 @@
+"""Frozen specs of a workload: what to produce, how to consume, where to drain.
+
+Every field has a safe default (acks=all, idempotent, the confluent-kafka client); the
+runner builds a :class:`WorkloadSpec` from a scenario and hands it to
+:class:`workloads.workload.Workload`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from harness.errors import ConfigError
+
+ClientLib = Literal["confluent", "kafka-python"]
+CLIENT_LIBS: tuple[str, ...] = ("confluent", "kafka-python")
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    """How each producer worker sends. ``None`` means the client library's default."""
+
+    acks: str = "all"  # "all", "1" or "0"
+    idempotence: bool = True
+    retries: int | None = None
+    delivery_timeout_ms: int = 30000
+    request_timeout_ms: int = 10000
+    linger_ms: int = 5
+    batch_size: int | None = None
+    compression: str = "none"
+    max_in_flight: int | None = None
+    message_size: int = 100  # bytes per record, value and padding
+    keys: int = 0  # distinct keys; 0 = no key (the client's partitioner spreads records)
+    rate: float | None = None  # sends per second per worker; None = as fast as possible
+    max_in_flight_sends: int = 10000  # application-side cap on unacknowledged sends
+    extra: Mapping[str, str] = field(default_factory=dict)  # raw client configs
+
+    @property
+    def single_attempt(self) -> bool:
+        """True when each batch is transmitted at most once (decides some ``fail``s)."""
+        return self.retries == 0
+
+    def validate(self, where: str = "producer") -> None:
+        if self.acks not in ("all", "-1", "1", "0"):
+            raise ConfigError(f"acks must be all, 1 or 0, not {self.acks!r}", field=where)
+        if self.message_size < 1:
+            raise ConfigError("message_size must be at least 1", field=where)
+        if self.rate is not None and self.rate <= 0:
+            raise ConfigError("rate must be positive (or absent for max)", field=where)
+        if self.idempotence and self.retries == 0:
+            raise ConfigError("idempotence needs retries > 0", field=where)
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    """One consumer worker."""
+
+    mode: Literal["subscribe", "assign"] = "subscribe"
+    group_id: str = "kchaos"
+    rack: str | None = None  # client.rack: fetch from a replica in this rack (KIP-392)
+    partitions: tuple[int, ...] | None = None  # for mode "assign"; None = all partitions
+    commit_interval_s: float = 2.0  # 0 = never commit
+    poll_timeout_s: float = 0.5
+    max_records: int = 500
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """Everything a run's clients do."""
+
+    topics: tuple[str, ...] = ("kchaos",)
+    producers: int = 2
+    consumers: tuple[ConsumerSpec, ...] = (ConsumerSpec(),)
+    client: ClientLib = "confluent"
+    producer: ProducerSpec = ProducerSpec()
+    duration_s: float = 60.0
+    close_timeout_s: float = 10.0  # how long stop() waits for in-flight sends
+    drain_deadline_s: float = 120.0
+    monitor_interval_s: float = 0.5
+    metrics_interval_s: float = 2.0
+    first_process: int = 1  # producers get ids first_process.., consumers after them
+
+    def validate(self) -> None:
+        if not self.topics:
+            raise ConfigError("at least one topic is needed", field="topics")
+        if self.client not in CLIENT_LIBS:
+            raise ConfigError(
+                f"client must be one of {', '.join(CLIENT_LIBS)}, not {self.client!r}",
+                field="client",
+            )
+        if self.producers < 0:
+            raise ConfigError("producers must be >= 0", field="producers")
+        self.producer.validate()
+        for i, consumer in enumerate(self.consumers):
+            if consumer.mode not in ("subscribe", "assign"):
+                raise ConfigError(
+                    f"mode must be subscribe or assign, not {consumer.mode!r}",
+                    field=f"consumers[{i}].mode",
+                )

@@ -1,0 +1,258 @@
+"""The facade the runner uses: start every client, stop them, drain, all into one sink.
+
+    with HistoryWriter(run_dir / "history.jsonl") as history:
+        with Workload.for_cluster(spec, cluster, history, run_dir=run_dir) as workload:
+            workload.start()
+            ...                      # faults come and go
+            stats = workload.stop()  # producers flush, in-flight sends become info
+            ...                      # heal every fault
+            result = workload.drain()
+        # leaving the block stops the monitor
+
+Process ids: producers ``first_process ..``, consumers right after them; the monitor is
+``"monitor"`` and the drain ``"drain"``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from harness.cluster.api import ClusterHandle
+from harness.errors import WorkloadError
+from workloads.clients import make_consumer
+from workloads.consumer import ConsumerWorker
+from workloads.drain import DrainResult, drain
+from workloads.history import HistorySink
+from workloads.metrics import HarnessMetrics
+from workloads.monitor import BROKER_METRICS_FILE, AdminMetadataSource, Monitor
+from workloads.producer import ProducerWorker, producer_factory
+from workloads.spec import WorkloadSpec
+
+log = logging.getLogger(__name__)
+METRICS_PORT = 7071
+
+
+@dataclass(frozen=True)
+class WorkloadStats:
+    """Counts after stop(): sends by outcome, polls and records read."""
+
+    invoked: int
+    ok: int
+    fail: int
+    info: int
+    polls: int
+    records_read: int
+
+
+class Workload:
+    def __init__(
+        self,
+        spec: WorkloadSpec,
+        bootstrap_servers: str,
+        sink: HistorySink,
+        *,
+        metrics: HarnessMetrics | None = None,
+        metrics_urls: Mapping[int, str] | None = None,
+        run_dir: Path | None = None,
+        monitor: bool = True,
+        metrics_port: int | None = None,
+        pushgateway: str | None = None,
+        run_id: str = "dev",
+    ) -> None:
+        spec.validate()
+        # harness metrics: served during the run and/or pushed at close when configured
+        # (arguments, else KCHAOS_METRICS_PORT / KCHAOS_PUSHGATEWAY)
+        env_port = os.environ.get("KCHAOS_METRICS_PORT")
+        self.metrics_port = (
+            metrics_port if metrics_port is not None else (int(env_port) if env_port else None)
+        )
+        self.pushgateway = pushgateway or os.environ.get("KCHAOS_PUSHGATEWAY") or None
+        if metrics is None and (self.metrics_port is not None or self.pushgateway):
+            metrics = HarnessMetrics(run_id)
+        self.spec = spec
+        self.bootstrap_servers = bootstrap_servers
+        self.sink = sink
+        self.metrics = metrics
+        first = spec.first_process
+        self.producers = [
+            ProducerWorker(
+                first + i,
+                spec.topics,
+                spec.producer,
+                sink,
+                producer_factory(
+                    spec.client, bootstrap_servers, spec.producer, f"kchaos-p{first + i}"
+                ),
+                metrics=metrics,
+            )
+            for i in range(spec.producers)
+        ]
+        self.consumers = [
+            ConsumerWorker(
+                first + spec.producers + i,
+                spec.topics,
+                cspec,
+                sink,
+                self._consumer_factory(cspec.group_id if cspec.mode == "subscribe" else None,
+                                       cspec.rack, f"kchaos-c{first + spec.producers + i}",
+                                       cspec.extra),
+                metrics=metrics,
+            )
+            for i, cspec in enumerate(spec.consumers)
+        ]  # fmt: skip
+        self.monitor: Monitor | None = None
+        if monitor:
+            self.monitor = Monitor(
+                lambda: AdminMetadataSource(bootstrap_servers),
+                spec.topics,
+                sink,
+                interval=spec.monitor_interval_s,
+                metrics_urls=metrics_urls,
+                metrics_path=None if run_dir is None else Path(run_dir) / BROKER_METRICS_FILE,
+                metrics_interval=spec.metrics_interval_s,
+            )
+        self._started = False
+        self._stopped = False
+
+    @classmethod
+    def for_cluster(
+        cls,
+        spec: WorkloadSpec,
+        cluster: ClusterHandle,
+        sink: HistorySink,
+        *,
+        run_dir: Path | None = None,
+        metrics: HarnessMetrics | None = None,
+        monitor: bool = True,
+        metrics_port: int | None = None,
+        pushgateway: str | None = None,
+    ) -> Workload:
+        urls = {n.node_id: f"http://{n.ip}:{METRICS_PORT}/metrics" for n in cluster.brokers}
+        return cls(
+            spec,
+            cluster.bootstrap_servers,
+            sink,
+            metrics=metrics,
+            metrics_urls=urls,
+            run_dir=run_dir,
+            monitor=monitor,
+            metrics_port=metrics_port,
+            pushgateway=pushgateway,
+            run_id=cluster.run_id,
+        )
+
+    def _consumer_factory(
+        self, group_id: str | None, rack: str | None, client_id: str, extra: Mapping[str, str]
+    ) -> Any:
+        lib, servers = self.spec.client, self.bootstrap_servers
+        return lambda: make_consumer(
+            lib, servers, group_id=group_id, rack=rack, client_id=client_id, extra=extra
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the monitor, then consumers, then producers."""
+        if self._started:
+            raise WorkloadError("workload already started")
+        self._started = True
+        if self.metrics is not None and self.metrics_port is not None:
+            port = self.metrics.serve(self.metrics_port)
+            log.info("harness metrics on :%d/metrics", port)
+        if self.monitor is not None:
+            self.monitor.start()
+        for consumer in self.consumers:
+            consumer.start()
+        for consumer in self.consumers:
+            consumer.ready.wait(30)
+        for producer in self.producers:
+            producer.start()
+
+    def stop(self) -> WorkloadStats:
+        """Stop producers (flush, then in-flight sends -> info) and consumers.
+
+        Raises WorkloadError if a worker died on an error outside Kafka's own.
+        """
+        if not self._stopped:
+            self._stopped = True
+            for producer in self.producers:
+                producer.request_stop()  # all stop sending at once, then each flushes
+            try:
+                for producer in self.producers:
+                    try:
+                        producer.stop(self.spec.close_timeout_s)
+                    except Exception as exc:  # a client that fails to close
+                        log.exception("producer %s: stop failed", producer.process)
+                        producer.error = producer.error or exc
+            finally:
+                for consumer in self.consumers:
+                    consumer.stop()
+        errors = [p.error for p in self.producers if p.error is not None]
+        errors += [c.error for c in self.consumers if c.error is not None]
+        if errors:
+            raise WorkloadError(f"{len(errors)} worker(s) failed; first: {errors[0]!r}")
+        return self.stats()
+
+    def stats(self) -> WorkloadStats:
+        def total(key: str) -> int:
+            return sum(p.counts[key] for p in self.producers)
+
+        return WorkloadStats(
+            invoked=total("invoke"),
+            ok=total("ok"),
+            fail=total("fail"),
+            info=total("info"),
+            polls=sum(c.polls for c in self.consumers),
+            records_read=sum(c.records for c in self.consumers),
+        )
+
+    def run(self, duration_s: float | None = None) -> WorkloadStats:
+        """start(), sleep for the spec's duration (or ``duration_s``), stop()."""
+        self.start()
+        time.sleep(self.spec.duration_s if duration_s is None else duration_s)
+        return self.stop()
+
+    def drain(self, deadline_s: float | None = None) -> DrainResult:
+        """Read every partition to its high watermark (call after faults are healed)."""
+        lib, servers = self.spec.client, self.bootstrap_servers
+        return drain(
+            lambda: make_consumer(lib, servers, group_id=None, client_id="kchaos-drain"),
+            self.spec.topics,
+            self.sink,
+            deadline_s=self.spec.drain_deadline_s if deadline_s is None else deadline_s,
+            metrics=self.metrics,
+        )
+
+    def close(self) -> None:
+        """Stop everything still running (idempotent; safe on every exit path)."""
+        if self._started and not self._stopped:
+            try:
+                self.stop()
+            except WorkloadError:
+                log.exception("workload: a worker had failed")
+        if self.monitor is not None:
+            self.monitor.stop()
+        if self.metrics is not None:
+            self.metrics.stop_serving()
+            if self.pushgateway:
+                try:
+                    self.metrics.push(self.pushgateway)
+                except Exception as exc:  # metrics must never fail a run
+                    log.warning("push to %s failed: %r", self.pushgateway, exc)
+
+    def __enter__(self) -> Workload:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
