@@ -1,0 +1,17 @@
+"""Checkers: verdicts from a history (format v1), without Docker or Kafka clients."""
+
+from harness.checker.api import CHECKERS, check_facts, check_history, check_run
+from harness.checker.config import RunConfig
+from harness.checker.model import KINDS, Anomaly, CheckOutcome, Results
+
+__all__ = [
+    "CHECKERS",
+    "KINDS",
+    "Anomaly",
+    "CheckOutcome",
+    "Results",
+    "RunConfig",
+    "check_facts",
+    "check_history",
+    "check_run",
+]

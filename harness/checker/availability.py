@@ -1,0 +1,210 @@
+"""Availability: offline windows, per-fault send outcomes and latency, time to full ISR.
+
+Reported in ``stats``; part of validity only through thresholds configured in run.json
+(``checks.max_offline_seconds``, ``checks.max_time_to_full_isr_seconds``,
+``checks.min_ok_sends``).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Any
+
+from harness.checker.config import RunConfig
+from harness.checker.facts import PENDING, Facts, Fault
+from harness.checker.model import CheckOutcome
+
+_NS = 1e9
+
+
+def check_availability(facts: Facts, config: RunConfig) -> CheckOutcome:
+    out = CheckOutcome("availability")
+    windows = offline_windows(facts)
+    for w in windows:
+        out.anomaly("offline").add(w)
+    full_isr = time_to_full_isr(facts)
+    out.stats = {
+        "sends": _send_stats(facts),
+        "offline_windows": windows,
+        "full_isr_after_fault": full_isr,
+    }
+    slo: dict[str, Any] = {}
+    if config.max_offline_seconds is not None:
+        worst = max((w["length_s"] for w in windows), default=0.0)
+        slo["max_offline_seconds"] = {
+            "threshold": config.max_offline_seconds,
+            "observed": worst,
+            "pass": worst <= config.max_offline_seconds,
+        }
+    if config.max_time_to_full_isr_seconds is not None:
+        times = [f["seconds"] for f in full_isr]
+        never = any(t is None for t in times)
+        worst_t = max((t for t in times if t is not None), default=0.0)
+        slo["max_time_to_full_isr_seconds"] = {
+            "threshold": config.max_time_to_full_isr_seconds,
+            "observed": None if never else worst_t,
+            "pass": not never and worst_t <= config.max_time_to_full_isr_seconds,
+        }
+    if config.min_ok_sends is not None:
+        ok = out.stats["sends"]["all"]["ok"]
+        slo["min_ok_sends"] = {
+            "threshold": config.min_ok_sends,
+            "observed": ok,
+            "pass": ok >= config.min_ok_sends,
+        }
+    out.stats["slo"] = slo
+    out.settle()
+    if any(not s["pass"] for s in slo.values()):
+        out.valid = False
+    return out
+
+
+def offline_windows(facts: Facts) -> list[dict[str, Any]]:
+    """Stretches of observations with leader -1, per partition, with start and length."""
+    found = []
+    for tp, obs in enumerate(facts.observations):
+        start = -1
+        for i, leader in enumerate(obs.leader):
+            if leader < 0 and start < 0:
+                start = i
+            elif leader >= 0 and start >= 0:
+                found.append(_window(facts, tp, start, obs.time[i], obs.index[i], False))
+                start = -1
+        if start >= 0:
+            found.append(_window(facts, tp, start, facts.last_time, None, True))
+    found.sort(key=lambda w: (w["start_s"], w["topic"], w["partition"]))
+    return found
+
+
+def _window(
+    facts: Facts, tp: int, start: int, end_time: int, end_index: int | None, still_open: bool
+) -> dict[str, Any]:
+    obs = facts.observations[tp]
+    t0 = obs.time[start]
+    index = [obs.index[start]] + ([end_index] if end_index is not None else [])
+    return {
+        **facts.where(tp),
+        "start_s": round(t0 / _NS, 6),
+        "length_s": round((end_time - t0) / _NS, 6),
+        "open": still_open,
+        "index": index,
+    }
+
+
+def time_to_full_isr(facts: Facts) -> list[dict[str, Any]]:
+    """For each fault stop: seconds until every observed partition showed a full ISR
+    (0 when none was short of it at the stop; None when it never happened)."""
+    stops: list[tuple[int, int, Fault]] = sorted(
+        (
+            (f.stop_index, f.stop_time, f)
+            for f in facts.faults
+            if f.stop_index is not None and f.stop_time is not None
+        ),
+        key=lambda s: s[0],
+    )
+    result: list[dict[str, Any]] = []
+    not_full: set[int] = set()
+    waiting: list[tuple[int, Any]] = []
+    cursor = [0] * len(facts.observations)
+    s = 0
+    for tp in facts.obs_order:
+        obs = facts.observations[tp]
+        i = cursor[tp]
+        cursor[tp] = i + 1
+        index = obs.index[i]
+        while s < len(stops) and stops[s][0] < index:
+            if not_full:
+                waiting.append((stops[s][1], stops[s][2]))
+            else:
+                result.append(_full(stops[s][2], stops[s][1], stops[s][1]))
+            s += 1
+        if obs.full[i]:
+            not_full.discard(tp)
+        else:
+            not_full.add(tp)
+        if waiting and not not_full:
+            result.extend(_full(f, t0, obs.time[i]) for t0, f in waiting)
+            waiting = []
+    for _, t0, f in stops[s:]:
+        if not_full:
+            waiting.append((t0, f))
+        else:
+            result.append(_full(f, t0, t0))
+    result.extend(_full(f, t0, None) for t0, f in waiting)
+    return result
+
+
+def _full(fault: Any, stop: int, reached: int | None) -> dict[str, Any]:
+    return {
+        "id": fault.id,
+        "fault": fault.fault,
+        "stop_s": round(stop / _NS, 6),
+        "seconds": None if reached is None else round((reached - stop) / _NS, 6),
+    }
+
+
+def _send_stats(facts: Facts) -> dict[str, Any]:
+    """Outcomes and ok-latency of sends, overall, outside faults and per fault window
+    (a send belongs to every fault open when it was invoked)."""
+    nb = len(facts.faults) + 2  # 0: all sends, 1: outside faults, 2..: per fault
+    counts = [[0, 0, 0, 0] for _ in range(nb)]  # ok, fail, info, pending
+    lat: list[list[array]] = [[] for _ in range(nb)]
+    pending = [0] * len(facts.epoch_faults)
+    status = facts.status.tobytes()
+    i = status.find(PENDING)
+    while i >= 0:
+        pending[facts.epoch[i]] += 1
+        i = status.find(PENDING, i + 1)
+    for epoch, ids in enumerate(facts.epoch_faults):
+        c = [*facts.epoch_counts[epoch], pending[epoch]]
+        buckets = [0, *(n + 2 for n in ids)] if ids else [0, 1]
+        for b in buckets:
+            for k in range(4):
+                counts[b][k] += c[k]
+            lat[b].append(facts.epoch_latency[epoch])
+    per_fault = []
+    for n, f in enumerate(facts.faults):
+        stop = f.stop_time
+        per_fault.append(
+            {
+                "id": f.id,
+                "fault": f.fault,
+                "targets": f.targets,
+                "start_s": round(f.start_time / _NS, 6),
+                "stop_s": None if stop is None else round(stop / _NS, 6),
+                "duration_s": None if stop is None else round((stop - f.start_time) / _NS, 6),
+                **_bucket(counts[n + 2], lat[n + 2]),
+            }
+        )
+    return {
+        "all": _bucket(counts[0], lat[0]),
+        "outside_faults": _bucket(counts[1], lat[1]),
+        "per_fault": per_fault,
+    }
+
+
+def _bucket(c: list[int], parts: list[array]) -> dict[str, Any]:
+    lat = array("q")
+    for part in parts:
+        lat.extend(part)
+    return {
+        "ok": c[0],
+        "fail": c[1],
+        "info": c[2],
+        "pending": c[3],
+        "latency_ms": latency_summary(lat),
+    }
+
+
+def latency_summary(lat: array) -> dict[str, float | None]:
+    """p50, p99 and max (nearest rank) in milliseconds; None when there is nothing."""
+    if not lat:
+        return {"p50": None, "p99": None, "max": None}
+    s = sorted(lat)
+    n = len(s)
+
+    def rank(q: float) -> float:
+        return round(s[max(math.ceil(q * n) - 1, 0)] / 1e6, 3)
+
+    return {"p50": rank(0.5), "p99": rank(0.99), "max": round(s[-1] / 1e6, 3)}

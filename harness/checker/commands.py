@@ -1,0 +1,52 @@
+"""``kchaos check RUN_DIR``: judge a run's history and write results.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.checker.api import check_run
+from harness.checker.model import Results
+
+
+def summary_lines(results: Results) -> list[str]:
+    verdict = (
+        "VALID" if results.valid is True else "INVALID" if results.valid is False else "UNKNOWN"
+    )
+    hist = results.stats.get("history", {})
+    lines = [
+        f"{verdict}: {hist.get('lines', 0)} lines, {hist.get('send', 0)} sends "
+        f"(ok {hist.get('ok', 0)}, fail {hist.get('fail', 0)}, info {hist.get('info', 0)}), "
+        f"{hist.get('partitions', 0)} partitions"
+    ]
+    for kind, anomaly in results.anomalies.items():
+        first = anomaly.examples[0] if anomaly.examples else {}
+        where = ", ".join(
+            f"{k}={first[k]}" for k in ("value", "topic", "partition", "offset") if k in first
+        )
+        lines.append(f"  {kind}: {anomaly.count}" + (f"  (e.g. {where})" if where else ""))
+    for name, out in results.checkers.items():
+        if out.error:
+            lines.append(f"  checker {name} failed: {out.error}")
+    slo = results.stats.get("availability", {}).get("slo", {})
+    for name, s in slo.items():
+        state = "pass" if s["pass"] else "FAIL"
+        lines.append(f"  {name}: {state} (observed {s['observed']}, limit {s['threshold']})")
+    lines.extend(f"  warning: {w}" for w in results.warnings)
+    return lines
+
+
+@click.command("check")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--quiet", "-q", is_flag=True, help="Print only the verdict line.")
+def check_cmd(run_dir: Path, quiet: bool) -> int:
+    """Judge RUN_DIR/history.jsonl and write RUN_DIR/results.json.
+
+    Exit code: 0 valid, 1 invalid, 2 unknown, 3 unreadable input.
+    """
+    results = check_run(run_dir)
+    lines = summary_lines(results)
+    click.echo("\n".join(lines[:1] if quiet else lines))
+    click.echo(f"results: {run_dir / 'results.json'}")
+    return results.exit_code

@@ -1,0 +1,64 @@
+"""Durability: acknowledged writes must survive (lost-write) or at least be seen (unseen)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.checker.config import RunConfig
+from harness.checker.facts import Facts
+from harness.checker.model import CheckOutcome
+
+
+def check_durability(facts: Facts, config: RunConfig) -> CheckOutcome:
+    """lost-write: acknowledged at an offset at or above the drain's log start offset, and
+    not in that partition's completed drain (or at or above its high watermark).
+    unseen: acknowledged, its partition not drained completely, and no reader saw it."""
+    out = CheckOutcome("durability")
+    lost = unseen = 0
+    candidates: list[tuple[int, int, int]] = []
+    ack_off = facts.ack_off
+    for tp, vids in enumerate(facts.acked_vid):
+        end = facts.drain_ends.get(tp)
+        if end is None:
+            candidates.extend((tp, ack_off[vid], vid) for vid in vids)
+            continue
+        # the usual case: the drain holds the value where it was acknowledged
+        dget = facts.drained[tp].get
+        hwm = end.high_watermark
+        for vid in vids:
+            off = ack_off[vid]
+            if off >= hwm or dget(off) != vid:
+                candidates.append((tp, off, vid))
+    for tp, off, vid in sorted(candidates):
+        end = facts.drain_ends.get(tp)
+        if end is None:
+            if facts.first[vid] < 0:
+                unseen += 1
+                out.anomaly("unseen").add(_example(facts, vid, tp, off))
+            continue
+        if off < end.log_start_offset:
+            continue
+        if off >= end.high_watermark or not facts.in_drain(vid, tp):
+            lost += 1
+            ex = _example(facts, vid, tp, off)
+            ex["index"].append(end.index)
+            ex["log_start_offset"] = end.log_start_offset
+            ex["high_watermark"] = end.high_watermark
+            out.anomaly("lost-write").add(ex)
+    acked = sum(len(a) for a in facts.acked_vid)
+    undrained = [facts.where(tp) for tp in range(len(facts.tps)) if tp not in facts.drain_ends]
+    out.stats = {
+        "acknowledged": acked,
+        "lost": lost,
+        "unseen": unseen,
+        "undrained_partitions": undrained,
+    }
+    return out.settle()
+
+
+def _example(facts: Facts, vid: int, tp: int, off: int) -> dict[str, Any]:
+    return {
+        "value": facts.value_list[vid],
+        **facts.where(tp, off),
+        "index": facts.send_indexes(vid),
+    }

@@ -1,0 +1,124 @@
+"""Verdict vocabulary shared by every checker: anomaly kinds, outcomes, combination."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Verdict = bool | Literal["unknown"]
+
+# Anomaly kinds of history format v1 and whether each makes a run invalid.
+INVALIDATING: tuple[str, ...] = (
+    "lost-write",
+    "uncommitted-read",
+    "aborted-read",
+    "duplicate",
+    "inconsistent-offset",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "acked-below-min-isr",
+    "unclean-election",
+)
+UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)
+REPORTED_ONLY: tuple[str, ...] = ("offline",)
+KINDS: tuple[str, ...] = INVALIDATING + UNKNOWN_MAKING + REPORTED_ONLY
+
+MAX_EXAMPLES = 5
+
+
+@dataclass
+class Anomaly:
+    """How often one kind was found, with a few examples a person can look up."""
+
+    count: int = 0
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, example: dict[str, Any] | None = None, n: int = 1) -> None:
+        self.count += n
+        if example is not None and len(self.examples) < MAX_EXAMPLES:
+            self.examples.append(example)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"count": self.count, "examples": self.examples}
+
+
+@dataclass
+class CheckOutcome:
+    """What one checker concluded.
+
+    ``valid`` follows the results.json convention: True, False or "unknown". A checker
+    that crashed has ``error`` set and ``valid == "unknown"``.
+    """
+
+    name: str
+    valid: Verdict = True
+    anomalies: dict[str, Anomaly] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def anomaly(self, kind: str) -> Anomaly:
+        if kind not in KINDS:
+            raise ValueError(f"unknown anomaly kind {kind!r}")
+        return self.anomalies.setdefault(kind, Anomaly())
+
+    def settle(self) -> CheckOutcome:
+        """Derive ``valid`` from the anomalies found (kept False if already False)."""
+        found = {k for k, a in self.anomalies.items() if a.count}
+        self.anomalies = {k: a for k, a in self.anomalies.items() if a.count}
+        if self.valid is False or found & set(INVALIDATING):
+            self.valid = False
+        elif found & set(UNKNOWN_MAKING):
+            self.valid = "unknown"
+        return self
+
+
+def combine(verdicts: list[Verdict]) -> Verdict:
+    """Invalid over unknown over valid."""
+    if any(v is False for v in verdicts):
+        return False
+    if any(v == "unknown" for v in verdicts):
+        return "unknown"
+    return True
+
+
+def exit_code(verdict: Verdict) -> int:
+    """0 valid, 1 invalid, 2 unknown (3 is reserved for unreadable input)."""
+    if verdict is True:
+        return 0
+    if verdict is False:
+        return 1
+    return 2
+
+
+@dataclass
+class Results:
+    """The combined verdict of all checkers; ``to_json()`` is results.json."""
+
+    valid: Verdict
+    anomalies: dict[str, Anomaly]
+    stats: dict[str, Any]
+    checkers: dict[str, CheckOutcome]
+    warnings: list[str]
+    history: str
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.valid)
+
+    def count(self, kind: str) -> int:
+        a = self.anomalies.get(kind)
+        return a.count if a else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "anomalies": {k: a.to_json() for k, a in self.anomalies.items()},
+            "stats": self.stats,
+            "checkers": {
+                n: {"valid": o.valid, "error": o.error, "anomalies": sorted(o.anomalies)}
+                for n, o in self.checkers.items()
+            },
+            "warnings": self.warnings,
+            "history": self.history,
+            "format": 1,
+        }

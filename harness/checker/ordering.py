@@ -1,0 +1,50 @@
+"""Ordering within a stretch of one consumer's reading of one partition."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+
+from harness.checker.config import RunConfig
+from harness.checker.facts import Facts
+from harness.checker.model import CheckOutcome
+
+
+def check_ordering(facts: Facts, config: RunConfig) -> CheckOutcome:
+    """nonmonotonic-poll: an offset not above the previous one in the stretch.
+    poll-skip: the next offset jumps over offsets at which the completed drain has records.
+    (A stretch starts at the consumer's first poll and again at each ``assign`` line.)"""
+    out = CheckOutcome("ordering")
+    values = facts.value_list
+    for proc, tp, prev, off, index in facts.backwards:
+        ex = {**facts.where(tp, off), "process": proc, "previous_offset": prev, "index": [index]}
+        vid = facts.polled[tp].get(off)
+        if vid is not None:
+            ex["value"] = values[vid]
+        out.anomaly("nonmonotonic-poll").add(ex)
+    sorted_drain: dict[int, list[int]] = {}
+    unjudged = 0
+    for proc, tp, prev, off, index in facts.gaps:
+        end = facts.drain_ends.get(tp)
+        if end is None:
+            unjudged += 1
+            continue
+        held = sorted_drain.get(tp)
+        if held is None:
+            held = sorted_drain[tp] = sorted(facts.drained[tp])
+        lo = bisect_right(held, prev)
+        hi = bisect_left(held, off)
+        if hi > lo:
+            skipped = held[lo : min(hi, lo + 5)]
+            ex = {
+                **facts.where(tp, skipped[0]),
+                "process": proc,
+                "previous_offset": prev,
+                "next_offset": off,
+                "skipped_offsets": skipped,
+                "skipped_count": hi - lo,
+                "value": values[facts.drained[tp][skipped[0]]],
+                "index": [index, end.index],
+            }
+            out.anomaly("poll-skip").add(ex)
+    out.stats = {"gaps": len(facts.gaps), "gaps_in_undrained_partitions": unjudged}
+    return out.settle()

@@ -1,0 +1,346 @@
+"""One streaming pass over history.jsonl into :class:`Facts`, validating as it goes.
+
+Bad input raises :class:`HistoryError` naming file, line (1-based) and field. A last line
+that is torn (no trailing newline and not parseable) is ignored with a warning.
+
+The loop is written flat, with locals instead of attribute look-ups, because it runs once
+per line and once per record: on a million-line history it must cost less than the
+standard json module's parsing alone.
+"""
+
+from __future__ import annotations
+
+from array import array
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harness.checker.config import acks_is_all
+from harness.checker.facts import FAIL, INFO, OK, PENDING, READ_ONLY, TP_BITS, DrainEnd, Facts
+from harness.checker.validate import Where, bad_record, metadata, record_fault
+from harness.errors import HistoryError
+
+_TYPES = frozenset(("invoke", "ok", "fail", "info"))
+
+
+def read_history(path: str | Path) -> Facts:
+    """Read and validate ``path`` into :class:`Facts` in one pass."""
+    path = Path(path)
+    name = str(path)
+    try:
+        fh = path.open("rb", buffering=1 << 20)
+    except OSError as exc:
+        raise HistoryError(f"cannot open: {exc.strerror}", file=name) from None
+    with fh:
+        facts = _read(fh, name, Where(name))
+    facts.trim()
+    return facts
+
+
+def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot loop is kept in one place
+    facts = Facts(path=name)
+    loads = orjson.loads
+    values = facts.values
+    vget = values.get
+    tp_of = facts.tp
+    tp_ids = facts.tp_ids
+    topic_ids = facts.topic_ids
+    value_list = facts.value_list
+    polled, drained = facts.polled, facts.drained
+    status = facts.status
+    inv_index, inv_time, topic_col = facts.inv_index, facts.inv_time, facts.topic
+    comp_index, ack_tp, ack_off = facts.comp_index, facts.ack_tp, facts.ack_off
+    acks_col, epoch_col = facts.acks_all, facts.epoch
+    first, dtp = facts.first, facts.drained_tp
+    epoch_counts, epoch_latency = facts.epoch_counts, facts.epoch_latency
+    acked_vid = facts.acked_vid
+    read_conflicts = facts.read_conflicts
+    place, drained_in, new_value = facts.place, facts.drained_in, facts.new_value
+    pending_poll: dict[Any, int] = {}
+    stretches: dict[Any, dict[int, int]] = {}
+    last_obs: dict[int, tuple[int, int, list[int], list[int] | None]] = {}
+    open_faults: dict[str, int] = {}
+    n_send = n_ok = n_fail = n_info = n_poll = n_records = n_drained = n_meta = n_fault = 0
+    last_index = -1
+    last_time = 0
+    epoch = 0
+    no = 0
+    bits = TP_BITS
+    try:
+        for raw in fh:
+            no += 1
+            try:
+                ev: Any = loads(raw)
+            except orjson.JSONDecodeError as exc:
+                if not raw.endswith(b"\n"):
+                    facts.warnings.append(f"{name}:{no}: torn last line ignored ({len(raw)} bytes)")
+                    break
+                where.at(no).fail(f"not JSON ({exc})")
+            try:
+                index = ev["index"]
+                time = ev["time"]
+                typ = ev["type"]
+                f = ev["f"]
+                proc = ev["process"]
+            except KeyError as exc:
+                where.at(no).fail("missing field", str(exc.args[0]))
+            except TypeError:  # a list, string or number, not an object
+                where.at(no).fail("expected a JSON object")
+            if type(index) is not int or index <= last_index:
+                where.at(no).expect(ev, "index", int)
+                where.fail(f"index {index} not greater than the previous {last_index}", "index")
+            if type(time) is not int or time < last_time:
+                where.at(no).expect(ev, "time", int)
+                where.fail(f"time {time} earlier than the previous {last_time}", "time")
+            if typ.__class__ is not str or typ not in _TYPES:
+                where.at(no).expect(ev, "type", str)
+                where.fail(f"unknown type {typ!r}", "type")
+            if type(proc) is not int and type(proc) is not str:
+                where.at(no).expect(ev, "process", (int, str))
+            last_index = index
+            last_time = time
+
+            if f == "send":
+                value = ev.get("value")
+                if type(value) is not str:
+                    where.at(no).expect(ev, "value", str)
+                vid = vget(value)
+                if typ == "invoke":
+                    topic = ev.get("topic")
+                    if type(topic) is not str:
+                        where.at(no).expect(ev, "topic", str)
+                    tid = topic_ids.get(topic)
+                    if tid is None:
+                        tid = facts.topic_id(topic)
+                    n_send += 1
+                    if vid is None:
+                        vid = len(value_list)
+                        if vid >= facts.capacity:
+                            facts.grow()
+                        values[value] = vid
+                        value_list.append(value)
+                    elif status[vid] != READ_ONLY:
+                        where.at(no).fail(
+                            f"value {value!r} sent twice (first at index {inv_index[vid]})", "value"
+                        )
+                    status[vid] = PENDING
+                    inv_index[vid] = index
+                    inv_time[vid] = time
+                    topic_col[vid] = tid
+                    epoch_col[vid] = epoch
+                    if "acks" in ev:
+                        acks_col[vid] = 1 if acks_is_all(ev["acks"]) else 0
+                    continue
+                if vid is None or status[vid] != PENDING:
+                    where.at(no).fail(
+                        f"{typ} of a send without an invoke (value {value!r})", "value"
+                    )
+                comp_index[vid] = index
+                e = epoch_col[vid]
+                if typ == "ok":
+                    part = ev.get("partition")
+                    off = ev.get("offset")
+                    if type(part) is not int or type(off) is not int:
+                        where.at(no).expect(ev, "partition", int)
+                        where.expect(ev, "offset", int)
+                    topic = ev.get("topic")
+                    if topic is None:
+                        topic = facts.topics[topic_col[vid]]
+                    elif type(topic) is not str:
+                        where.at(no).expect(ev, "topic", str)
+                    tp = tp_ids.get((topic, part))
+                    if tp is None:
+                        tp = tp_of(topic, part)
+                    status[vid] = OK
+                    ack_tp[vid] = tp
+                    ack_off[vid] = off
+                    n_ok += 1
+                    epoch_counts[e][0] += 1
+                    epoch_latency[e].append(time - inv_time[vid])
+                    acked_vid[tp].append(vid)
+                elif typ == "fail":
+                    status[vid] = FAIL
+                    n_fail += 1
+                    epoch_counts[e][1] += 1
+                else:
+                    status[vid] = INFO
+                    n_info += 1
+                    epoch_counts[e][2] += 1
+            elif f == "poll":
+                if typ == "invoke":
+                    pending_poll[proc] = index
+                    continue
+                if pending_poll.pop(proc, None) is None:
+                    where.at(no).fail(f"poll {typ} without an invoke (process {proc!r})", "process")
+                if typ != "ok":
+                    continue
+                n_poll += 1
+                stretch = stretches.get(proc)
+                if stretch is None:
+                    stretch = stretches[proc] = {}
+                records = ev.get("records")
+                if type(records) is not list:
+                    where.at(no).expect(ev, "records", list)
+                n_records += len(records)
+                lt: Any = None
+                lp: Any = None
+                tp = -1
+                m: dict[int, int] = {}
+                dm: dict[int, int] = {}
+                last = -1
+                for rec in records:
+                    try:
+                        t = rec["topic"]
+                        p = rec["partition"]
+                        off = rec["offset"]
+                        v = rec["value"]
+                    except (KeyError, TypeError):
+                        bad_record(where.at(no), rec)
+                    if type(off) is not int or type(v) is not str:
+                        bad_record(where.at(no), rec)
+                    if p != lp or t != lt:
+                        if type(p) is not int or type(t) is not str:
+                            bad_record(where.at(no), rec)
+                        if tp >= 0:
+                            stretch[tp] = last
+                        tp = tp_ids.get((t, p))
+                        if tp is None:
+                            tp = tp_of(t, p)
+                        lt, lp = t, p
+                        m = polled[tp]
+                        dm = drained[tp]
+                        last = stretch.get(tp, -1)
+                    vid = vget(v)
+                    if vid is None:
+                        vid = new_value(v)
+                    old = m.get(off)
+                    if old is None:
+                        m[off] = vid
+                        packed = (off << bits) | tp
+                        r = first[vid]
+                        if r < 0:
+                            first[vid] = packed
+                        elif r != packed:
+                            place(vid, packed)
+                        if dm:
+                            other = dm.get(off)
+                            if other is not None and other != vid:
+                                read_conflicts.setdefault(packed, {other}).add(vid)
+                    elif old != vid:
+                        packed = (off << bits) | tp
+                        read_conflicts.setdefault(packed, {old}).add(vid)
+                        facts.poll_conflicts.append((tp, off, vid))
+                        place(vid, packed)
+                    if last >= 0:
+                        if off <= last:
+                            facts.backwards.append((proc, tp, last, off, index))
+                        elif off != last + 1:
+                            facts.gaps.append((proc, tp, last, off, index))
+                    last = off
+                if tp >= 0:
+                    stretch[tp] = last
+            elif f == "drain":
+                if typ != "ok":
+                    continue
+                records = ev.get("records")
+                if type(records) is not list:
+                    where.at(no).expect(ev, "records", list)
+                n_drained += len(records)
+                lt = lp = None
+                tp = -1
+                m = {}
+                pm: dict[int, int] = {}
+                for rec in records:
+                    try:
+                        t = rec["topic"]
+                        p = rec["partition"]
+                        off = rec["offset"]
+                        v = rec["value"]
+                    except (KeyError, TypeError):
+                        bad_record(where.at(no), rec)
+                    if type(off) is not int or type(v) is not str:
+                        bad_record(where.at(no), rec)
+                    if p != lp or t != lt:
+                        if type(p) is not int or type(t) is not str:
+                            bad_record(where.at(no), rec)
+                        tp = tp_ids.get((t, p))
+                        if tp is None:
+                            tp = tp_of(t, p)
+                        lt, lp = t, p
+                        m = drained[tp]
+                        pm = polled[tp]
+                    vid = vget(v)
+                    if vid is None:
+                        vid = new_value(v)
+                    old = m.get(off)
+                    if old is None:
+                        m[off] = vid
+                        packed = (off << bits) | tp
+                        r = first[vid]
+                        if r < 0:
+                            first[vid] = packed
+                        elif r != packed:
+                            place(vid, packed)
+                        if dtp[vid] != tp:
+                            drained_in(vid, tp)
+                        other = pm.get(off)
+                        if other is not None and other != vid:
+                            read_conflicts.setdefault(packed, {other}).add(vid)
+                    elif old != vid:
+                        packed = (off << bits) | tp
+                        read_conflicts.setdefault(packed, {old}).add(vid)
+                        place(vid, packed)
+                        drained_in(vid, tp)
+            elif f == "metadata":
+                if typ != "ok":
+                    continue
+                metadata(facts, where.at(no), ev, index, time, last_obs)
+                n_meta += 1
+            elif f == "assign":
+                if typ != "ok":
+                    continue
+                parts = where.at(no).expect(ev, "partitions", list)
+                for pair in parts:
+                    if (
+                        type(pair) is not list
+                        or len(pair) != 2
+                        or type(pair[0]) is not str
+                        or type(pair[1]) is not int
+                    ):
+                        where.fail(f"expected [topic, partition], got {pair!r}"[:80], "partitions")
+                stretches[proc] = {}  # a new stretch of reading for every partition
+            elif f == "drain-end":
+                if typ != "ok":
+                    continue
+                where.at(no)
+                topic = where.expect(ev, "topic", str)
+                part = where.expect(ev, "partition", int)
+                lso = where.expect(ev, "log_start_offset", int)
+                hwm = where.expect(ev, "high_watermark", int)
+                facts.drain_ends[tp_of(topic, part)] = DrainEnd(lso, hwm, index)
+            elif f == "fault":
+                if record_fault(facts, where.at(no), ev, index, time, open_faults):
+                    epoch = len(facts.epoch_faults) - 1
+                    facts.epoch_counts.append([0, 0, 0])
+                    facts.epoch_latency.append(array("q"))
+                n_fault += 1
+            elif type(f) is not str:
+                where.at(no).expect(ev, "f", str)
+    except OverflowError:  # a 64-bit number that a position or an array cannot hold
+        where.at(no).fail("a number is out of range (offsets, indexes and times are 64-bit)")
+
+    facts.lines = no
+    facts.last_time = last_time
+    facts.counts = {
+        "send": n_send,
+        "ok": n_ok,
+        "fail": n_fail,
+        "info": n_info,
+        "poll": n_poll,
+        "records": n_records,
+        "drained": n_drained,
+        "metadata": n_meta,
+        "fault": n_fault,
+    }
+    return facts

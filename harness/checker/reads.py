@@ -1,0 +1,110 @@
+"""Reads: what polls and the drain returned must be committed, written once, consistent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.checker.config import RunConfig
+from harness.checker.facts import FAIL, TP_BITS, Facts, unpack
+from harness.checker.model import CheckOutcome
+
+
+def check_reads(facts: Facts, config: RunConfig) -> CheckOutcome:
+    """uncommitted-read, aborted-read, duplicate and inconsistent-offset."""
+    out = CheckOutcome("reads")
+    uncommitted = find_uncommitted(facts)
+    for vid, (tp, off) in sorted(uncommitted.items()):
+        end = facts.drain_ends[tp]
+        ex = _example(facts, vid, tp, off)
+        ex["index"].append(end.index)
+        ex["log_start_offset"] = end.log_start_offset
+        ex["high_watermark"] = end.high_watermark
+        out.anomaly("uncommitted-read").add(ex)
+
+    # aborted-read: a send that completed fail, found by any reader
+    status = facts.status.tobytes()
+    vid = status.find(FAIL)
+    while vid >= 0:
+        if facts.first[vid] >= 0:
+            tp, off = unpack(facts.first[vid])
+            out.anomaly("aborted-read").add(_example(facts, vid, tp, off))
+        vid = status.find(FAIL, vid + 1)
+
+    # duplicate: one value at two or more distinct positions, by any reader
+    for vid in sorted(facts.extra):
+        positions = facts.positions(vid)
+        tp, off = unpack(positions[0])
+        ex = _example(facts, vid, tp, off)
+        ex["positions"] = [facts.where(*unpack(p)) for p in positions]
+        out.anomaly("duplicate").add(ex)
+
+    # inconsistent-offset: two values at one position, by readers or acknowledgements
+    conflicts = find_conflicts(facts)
+    values = facts.value_list
+    for packed in sorted(conflicts, key=lambda p: unpack(p)):
+        vids = sorted(conflicts[packed])
+        tp, off = unpack(packed)
+        conflict: dict[str, Any] = {
+            "value": values[vids[0]],
+            **facts.where(tp, off),
+            "values": [values[v] for v in vids],
+            "index": [],
+        }
+        for v in vids:
+            conflict["index"].extend(facts.send_indexes(v))
+        out.anomaly("inconsistent-offset").add(conflict)
+    out.stats = {
+        "uncommitted": len(uncommitted),
+        "duplicates": len(facts.extra),
+        "inconsistent_positions": len(conflicts),
+    }
+    return out.settle()
+
+
+def find_uncommitted(facts: Facts) -> dict[int, tuple[int, int]]:
+    """Value id -> a position where a poll read it, at or above the drain's log start
+    offset, although that partition's completed drain does not hold it."""
+    found: dict[int, tuple[int, int]] = {}
+    for tp, pm in enumerate(facts.polled):
+        end = facts.drain_ends.get(tp)
+        dm = facts.drained[tp]
+        if end is None or pm.items() <= dm.items():  # C-speed test of the usual case
+            continue
+        lso = end.log_start_offset
+        dget = dm.get
+        for off, vid in pm.items():
+            if off >= lso and dget(off) != vid and not facts.in_drain(vid, tp):
+                found.setdefault(vid, (tp, off))
+    for tp, off, vid in facts.poll_conflicts:
+        end = facts.drain_ends.get(tp)
+        if end is not None and off >= end.log_start_offset and not facts.in_drain(vid, tp):
+            found.setdefault(vid, (tp, off))
+    return found
+
+
+def find_conflicts(facts: Facts) -> dict[int, set[int]]:
+    """Packed position -> the distinct value ids seen there by readers or acks (> 1)."""
+    conflicts = {k: set(v) for k, v in facts.read_conflicts.items()}
+    ack_off = facts.ack_off
+    for tp, vids in enumerate(facts.acked_vid):
+        dget, pget = facts.drained[tp].get, facts.polled[tp].get
+        unconfirmed: dict[int, int] = {}  # offset -> value acknowledged there, drain silent
+        for vid in vids:
+            off = ack_off[vid]
+            if off < 0:
+                continue  # no offset reported (e.g. acks=0)
+            drained = dget(off)
+            if drained == vid:
+                continue  # polls that disagree with the drain there are conflicts already
+            for other in (drained, pget(off), unconfirmed.setdefault(off, vid)):
+                if other is not None and other != vid:
+                    conflicts.setdefault((off << TP_BITS) | tp, {other}).add(vid)
+    return conflicts
+
+
+def _example(facts: Facts, vid: int, tp: int, off: int) -> dict[str, Any]:
+    return {
+        "value": facts.value_list[vid],
+        **facts.where(tp, off),
+        "index": facts.send_indexes(vid),
+    }

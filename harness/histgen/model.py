@@ -1,0 +1,51 @@
+"""What the generator can inject and what it reports back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+INJECTABLE: tuple[str, ...] = (
+    "lost-write",
+    "uncommitted-read",
+    "aborted-read",
+    "duplicate",
+    "inconsistent-offset",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "acked-below-min-isr",
+    "unclean-election",
+    "unseen",
+    "offline",
+)
+
+INVALIDATING = frozenset(INJECTABLE) - {"unseen", "offline"}
+
+
+@dataclass(frozen=True)
+class Injection:
+    """One injected anomaly: where it is and the history index of its key line."""
+
+    kind: str
+    topic: str
+    partition: int
+    value: str | None
+    offset: int | None
+    index: int
+
+
+@dataclass(frozen=True)
+class GeneratedHistory:
+    """What ``generate`` wrote and what a correct checker must conclude."""
+
+    path: Path
+    events: int
+    sends: int
+    seed: int
+    topic: str
+    partitions: int
+    injected: tuple[Injection, ...]
+    expected: dict[str, int]
+    expected_valid: bool | Literal["unknown"]
+    outcomes: dict[str, int] = field(default_factory=dict)

@@ -1,0 +1,143 @@
+"""A tiny builder of hand-written histories (format v1) for the checker tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harness.checker import RunConfig, check_history
+from harness.checker.model import Results
+
+
+class H:
+    """Append events with automatic index and time (1 ms apart); ``write`` the file."""
+
+    def __init__(self, topic: str = "t") -> None:
+        self.topic = topic
+        self.events: list[dict[str, Any]] = []
+
+    def add(self, **event: Any) -> int:
+        index = len(self.events)
+        self.events.append({"index": index, "time": (index + 1) * 1_000_000, **event})
+        return index
+
+    # sends ------------------------------------------------------------------------------
+    def invoke(self, value: str, process: int = 0, **extra: Any) -> int:
+        return self.add(
+            process=process,
+            type="invoke",
+            f="send",
+            topic=self.topic,
+            key="k",
+            value=value,
+            **extra,
+        )
+
+    def ok(self, value: str, partition: int, offset: int, process: int = 0) -> int:
+        return self.add(
+            process=process,
+            type="ok",
+            f="send",
+            topic=self.topic,
+            partition=partition,
+            offset=offset,
+            value=value,
+        )
+
+    def done(self, value: str, typ: str, process: int = 0) -> int:
+        return self.add(
+            process=process, type=typ, f="send", topic=self.topic, value=value, error="X"
+        )
+
+    def send(self, value: str, partition: int, offset: int, **extra: Any) -> int:
+        self.invoke(value, **extra)
+        return self.ok(value, partition, offset)
+
+    # reads ------------------------------------------------------------------------------
+    def rec(self, partition: int, offset: int, value: str) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": partition, "offset": offset, "value": value}
+
+    def poll(self, process: int, *records: tuple[int, int, str]) -> int:
+        self.add(process=process, type="invoke", f="poll")
+        return self.add(
+            process=process, type="ok", f="poll", records=[self.rec(*r) for r in records]
+        )
+
+    def assign(self, process: int, *partitions: int) -> int:
+        return self.add(
+            process=process, type="ok", f="assign", partitions=[[self.topic, p] for p in partitions]
+        )
+
+    def drain(self, *records: tuple[int, int, str]) -> int:
+        return self.add(
+            process="drain", type="ok", f="drain", records=[self.rec(*r) for r in records]
+        )
+
+    def drain_end(self, partition: int, hwm: int, lso: int = 0) -> int:
+        return self.add(
+            process="drain",
+            type="ok",
+            f="drain-end",
+            topic=self.topic,
+            partition=partition,
+            log_start_offset=lso,
+            high_watermark=hwm,
+        )
+
+    def drain_all(self, partition: int, values: list[str], lso: int = 0) -> None:
+        """Drain ``values`` at offsets lso, lso+1, ... and end the partition there."""
+        self.drain(*[(partition, lso + i, v) for i, v in enumerate(values)])
+        self.drain_end(partition, lso + len(values), lso)
+
+    # monitor and nemesis ----------------------------------------------------------------
+    def meta(
+        self,
+        partition: int,
+        leader: int,
+        isr: list[int],
+        *,
+        replicas: list[int] | None = None,
+        min_insync: int | None = 2,
+        elr: list[int] | None = None,
+    ) -> int:
+        event: dict[str, Any] = {
+            "process": "monitor",
+            "type": "ok",
+            "f": "metadata",
+            "topic": self.topic,
+            "partition": partition,
+            "leader": leader,
+            "isr": isr,
+            "replicas": replicas or [1, 2, 3],
+        }
+        if min_insync is not None:
+            event["min_insync"] = min_insync
+        if elr is not None:
+            event["elr"] = elr
+        return self.add(**event)
+
+    def fault(self, phase: str, fid: str = "f-1", fault: str = "pause") -> int:
+        return self.add(
+            process="nemesis",
+            type="info",
+            f="fault",
+            phase=phase,
+            id=fid,
+            fault=fault,
+            targets=["broker-2"],
+            params={},
+        )
+
+    # output -----------------------------------------------------------------------------
+    def write(self, path: Path) -> Path:
+        path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in self.events))
+        return path
+
+    def check(self, tmp_path: Path, config: RunConfig | None = None) -> Results:
+        return check_history(self.write(tmp_path / "history.jsonl"), config)
+
+
+def counts(results: Results) -> dict[str, int]:
+    return {kind: a.count for kind, a in results.anomalies.items()}
