@@ -1,1 +1,1 @@
-"""kchaos reports."""
+"""Reports of kchaos runs: report.html, junit.xml, summary.json and the console summary."""

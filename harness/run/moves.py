@@ -1,0 +1,125 @@
+"""Planned leadership changes as nemesis operations: preferred elections, reassignments.
+
+Not faults in the crash sense, but the nemesis schedules them like faults, so they are
+registered in the faults registry (importing this module registers them) and recorded as
+``fault`` lines. Both use Kafka's admin protocol through the client proxies (no JVM tool
+to start, so they take effect within a second of their scheduled time).
+
+``preferred-election``  elect every partition's preferred leader (ElectLeaders,
+                        PREFERRED): leadership returns to each partition's first replica.
+``reassign``            rotate the replica list of every partition of ``topic`` by one
+                        (same replicas, new preferred leader) with AlterPartition-
+                        Reassignments, then elect the preferred leaders: every leader
+                        moves, in the most orderly way Kafka offers.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from faults.base import Fault, register
+from faults.params import Param
+from harness.errors import FaultError
+
+TIMEOUT_S = 30.0
+
+
+def elect_preferred(bootstrap_servers: str, topic: str | None = None) -> dict[str, str]:
+    """Preferred-leader election (all partitions, or one topic's); partition -> outcome."""
+    from confluent_kafka import ElectionType, KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": "3"})
+    parts = None
+    if topic:
+        meta = admin.list_topics(topic=topic, timeout=10)
+        parts = [TopicPartition(topic, p) for p in sorted(meta.topics[topic].partitions)]
+    try:
+        result = admin.elect_leaders(ElectionType.PREFERRED, parts).result(TIMEOUT_S)
+    except KafkaException as exc:
+        raise FaultError(f"preferred election failed: {exc.args[0].str()}") from None
+    out = {}
+    for tp, err in (result or {}).items():
+        name = f"{tp.topic}/{tp.partition}"
+        out[name] = "elected" if err is None else err.name()
+    return out
+
+
+def rotated(replicas: list[int]) -> list[int]:
+    return replicas[1:] + replicas[:1] if len(replicas) > 1 else list(replicas)
+
+
+@register
+class PreferredElection(Fault):
+    name = "preferred-election"
+    family = "leadership"
+    summary = "elect every partition's preferred leader"
+    default_target = "none"
+    min_targets = 0
+    params_spec = (Param("topic", "str", "", "only this topic's partitions (empty: all)"),)
+
+    def _start(self) -> None:
+        self.detail = {
+            "election": elect_preferred(
+                self.cluster.bootstrap_servers, self.params.get("topic") or None
+            )
+        }
+
+    def _stop(self) -> None:
+        return None
+
+
+@register
+class Reassign(Fault):
+    name = "reassign"
+    family = "leadership"
+    summary = "rotate every partition's replica order, then elect preferred leaders"
+    default_target = "none"
+    min_targets = 0
+    params_spec = (Param("topic", "str", "", "the topic whose partitions move (required)"),)
+
+    def _start(self) -> None:
+        from kafka import KafkaAdminClient, TopicPartition
+
+        topic = str(self.params.get("topic") or "")
+        if not topic:
+            raise FaultError("reassign: params.topic is required")
+        admin = KafkaAdminClient(
+            bootstrap_servers=self.cluster.bootstrap_servers,
+            client_id="kchaos-reassign",
+            request_timeout_ms=20000,
+        )
+        try:
+            plan = self._plan(topic)
+            moves = {TopicPartition(topic, p): replicas for p, replicas in plan.items()}
+            errors = admin.alter_partition_reassignments(moves, timeout_ms=20000)
+            bad = {f"{tp.topic}/{tp.partition}": e.__name__ for tp, e in errors.items() if e}
+            if bad:
+                raise FaultError(f"reassign: refused: {bad}")
+            self._wait_done(admin, topic)
+        finally:
+            admin.close()
+        elected = elect_preferred(self.cluster.bootstrap_servers, topic)
+        self.detail = {"assignment": {str(p): r for p, r in plan.items()}, "election": elected}
+
+    def _plan(self, topic: str) -> dict[int, list[int]]:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers, "log_level": "3"})
+        meta = admin.list_topics(topic=topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None or not meta.partitions:
+            raise FaultError(f"reassign: no topic {topic!r}")
+        return {p: rotated(list(pm.replicas)) for p, pm in sorted(meta.partitions.items())}
+
+    def _wait_done(self, admin: Any, topic: str) -> None:
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            pending = admin.list_partition_reassignments()
+            if not any(getattr(tp, "topic", None) == topic for tp in pending or {}):
+                return
+            time.sleep(0.2)
+        raise FaultError(f"reassign: still in progress after {TIMEOUT_S:.0f} s")
+
+    def _stop(self) -> None:
+        return None

@@ -1,0 +1,261 @@
+"""One run: scenario -> run dir -> cluster -> workload + nemesis -> heal -> drain ->
+check -> reports -> teardown.
+
+Every exit path (normal end, an error, Ctrl-C, SIGTERM) stops the nemesis (which heals
+what it started), runs ``heal_everything`` once more, closes the history (so every
+complete line is on disk) and removes the cluster; run.json records how the run ended.
+A SIGKILL of the harness cannot be caught: ``kchaos cleanup`` removes what it left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from rich.console import Console
+
+from harness.errors import ConfigError, KchaosError
+from harness.labels import new_run_id
+from harness.paths import runs_dir
+from harness.run import record, translate
+from harness.run.progress import RunProgress
+from harness.run.topics import create_topics
+from harness.scenario.model import Scenario
+
+log = logging.getLogger(__name__)
+
+
+class RunInterrupted(KchaosError):
+    """SIGTERM or Ctrl-C: the run was cut short (after healing and teardown)."""
+
+    exit_code = 130
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    run_dir: Path
+    exit_code: int  # 0 ended as expected, 1 not, 2 unknown verdict (harness.scenario.expect)
+    summary: dict[str, Any]
+    paths: dict[str, str]
+    report: Any = None  # reports.build.RunReport
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises RunInterrupted in the main thread, so finally blocks run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise RunInterrupted("terminated (SIGTERM)")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def resolve_run_dir(out: Path | None, run_id: str) -> Path:
+    """``--out DIR`` is the run directory itself; by default runs/RUN_ID."""
+    path = out if out is not None else runs_dir() / run_id
+    if path.exists() and any(path.iterdir()):
+        raise ConfigError("output directory exists and is not empty", file=str(path))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@dataclass(frozen=True)
+class _Tags:
+    kafka: str
+    toxiproxy: str
+    kafka_version: str
+
+
+def ensure_images(sc: Scenario, kafka_version: str) -> Any:
+    """harness.images.ensure_images; without that package, the offline tags of the contract
+    (the cluster then checks that they exist)."""
+    try:
+        from harness.images import ensure_images as ensure
+    except ImportError:
+        return _Tags(f"kchaos/kafka:{kafka_version}", "kchaos/toxiproxy:2.12.0", kafka_version)
+    return ensure(kafka_version, source=translate.image_source(sc))
+
+
+def default_kafka_version() -> str:
+    from harness.cluster.spec import default_kafka_version as default
+
+    return default()
+
+
+class _Live:
+    """What the progress line shows, read from the workload and the faults registry."""
+
+    def __init__(self) -> None:
+        self.workload: Any = None
+        self.nemesis: Any = None
+
+    def status(self) -> str:
+        text = ""
+        if self.workload is not None:
+            counts = {"ok": 0, "fail": 0, "info": 0}
+            for p in self.workload.producers:
+                for key in counts:
+                    counts[key] += int(p.counts.get(key, 0))
+            text = f"sends ok {counts['ok']} fail {counts['fail']} info {counts['info']}"
+        try:
+            from faults.base import active_faults
+
+            active = [f"{f.name}({','.join(f.target_names)})" for f in active_faults()]
+        except Exception:  # noqa: BLE001 - display only
+            active = []
+        return text + ("  faults: " + " ".join(active) if active else "  no fault active")
+
+
+def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec: Any) -> None:
+    """Topics, workload, nemesis, heal, drain; the history is closed on the way out."""
+    from faults.base import abort_all
+    from faults.heal import heal_everything
+    from faults.nemesis import build_nemesis
+    from harness.run import moves  # noqa: F401  (registers leadership operations)
+    from workloads.history import HistoryWriter
+    from workloads.workload import Workload
+
+    with progress.phase("topics"):
+        create_topics(cluster.bootstrap_servers, sc.topics)
+    live = _Live()
+    nemesis = None
+    with HistoryWriter(run_dir / "history.jsonl") as history:
+        spec = translate.workload_spec(sc)
+        with Workload.for_cluster(spec, cluster, history, run_dir=run_dir) as workload:
+            try:
+                with progress.phase("clients"):
+                    workload.start()
+                live.workload = workload
+                nemesis_spec = translate.nemesis_spec(sc)
+                if nemesis_spec is not None:
+                    nemesis = build_nemesis(
+                        cluster,
+                        nemesis_spec,
+                        history,
+                        seed=sc.seed,
+                        file=sc.source,
+                        wait_ready=True,
+                    )
+                    rec.update(schedule=nemesis.schedule.to_list(), status="running")
+                    nemesis.start()
+                progress.workload(sc.workload.duration, live.status, lambda: False)
+                with progress.phase("stop clients"):
+                    stats = workload.stop()
+                rec.update(workload_stats=stats)
+                with progress.phase("final heal"):
+                    if nemesis is not None:
+                        nemesis.stop()
+                        rec.update(heal_actions=list(nemesis.heal_actions))
+                    cluster.wait_ready(120.0)
+                with progress.phase("drain"):
+                    result = workload.drain()
+                rec.update(drain=result)
+            finally:
+                if nemesis is not None:
+                    nemesis.stop()
+                abort_all()
+                try:
+                    actions = heal_everything(cluster)
+                    if actions:
+                        log.warning("heal after the run: %s", actions)
+                except Exception as exc:  # noqa: BLE001 - teardown follows anyway
+                    log.error("heal after the run failed: %s", exc)
+
+
+def run_scenario(
+    sc: Scenario,
+    *,
+    out: Path | None = None,
+    console: Console | None = None,
+    quiet: bool = False,
+    command: list[str] | None = None,
+    keep_cluster: bool = False,
+) -> RunResult:
+    """Run one scenario end to end; returns the outcome (exit code by ``expect``)."""
+    from harness.cluster import Cluster, ClusterSpec
+
+    console = console or Console()
+    progress = RunProgress(console, quiet=quiet)
+    run_id = new_run_id()
+    run_dir = resolve_run_dir(out, run_id)
+    kafka_version = sc.cluster.kafka_version or default_kafka_version()
+    rec = record.RunRecord(run_dir / "run.json", record.initial(sc, run_id, kafka_version, command))
+    rec.write()
+    progress.note(f"run [bold]{sc.name}[/] id {run_id} seed {sc.seed} Kafka {kafka_version}")
+    progress.note(f"run directory: {run_dir}")
+    began = time.monotonic()
+    status = "error"
+    report = None
+    try:
+        with _sigterm_as_interrupt():
+            with progress.phase("images"):
+                images = ensure_images(sc, kafka_version)
+            rec.update(image={"kafka": images.kafka, "toxiproxy": images.toxiproxy})
+            fields = translate.cluster_fields(sc, kafka_version)
+            spec = ClusterSpec(images=images, run_id=run_id, **fields)
+            cluster = Cluster(spec)
+            try:
+                with progress.phase(f"cluster ({sc.cluster.brokers} brokers)"):
+                    cluster.start()
+                rec.update(cluster_spec=spec.to_dict(), status="started")
+                _drive(sc, cluster, run_dir, progress, rec)
+                status = "completed"
+            finally:
+                if not keep_cluster:
+                    with progress.phase("teardown"):
+                        cluster.stop()
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise RunInterrupted("interrupted") from None
+    except RunInterrupted:
+        status = "interrupted"
+        raise
+    finally:
+        rec.update(
+            status=status, end=record.utc_now(), wall_seconds=round(time.monotonic() - began, 1)
+        )
+        if (run_dir / "history.jsonl").is_file():
+            report = _judge(run_dir, progress, console)
+    if report is None:
+        raise KchaosError(f"the run left no readable history in {run_dir}")
+    from reports.console import print_run
+
+    print_run(report.summary, report.paths, console)
+    return RunResult(
+        run_id, run_dir, report.outcome.exit_code, report.summary, report.paths, report
+    )
+
+
+def _judge(run_dir: Path, progress: RunProgress, console: Console) -> Any:
+    """Check the history and write the reports (also for a run cut short)."""
+    try:
+        from harness.checker import check_run
+
+        with progress.phase("check"):
+            check_run(run_dir)
+    except Exception as exc:  # noqa: BLE001 - the reports say "no results" instead
+        console.print(f"[red]check failed: {type(exc).__name__}: {exc}[/]")
+    try:
+        from reports.build import write_run_reports
+
+        with progress.phase("reports"):
+            return write_run_reports(run_dir)
+    except KchaosError as exc:
+        console.print(f"[red]reports failed: {exc}[/]")
+    return None

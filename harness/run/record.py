@@ -1,0 +1,101 @@
+"""run.json: written when a run starts, rewritten as it goes, completed at its end.
+
+It carries everything that describes the run (format doc, "The run directory"): the
+resolved scenario, seed, Kafka version and images, the broker and topic configs, the
+producer and consumer configs, wall-clock start and end, the nemesis schedule, and the
+keys the checkers read (``producer.acks``, ``cluster.server_properties``, ``topics``,
+``checks.*``) at the top level.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harness.run.translate import producer_fields
+from harness.scenario.model import Scenario
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass
+class RunRecord:
+    path: Path
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def update(self, **fields: Any) -> None:
+        self.data.update(fields)
+        self.write()
+
+    def write(self) -> None:
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_bytes(orjson.dumps(jsonable(self.data), option=orjson.OPT_INDENT_2))
+        os.replace(tmp, self.path)
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON data: mapping keys as strings ("t/0" for a (topic, partition) key)."""
+    if isinstance(value, dict):
+        return {_key(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "__dataclass_fields__"):
+        return jsonable(dict(value.__dict__))
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, tuple):
+        return "/".join(str(k) for k in key)
+    return str(key)
+
+
+def initial(sc: Scenario, run_id: str, kafka_version: str, command: list[str] | None) -> dict:
+    scenario = sc.to_dict()
+    producers = sc.workload.producers
+    consumers = sc.workload.consumers
+    return {
+        "format": 1,
+        "run_id": run_id,
+        "status": "starting",
+        "command": command or [],
+        "scenario": scenario,
+        "seed": sc.seed,
+        "kafka_version": kafka_version,
+        "image": None,
+        "start": utc_now(),
+        "end": None,
+        "cluster": {
+            "brokers": sc.cluster.brokers,
+            "controllers": sc.cluster.controllers,
+            "server_properties": dict(sc.cluster.server_properties),
+            "broker_properties": {str(k): dict(v) for k, v in sc.cluster.broker_properties.items()},
+        },
+        "topics": scenario["topics"],
+        "producer": {
+            "client": sc.workload.client,
+            "count": producers.count,
+            "acks": producers.acks,
+            "rate": producers.rate,
+            "configs": dict(producers.configs),
+            "spec": producer_fields(producers, sc.workload.client),
+        },
+        "consumer": {
+            "client": sc.workload.client,
+            "count": consumers.count,
+            "mode": consumers.mode,
+            "rack": consumers.rack,
+            "configs": dict(consumers.configs),
+        },
+        "checks": scenario["checks"],
+        "expect": scenario["expect"],
+    }

@@ -1,0 +1,163 @@
+"""``kchaos run``, ``suite``, ``scenarios`` and ``validate``.
+
+Importing this module is cheap: Docker, Kafka clients and the runner load only when a
+run starts.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from harness.scenario import library
+
+SCENARIO_HELP = "a library scenario name (see `kchaos scenarios`) or a path to a YAML file"
+
+
+def _common(fn: click.decorators.FC) -> click.decorators.FC:
+    options = [
+        click.option("--seed", type=int, help="Seed of the fault schedule (default: the file's)."),
+        click.option("--kafka-version", help="Kafka release, e.g. 3.9.1 (default: the file's)."),
+        click.option(
+            "--set",
+            "overrides",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Override a field by dotted path, e.g. workload.duration=30 or "
+            "cluster.server_properties.log.flush.interval.messages=1 (repeatable).",
+        ),
+        click.option(
+            "--broker-config",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="A server.properties file merged over the scenario's server properties.",
+        ),
+        click.option(
+            "--out",
+            type=click.Path(file_okay=False, path_type=Path),
+            help="Output directory (default: runs/RUN_ID, or runs/suite-NAME-TIME for a suite).",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+@click.command("run")
+@click.argument("scenario", metavar="SCENARIO")
+@_common
+@click.option("--quiet", is_flag=True, help="Only the final summary.")
+@click.option("--keep-cluster", is_flag=True, help="Leave the cluster up (remove it with cleanup).")
+def run_cmd(
+    scenario: str,
+    seed: int | None,
+    kafka_version: str | None,
+    overrides: tuple[str, ...],
+    broker_config: Path | None,
+    out: Path | None,
+    quiet: bool,
+    keep_cluster: bool,
+) -> int:
+    """Run SCENARIO against a real cluster, check the history, write the reports.
+
+    SCENARIO is a library scenario name or a path to a YAML file. The exit code says
+    whether the run ended as the scenario's `expect` section says: 0 yes; 1 no (an
+    unexpected anomaly, a negative control that found nothing, a failed SLO); 2 the
+    verdict is unknown where a definite one was expected; 3 bad input; 4 the harness
+    failed (cluster, images, faults); 130 interrupted.
+    """
+    sc = library.load(
+        scenario,
+        overrides=overrides,
+        broker_config=broker_config,
+        seed=seed,
+        kafka_version=kafka_version,
+    )
+    from harness.run import run_scenario
+
+    result = run_scenario(sc, out=out, quiet=quiet, command=sys.argv, keep_cluster=keep_cluster)
+    return result.exit_code
+
+
+@click.command("suite")
+@click.argument("suite", metavar="DIR|NAME")
+@_common
+def suite_cmd(
+    suite: str,
+    seed: int | None,
+    kafka_version: str | None,
+    overrides: tuple[str, ...],
+    broker_config: Path | None,
+    out: Path | None,
+) -> int:
+    """Run several scenarios and write one combined report.
+
+    DIR is a directory of scenario files; NAME `nightly` (or `library`, `all`) is the
+    whole incident library. With --broker-config, every scenario runs with that broker
+    configuration and the report is a pass/fail matrix per scenario. Exit code: 0 when
+    every scenario ended as expected, otherwise the worst exit code of `kchaos run`.
+    """
+    files = library.suite_members(suite)
+    from harness.run.suite import run_suite
+
+    return run_suite(
+        Path(suite).name,
+        files,
+        out=out,
+        overrides=overrides,
+        broker_config=broker_config,
+        kafka_version=kafka_version,
+        seed=seed,
+        command=sys.argv,
+    )
+
+
+@click.command("scenarios")
+@click.option("--verbose", "-v", is_flag=True, help="Print each full description.")
+def scenarios_cmd(verbose: bool) -> int:
+    """List the incident library, one line each."""
+    console = Console(highlight=False, soft_wrap=True)
+    names = library.library_names()
+    width = max(len(n) for n in names)
+    for sc in library.load_all(names):
+        faults = sorted(
+            {s.fault for s in sc.nemesis.steps}
+            | set(sc.nemesis.random.faults if sc.nemesis.random else ())
+        )
+        expect = (
+            "negative control"
+            if sc.expect.anomalies
+            else ("report only" if sc.expect.valid is None else "must be valid")
+        )
+        line = (
+            f"{sc.name:<{width}}  {sc.workload.duration:>4.0f}s  {expect:<16}  "
+            f"{','.join(faults) or '-':<28} {sc.summary}"
+        )
+        console.print(line if verbose else line[: max(console.width, 100)])
+        if verbose:
+            console.print(f"    {sc.description}\n")
+    return 0
+
+
+@click.command("validate")
+@click.argument("scenarios", nargs=-1, required=True, metavar="SCENARIO...")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="As for run.")
+@click.option("--broker-config", type=click.Path(dir_okay=False, path_type=Path))
+def validate_cmd(
+    scenarios: tuple[str, ...], overrides: tuple[str, ...], broker_config: Path | None
+) -> int:
+    """Check scenario files (schema, references, fault names and params) without running.
+
+    Exits 0 when all are valid; the first error is printed as FILE:LINE: FIELD: what is
+    wrong, with exit code 3.
+    """
+    for ref in scenarios:
+        sc = library.load(ref, overrides=overrides, broker_config=broker_config)
+        steps = len(sc.nemesis.steps) or ("random" if sc.nemesis.random else 0)
+        click.echo(
+            f"{sc.source}: valid scenario {sc.name!r} ({sc.cluster.brokers} brokers, "
+            f"{len(sc.topics)} topic(s), {sc.workload.duration:g} s, faults: {steps})"
+        )
+    return 0

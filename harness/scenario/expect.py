@@ -1,0 +1,124 @@
+"""Did a run end as its scenario said it should? (verdict and anomalies vs ``expect``)
+
+Works on plain data (the ``expect`` section of run.json and results.json), so the runner,
+the reports and ``kchaos report`` of an old run directory all judge the same way.
+
+Exit codes of ``kchaos run`` (and the per-scenario outcome of ``kchaos suite``):
+
+    0  the run ended as expected (verdict, required anomalies, no unexpected anomaly, SLOs)
+    1  it did not: an unexpected anomaly or verdict, a negative control that found
+       nothing, or a failed SLO threshold
+    2  the verdict is "unknown" (nothing proven either way) where the scenario expected a
+       definite one
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+EXIT_EXPECTED = 0
+EXIT_UNEXPECTED = 1
+EXIT_UNKNOWN = 2
+
+# Reported, never a correctness failure: availability is judged by SLO thresholds.
+INFORMATIONAL = frozenset({"offline"})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    expected: bool
+    exit_code: int
+    verdict: Any  # True, False, "unknown" or None (no results)
+    reasons: tuple[str, ...] = ()
+    found: tuple[str, ...] = ()
+    slo: Mapping[str, bool] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return "as expected" if self.expected else "NOT as expected"
+
+
+def verdict_text(verdict: Any) -> str:
+    if verdict is True:
+        return "valid"
+    if verdict is False:
+        return "invalid"
+    if verdict == "unknown":
+        return "unknown"
+    return "no verdict"
+
+
+def slo_results(results: Mapping[str, Any]) -> dict[str, bool]:
+    """Threshold name -> passed, from results.json (``stats.availability.slo``)."""
+    stats = results.get("stats") or {}
+    availability = stats.get("availability") if isinstance(stats, Mapping) else None
+    raw = (
+        (availability.get("slo") if isinstance(availability, Mapping) else None)
+        or stats.get("thresholds")
+        or stats.get("slo")
+        or {}
+    )
+    out: dict[str, bool] = {}
+    if isinstance(raw, Mapping):
+        for name, value in raw.items():
+            if isinstance(value, Mapping):
+                passed = value.get("pass", value.get("passed", value.get("ok")))
+            else:
+                passed = value
+            if isinstance(passed, bool):
+                out[str(name)] = passed
+    elif isinstance(raw, list):
+        for item in raw:
+            if isinstance(item, Mapping) and "name" in item:
+                passed = item.get("pass", item.get("passed", item.get("ok")))
+                if isinstance(passed, bool):
+                    out[str(item["name"])] = passed
+    return out
+
+
+def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None) -> Outcome:
+    """Compare a run's results with its scenario's ``expect`` section."""
+    expect = expect or {}
+    if results is None:
+        return Outcome(False, EXIT_UNEXPECTED, None, ("the run has no results.json",))
+    verdict = results.get("valid")
+    anomalies = results.get("anomalies") or {}
+    found = tuple(sorted(k for k, v in anomalies.items() if _count(v) > 0))
+    want_valid = expect.get("valid", True)
+    if want_valid == "any":
+        want_valid = None
+    required = tuple(expect.get("anomalies") or ())
+    allowed = set(expect.get("allowed") or ()) | set(required) | INFORMATIONAL
+    reasons: list[str] = []
+    unknown = False
+    if want_valid is not None and verdict != want_valid:
+        reasons.append(f"verdict {verdict_text(verdict)}, expected {verdict_text(want_valid)}")
+        unknown = verdict == "unknown"
+    missing = [k for k in required if k not in found]
+    if missing:
+        reasons.append(f"expected anomalies not found: {', '.join(missing)}")
+    if want_valid is not None:
+        # "unseen" is what makes a verdict unknown: the verdict comparison covers it.
+        extra = [k for k in found if k not in allowed and k != "unseen"]
+        if extra:
+            reasons.append(f"unexpected anomalies: {', '.join(extra)}")
+    slo = slo_results(results)
+    failed = [name for name, ok in slo.items() if not ok]
+    if failed:
+        reasons.append(f"SLO failed: {', '.join(failed)}")
+    if not reasons:
+        return Outcome(True, EXIT_EXPECTED, verdict, (), found, slo)
+    only_unknown = unknown and len(reasons) == 1
+    code = EXIT_UNKNOWN if only_unknown else EXIT_UNEXPECTED
+    return Outcome(False, code, verdict, tuple(reasons), found, slo)
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, Mapping):
+        count = value.get("count", 1)
+        return int(count) if isinstance(count, int | float) else 1
+    if isinstance(value, int):
+        return value
+    return 1

@@ -1,0 +1,66 @@
+"""The incident library shipped with kchaos (harness/scenarios/*.yaml), and name lookup."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+from harness.errors import ConfigError
+from harness.scenario.loader import load_scenario
+from harness.scenario.model import Scenario
+
+SUFFIXES = (".yaml", ".yml")
+# Suite names that mean "the whole library".
+LIBRARY_SUITES = ("nightly", "library", "all")
+
+
+def library_dir() -> Path:
+    return Path(str(resources.files("harness").joinpath("scenarios")))
+
+
+def library_names() -> list[str]:
+    return sorted(p.stem for p in library_dir().iterdir() if p.suffix in SUFFIXES)
+
+
+def resolve(ref: str) -> Path:
+    """A scenario reference: a path to a file, or the name of a library scenario."""
+    path = Path(ref)
+    if path.suffix in SUFFIXES or "/" in ref:
+        if not path.is_file():
+            raise ConfigError("no such scenario file", file=ref)
+        return path
+    for suffix in SUFFIXES:
+        candidate = library_dir() / (ref + suffix)
+        if candidate.is_file():
+            return candidate
+    if path.is_file():
+        return path
+    raise ConfigError(
+        f"no scenario named {ref!r} in the library ({', '.join(library_names())}) and no such file",
+        file=ref,
+    )
+
+
+def load(ref: str, **kwargs: object) -> Scenario:
+    """Resolve and load a scenario (keyword arguments as for load_scenario)."""
+    return load_scenario(resolve(ref), **kwargs)  # type: ignore[arg-type]
+
+
+def suite_members(ref: str) -> list[Path]:
+    """The scenario files of a suite: a library suite name, or a directory of YAML files."""
+    if ref in LIBRARY_SUITES:
+        return [library_dir() / f"{n}.yaml" for n in library_names()]
+    path = Path(ref)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES)
+        if not files:
+            raise ConfigError("no *.yaml scenario in this directory", file=ref)
+        return files
+    if path.is_file():
+        return [path]
+    raise ConfigError(f"not a directory nor a suite name ({', '.join(LIBRARY_SUITES)})", file=ref)
+
+
+def load_all(names: Sequence[str] | None = None) -> list[Scenario]:
+    return [load(n) for n in (names if names is not None else library_names())]

@@ -1,0 +1,271 @@
+"""Load a scenario: YAML -> overrides -> JSON Schema -> frozen dataclasses -> checks.
+
+Every error is a :class:`harness.errors.ConfigError` naming the file, the line and the
+field; the CLI prints it as one line, without a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from harness.errors import ConfigError
+from harness.scenario.checks import FaultValidator, faults_validator, semantic_checks
+from harness.scenario.model import (
+    ChecksConfig,
+    ClusterConfig,
+    ConsumerConfig,
+    ExpectConfig,
+    FaultStep,
+    NemesisConfig,
+    ProducerConfig,
+    RandomSchedule,
+    Scenario,
+    TopicConfig,
+    WorkloadConfig,
+)
+from harness.scenario.properties import load_properties
+from harness.scenario.yamlsrc import Path_, Source, apply_override, load_yaml
+
+_DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    """The published JSON Schema of scenario files."""
+    text = resources.files("harness").joinpath("schema/scenario.schema.json").read_text()
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def parse_duration(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("a duration is a number of seconds or a string like 30s")
+    if isinstance(value, int | float):
+        return float(value)
+    match = _DURATION.match(str(value).strip())
+    if not match:
+        raise ValueError(f"{value!r} is not a duration (e.g. 30, 500ms, 30s, 2m)")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def prop_str(value: Any) -> str:
+    """A Kafka property value as Kafka reads it (booleans lower-case)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _props(data: Mapping[str, Any] | None) -> dict[str, str]:
+    return {str(k): prop_str(v) for k, v in (data or {}).items()}
+
+
+# ---------------------------------------------------------------------------- schema
+
+
+def _schema_message(err: jsonschema.ValidationError) -> tuple[Path_, str]:
+    path: Path_ = tuple(err.absolute_path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = set(err.schema.get("properties", {}))
+        extra = sorted(k for k in err.instance if k not in allowed)
+        if extra and allowed:
+            return (*path, extra[0]), f"unknown field (allowed: {', '.join(sorted(allowed))})"
+    if err.validator == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else ""
+        return ((*path, missing) if missing else path), "is required"
+    if err.validator == "oneOf" and err.schema is schema()["$defs"]["duration"]:
+        return path, f"{err.instance!r} is not a duration (e.g. 30, 500ms, 30s, 2m)"
+    if err.validator == "enum":
+        return path, f"{err.instance!r} is not one of {err.validator_value}"
+    if err.validator == "pattern" and "target" in str(err.schema_path):
+        return (
+            path,
+            f"{err.instance!r} is not a target ({schema()['$defs']['target']['description']})",
+        )
+    return path, err.message
+
+
+def validate_schema(src: Source) -> None:
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = list(validator.iter_errors(src.data))
+    if not errors:
+        return
+
+    def order(err: jsonschema.ValidationError) -> tuple[int, int]:
+        _, line = src.where(tuple(err.absolute_path))
+        return (line or 0, -len(err.absolute_path))
+
+    err = sorted(errors, key=order)[0]
+    path, message = _schema_message(err)
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
+    raise src.error(path, message)
+
+
+# ---------------------------------------------------------------------------- build
+
+
+def _durations(src: Source, base: Path_, data: Mapping[str, Any], keys: Iterable[str]) -> dict:
+    out: dict[str, float] = {}
+    for key in keys:
+        if key in data and data[key] is not None:
+            try:
+                out[key] = parse_duration(data[key])
+            except ValueError as exc:
+                raise src.error((*base, key), str(exc)) from None
+    return out
+
+
+def _build(src: Source, seed: int | None) -> Scenario:
+    d = src.data
+    c = d.get("cluster", {})
+    cluster = ClusterConfig(
+        brokers=c.get("brokers", 3),
+        controllers=c.get("controllers", 0),
+        kafka_version=c.get("kafka_version"),
+        image=c.get("image"),
+        heap=c.get("heap", "512m"),
+        server_properties=_props(c.get("server_properties")),
+        broker_properties={
+            int(k): _props(v) for k, v in (c.get("broker_properties") or {}).items()
+        },
+    )
+    topics = tuple(
+        TopicConfig(
+            name=t["name"],
+            partitions=t.get("partitions", 3),
+            replication_factor=t.get("replication_factor", 3),
+            configs=_props(t.get("configs")),
+            assignment=tuple(tuple(r) for r in t.get("assignment", ())),
+        )
+        for t in d["topics"]
+    )
+    w = d["workload"]
+    p = w.get("producers", {})
+    acks = str(p.get("acks", "all"))
+    q = w.get("consumers", {})
+    workload = WorkloadConfig(
+        client=w.get("client", "confluent-kafka"),
+        topics=tuple(w.get("topics", ())),
+        producers=ProducerConfig(
+            count=p.get("count", 1),
+            rate=float(p.get("rate", 100.0)),
+            acks="all" if acks == "-1" else acks,
+            keys=p.get("keys", 16),
+            message_size=p.get("message_size", 100),
+            max_in_flight=p.get("max_in_flight", 100),
+            configs=_props(p.get("configs")),
+        ),
+        consumers=ConsumerConfig(
+            count=q.get("count", 0),
+            mode=q.get("mode", "subscribe"),
+            group=q.get("group", "kchaos"),
+            rack=q.get("rack"),
+            configs=_props(q.get("configs")),
+        ),
+        **_durations(src, ("workload",), w, ("duration", "monitor_interval", "drain_timeout")),
+    )
+    n = d.get("nemesis", {})
+    steps = []
+    for i, s in enumerate(n.get("steps", [])):
+        times = _durations(src, ("nemesis", "steps", i), s, ("at", "duration"))
+        steps.append(
+            FaultStep(
+                fault=s["fault"],
+                target=str(s.get("target", "random")),
+                params=dict(s.get("params", {})),
+                **times,
+            )
+        )
+    random_schedule = None
+    if "random" in n:
+        r = n["random"]
+        times = _durations(
+            src, ("nemesis", "random"), r, ("start", "quiet", "min_duration", "max_duration")
+        )
+        random_schedule = RandomSchedule(
+            faults=tuple(r["faults"]),
+            targets=tuple(r.get("targets", ("random",))),
+            params={k: dict(v) for k, v in r.get("params", {}).items()},
+            **times,
+        )
+    k = d.get("checks", {})
+    checks = ChecksConfig(
+        min_ok_sends=k.get("min_ok_sends"),
+        **_durations(src, ("checks",), k, ("max_offline_seconds", "max_time_to_full_isr_seconds")),
+    )
+    e = d.get("expect", {})
+    valid = e.get("valid", True)
+    expect = ExpectConfig(
+        valid=None if valid == "any" else valid,
+        anomalies=tuple(e.get("anomalies", ())),
+        allowed=tuple(e.get("allowed", ())),
+    )
+    return Scenario(
+        name=d["name"],
+        description=" ".join(str(d["description"]).split()),
+        cluster=cluster,
+        topics=topics,
+        workload=workload,
+        nemesis=NemesisConfig(steps=tuple(steps), random=random_schedule),
+        checks=checks,
+        expect=expect,
+        seed=seed if seed is not None else int(d.get("seed", 0)),
+        source=src.file,
+        tags=tuple(d.get("tags", ())),
+    )
+
+
+def load_scenario(
+    path: str | Path,
+    *,
+    text: str | None = None,
+    overrides: Sequence[str] = (),
+    broker_config: str | Path | None = None,
+    seed: int | None = None,
+    kafka_version: str | None = None,
+    fault_validator: Callable[[], FaultValidator | None] = faults_validator,
+) -> Scenario:
+    """Load, override, validate and build a scenario.
+
+    ``overrides`` are ``dotted.path=value`` strings (``--set``); ``broker_config`` is a
+    Java properties file merged over ``cluster.server_properties``; ``kafka_version``
+    replaces ``cluster.kafka_version``.
+    """
+    file = str(path)
+    if text is None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read scenario: {exc.strerror}", file=file) from None
+        except UnicodeDecodeError:
+            raise ConfigError("scenario is not UTF-8 text", file=file) from None
+    src = load_yaml(text, file)
+    for assignment in overrides:
+        apply_override(src, assignment)
+    if kafka_version is not None:
+        src.data.setdefault("cluster", {})["kafka_version"] = kafka_version
+        src.origins[("cluster", "kafka_version")] = "--kafka-version"
+    if broker_config is not None:
+        overlay = load_properties(broker_config)
+        cluster = src.data.setdefault("cluster", {})
+        if not isinstance(cluster, dict):
+            raise src.error(("cluster",), "must be a mapping")
+        props = cluster.setdefault("server_properties", {})
+        if not isinstance(props, dict):
+            raise src.error(("cluster", "server_properties"), "must be a mapping")
+        for key, value in overlay.items():
+            props[key] = value
+            src.origins[("cluster", "server_properties", key)] = str(broker_config)
+    validate_schema(src)
+    scenario = _build(src, seed)
+    semantic_checks(src, scenario, fault_validator)
+    return scenario

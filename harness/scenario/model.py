@@ -1,0 +1,167 @@
+"""A scenario as frozen dataclasses: what the loader returns and the runner consumes.
+
+Every field has the meaning documented in docs/scenarios.md and in the published JSON
+Schema (harness/schema/scenario.schema.json). Durations are seconds (floats). Kafka
+properties are kept as strings, exactly as they go into server.properties or a client
+configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Verdict = Literal[True, False, "unknown"]
+ANOMALY_KINDS: tuple[str, ...] = (
+    "lost-write",
+    "uncommitted-read",
+    "aborted-read",
+    "duplicate",
+    "inconsistent-offset",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "acked-below-min-isr",
+    "unclean-election",
+    "unseen",
+    "offline",
+)
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    brokers: int = 3
+    controllers: int = 0  # dedicated controllers; 0 = combined broker+controller nodes
+    kafka_version: str | None = None  # None: harness.images.DEFAULT_KAFKA_VERSION
+    image: str | None = None  # None: the offline kchaos image; "registry"; or an image tag
+    server_properties: Mapping[str, str] = field(default_factory=dict)
+    broker_properties: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    heap: str = "512m"
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    name: str
+    partitions: int = 3
+    replication_factor: int = 3
+    configs: Mapping[str, str] = field(default_factory=dict)
+    assignment: tuple[tuple[int, ...], ...] = ()  # replicas per partition; first = preferred
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    count: int = 1
+    rate: float = 100.0  # sends per second per producer; 0 = as fast as possible
+    acks: str = "all"
+    keys: int = 16  # distinct keys (spread over partitions); 0 = no key
+    message_size: int = 100
+    max_in_flight: int = 100  # outstanding sends per producer
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    count: int = 0
+    mode: Literal["subscribe", "assign"] = "subscribe"
+    group: str = "kchaos"
+    rack: str | None = None  # client.rack: read from a follower in that rack (KIP-392)
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    duration: float = 60.0
+    client: Literal["confluent-kafka", "kafka-python"] = "confluent-kafka"
+    topics: tuple[str, ...] = ()  # empty: every topic of the scenario
+    producers: ProducerConfig = field(default_factory=ProducerConfig)
+    consumers: ConsumerConfig = field(default_factory=ConsumerConfig)
+    monitor_interval: float = 0.5
+    drain_timeout: float = 120.0
+
+
+@dataclass(frozen=True)
+class FaultStep:
+    """One scripted fault: start ``at`` seconds into the workload, heal after ``duration``."""
+
+    fault: str
+    at: float
+    duration: float | None = None  # None: an instantaneous fault (e.g. a kill and restart)
+    target: str = "random"
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RandomSchedule:
+    """A seeded random mix of fault families."""
+
+    faults: tuple[str, ...]
+    start: float = 10.0  # first fault not before this offset
+    quiet: float = 10.0  # quiet period between one fault's heal and the next start
+    min_duration: float = 5.0
+    max_duration: float = 15.0
+    targets: tuple[str, ...] = ("random",)
+    params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # per fault
+
+
+@dataclass(frozen=True)
+class NemesisConfig:
+    steps: tuple[FaultStep, ...] = ()
+    random: RandomSchedule | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.steps and self.random is None
+
+
+@dataclass(frozen=True)
+class ChecksConfig:
+    """SLO thresholds; None means not checked."""
+
+    max_offline_seconds: float | None = None
+    max_time_to_full_isr_seconds: float | None = None
+    min_ok_sends: int | None = None
+
+
+@dataclass(frozen=True)
+class ExpectConfig:
+    """What the run must produce. The default is a valid run (no anomaly of any kind)."""
+
+    valid: Verdict | None = True  # None: any verdict
+    anomalies: tuple[str, ...] = ()  # kinds that MUST be found (negative controls)
+    allowed: tuple[str, ...] = ()  # kinds that MAY be found without failing the run
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    cluster: ClusterConfig
+    topics: tuple[TopicConfig, ...]
+    workload: WorkloadConfig
+    nemesis: NemesisConfig
+    checks: ChecksConfig
+    expect: ExpectConfig
+    seed: int = 0
+    source: str = ""  # the file it came from (or "<library>/name.yaml")
+    tags: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy (for run.json); loading it back gives the same scenario."""
+        data = _plain(asdict(self))
+        assert isinstance(data, dict)
+        return data
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of the description, for one-line listings."""
+        text = " ".join(self.description.split())
+        end = text.find(". ")
+        return text if end < 0 else text[: end + 1]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,151 @@
+"""Reading YAML with line numbers, and applying ``--set`` overrides to the plain data.
+
+A scenario is first loaded into plain dicts and lists together with a *line map*: the
+1-based line of every key and list item, by path. Every later error (schema, semantic
+check, override) looks its path up there, so that it can name the file and the line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from harness.errors import ConfigError
+
+Path_ = tuple[str | int, ...]
+
+# Paths below which the rest of a dotted --set path is one Kafka property name.
+_PROPERTY_MAPS: tuple[tuple[str, ...], ...] = (
+    ("cluster", "server_properties"),
+    ("cluster", "broker_properties", "*"),
+    ("topics", "*", "configs"),
+    ("workload", "producers", "configs"),
+    ("workload", "consumers", "configs"),
+    ("nemesis", "steps", "*", "params"),
+)
+
+
+@dataclass
+class Source:
+    """Plain data of one scenario with where each part came from."""
+
+    data: dict[str, Any]
+    file: str
+    lines: dict[Path_, int] = field(default_factory=dict)
+    origins: dict[Path_, str] = field(default_factory=dict)  # path -> "--set" etc.
+
+    def where(self, path: Path_) -> tuple[str, int | None]:
+        """(file, line) of the nearest part of ``path`` that has a known origin."""
+        for n in range(len(path), -1, -1):
+            prefix = path[:n]
+            if prefix in self.origins:
+                return self.origins[prefix], None
+            if prefix in self.lines:
+                return self.file, self.lines[prefix]
+        return self.file, None
+
+    def error(self, path: Path_, message: str) -> ConfigError:
+        file, line = self.where(path)
+        return ConfigError(message, file=file, line=line, field=dotted(path) or None)
+
+
+def dotted(path: Path_) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def _plain(node: Any, path: Path_, lines: dict[Path_, int]) -> Any:
+    if isinstance(node, CommentedMap):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            child = (*path, str(key))
+            with contextlib.suppress(KeyError, TypeError, AttributeError):
+                lines[child] = node.lc.key(key)[0] + 1
+            out[str(key)] = _plain(value, child, lines)
+        return out
+    if isinstance(node, CommentedSeq):
+        items = []
+        for i, value in enumerate(node):
+            with contextlib.suppress(KeyError, TypeError, AttributeError):
+                lines[(*path, i)] = node.lc.item(i)[0] + 1
+            items.append(_plain(value, (*path, i), lines))
+        return items
+    if isinstance(node, str):
+        return str(node)
+    return node
+
+
+def load_yaml(text: str, file: str) -> Source:
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    try:
+        node = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise ConfigError(f"invalid YAML: {problem}", file=file, line=line) from None
+    except YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}", file=file) from None
+    if not isinstance(node, CommentedMap):
+        raise ConfigError("a scenario must be a YAML mapping", file=file, line=1)
+    lines: dict[Path_, int] = {(): 1}
+    data = _plain(node, (), lines)
+    return Source(data=data, file=file, lines=lines)
+
+
+def _parse_value(text: str) -> Any:
+    """A --set value is read as a YAML scalar: 30 is a number, false a boolean."""
+    if text == "":
+        return ""
+    try:
+        value = YAML(typ="safe").load(text)
+    except YAMLError:
+        return text
+    return text if value is None and text not in ("null", "~") else value
+
+
+def _split_path(key: str) -> list[str]:
+    parts = key.split(".")
+    for prefix in _PROPERTY_MAPS:
+        n = len(prefix)
+        if len(parts) > n and all(p == "*" or p == q for p, q in zip(prefix, parts, strict=False)):
+            return [*parts[:n], ".".join(parts[n:])]
+    return parts
+
+
+def apply_override(src: Source, assignment: str) -> None:
+    """Apply one ``--set dotted.path=value`` to the plain data (creating mappings)."""
+    key, sep, raw = assignment.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"expected KEY=VALUE, got {assignment!r}", file="--set")
+    parts = _split_path(key)
+    node: Any = src.data
+    path: list[str | int] = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(
+                    f"no item {part!r} in a list of {len(node)}", file="--set", field=key
+                )
+            index = int(part)
+            path.append(index)
+            if last:
+                node[index] = _parse_value(raw)
+            else:
+                node = node[index]
+            continue
+        if not isinstance(node, dict):
+            raise ConfigError(f"{dotted(tuple(path))!r} is not a mapping", file="--set", field=key)
+        path.append(part)
+        if last:
+            node[part] = _parse_value(raw)
+        else:
+            node = node.setdefault(part, {})
+    src.origins[tuple(path)] = "--set"

@@ -1,0 +1,52 @@
+"""Write every report of a run directory (and of a suite): the one entry point."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harness.scenario.expect import EXIT_UNEXPECTED, Outcome, evaluate
+from reports import html, junit
+from reports.rundata import RunData, load_run
+from reports.summary import summarize
+
+
+@dataclass(frozen=True)
+class RunReport:
+    data: RunData
+    outcome: Outcome
+    summary: dict[str, Any]
+    paths: dict[str, str]
+
+
+def with_fault_errors(outcome: Outcome, data: RunData) -> Outcome:
+    """A fault that never started means the scenario did not test what it says."""
+    failed = [f"fault {w.id} ({w.fault}) did not start: {w.error}" for w in data.faults if w.error]
+    if not failed:
+        return outcome
+    return replace(
+        outcome,
+        expected=False,
+        exit_code=max(outcome.exit_code, EXIT_UNEXPECTED),
+        reasons=(*outcome.reasons, *failed),
+    )
+
+
+def write_run_reports(run_dir: str | Path) -> RunReport:
+    """report.html, junit.xml and summary.json into ``run_dir``."""
+    data = load_run(run_dir)
+    outcome = with_fault_errors(evaluate(data.expect, data.results), data)
+    summary = summarize(data, outcome)
+    out = Path(run_dir)
+    paths = {
+        "html": out / "report.html",
+        "junit": out / "junit.xml",
+        "summary": out / "summary.json",
+    }
+    paths["html"].write_text(html.render_run(data, outcome), encoding="utf-8")
+    paths["junit"].write_bytes(junit.document([junit.run_suite(data, outcome)]))
+    paths["summary"].write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+    return RunReport(data, outcome, summary, {k: str(v) for k, v in paths.items()})

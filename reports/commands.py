@@ -1,0 +1,56 @@
+"""``kchaos report RUN_DIR...``: (re)write the reports of stored runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from harness.errors import HistoryError
+from reports.build import RunReport, write_run_reports
+from reports.console import print_run, print_suite
+from reports.suite import write_suite_reports
+
+
+def ensure_results(run_dir: Path, console: Console) -> None:
+    """Judge the history first when results.json is missing and the checker is there."""
+    if (run_dir / "results.json").is_file() or not (run_dir / "history.jsonl").is_file():
+        return
+    try:
+        from harness.checker import check_run
+    except ImportError:
+        console.print(f"[yellow]{run_dir}: no results.json and no checker; reporting without[/]")
+        return
+    console.print(f"{run_dir}: no results.json yet, running the checker")
+    check_run(run_dir)
+
+
+@click.command("report")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Also write one combined page over all RUN_DIRS into this directory.",
+)
+@click.option("--title", default="kchaos runs", show_default=True, help="Combined page title.")
+def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, title: str) -> int:
+    """Write report.html, junit.xml and summary.json of each RUN_DIR.
+
+    Exit code: 0 when every run ended as its scenario expects, 1 when one did not,
+    2 when a verdict is unknown where a definite one was expected, 3 on unreadable input.
+    """
+    console = Console(stderr=False)
+    reports: list[RunReport] = []
+    for run_dir in run_dirs:
+        if not run_dir.is_dir():
+            raise HistoryError("no such run directory", file=str(run_dir))
+        ensure_results(run_dir, console)
+        rep = write_run_reports(run_dir)
+        print_run(rep.summary, rep.paths, console)
+        reports.append(rep)
+    if out is not None:
+        paths = write_suite_reports(out, reports, title=title)
+        print_suite([r.summary for r in reports], console, title)
+        console.print(f"combined report: {paths['html']}")
+    return max(r.outcome.exit_code for r in reports)

@@ -1,0 +1,218 @@
+"""report.html of one run: self-contained (plotly.js inlined, no network needed)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Sequence
+from html import escape
+from typing import Any
+
+import plotly.graph_objects as go
+import plotly.offline
+
+from harness.scenario.expect import Outcome, evaluate, verdict_text
+from reports import plots
+from reports.rundata import RunData, series
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
+h1{font-size:1.5em;margin-bottom:4px} h2{font-size:1.15em;margin-top:28px}
+table{border-collapse:collapse;margin:8px 0} td,th{border:1px solid #ccc;padding:4px 8px;
+text-align:left;vertical-align:top;font-size:.92em} th{background:#f3f3f3}
+.ok{background:#e6f4ea} .bad{background:#fdecea} .warn{background:#fff8e1}
+.banner{padding:10px 14px;border-radius:6px;font-weight:600;margin:12px 0}
+code,pre{font-family:ui-monospace,monospace;font-size:.85em} pre{white-space:pre-wrap}
+.muted{color:#666} .plot{margin:6px 0 18px 0}
+"""
+
+
+@functools.cache
+def plotly_js() -> str:
+    """The plotly.js bundle shipped with the plotly package (inlined in every page)."""
+    return plotly.offline.get_plotlyjs()
+
+
+def page(title: str, body: str) -> str:
+    """A complete HTML page with plotly.js inlined before the body's figures."""
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{escape(title)}</title><style>{CSS}</style>"
+        f"<script type='text/javascript'>{plotly_js()}</script></head>"
+        f"<body>{body}</body></html>\n"
+    )
+
+
+def figure_div(fig: go.Figure, div_id: str) -> str:
+    html: str = fig.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=div_id,
+        config={"displaylogo": False, "responsive": True},
+    )
+    return f"<div class='plot'>{html}</div>"
+
+
+def table(
+    headers: Sequence[str], rows: Iterable[Sequence[Any]], classes: Sequence[str] = ()
+) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    head = f"<tr>{head}</tr>" if any(headers) else ""
+    body = []
+    for i, row in enumerate(rows):
+        cls = f" class='{classes[i]}'" if i < len(classes) and classes[i] else ""
+        body.append(f"<tr{cls}>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>")
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def banner(outcome: Outcome) -> str:
+    cls = "ok" if outcome.expected else "bad"
+    text = f"Run ended {outcome.label}: verdict {verdict_text(outcome.verdict)}"
+    if outcome.reasons:
+        text += " — " + "; ".join(outcome.reasons)
+    return f"<div class='banner {cls}'>{escape(text)}</div>"
+
+
+def _examples(body: Any, limit: int = 3) -> str:
+    examples = body.get("examples", []) if isinstance(body, dict) else []
+    shown = [escape(json.dumps(e, sort_keys=True)[:400]) for e in examples[:limit]]
+    return "<br>".join(f"<code>{s}</code>" for s in shown)
+
+
+def verdict_table(data: RunData, outcome: Outcome) -> str:
+    expect = data.expect
+    required = set(expect.get("anomalies") or ())
+    allowed = set(expect.get("allowed") or ())
+    anomalies = (data.results or {}).get("anomalies") or {}
+    rows, classes = [], []
+    for kind in sorted(set(anomalies) | required):
+        body = anomalies.get(kind)
+        count = body.get("count", 1) if isinstance(body, dict) else (body or 0)
+        if kind in required:
+            status, cls = ("expected, found", "ok") if count else ("expected, NOT found", "bad")
+        elif kind in allowed or kind == "offline":
+            status, cls = "allowed", "warn"
+        elif expect.get("valid", True) in (None, "any"):
+            status, cls = "reported", "warn"
+        else:
+            status, cls = "unexpected", "bad"
+        rows.append([escape(kind), str(count), status, _examples(body)])
+        classes.append(cls)
+    if not rows:
+        rows.append(["(none)", "0", "no anomaly found", ""])
+        classes.append("ok" if outcome.expected else "bad")
+    return table(["anomaly", "count", "status", "examples"], rows, classes)
+
+
+def slo_table(outcome: Outcome, data: RunData) -> str:
+    checks = (data.run.get("scenario") or {}).get("checks") or data.run.get("checks") or {}
+    stats = (data.results or {}).get("stats") or {}
+    observed = (
+        ((stats.get("availability") or {}).get("slo") or {}) if isinstance(stats, dict) else {}
+    )
+    rows, classes = [], []
+    for name, passed in sorted(outcome.slo.items()):
+        seen = (observed.get(name) or {}).get("observed", "") if isinstance(observed, dict) else ""
+        seen_text = "never reached" if seen is None else str(seen)
+        rows.append(
+            [
+                escape(name),
+                escape(str(checks.get(name, ""))),
+                escape(seen_text),
+                "pass" if passed else "FAIL",
+            ]
+        )
+        classes.append("ok" if passed else "bad")
+    if not rows:
+        return "<p class='muted'>No SLO threshold was evaluated.</p>"
+    return table(["threshold", "limit", "observed", "result"], rows, classes)
+
+
+def agreement_table(data: RunData) -> str:
+    if not data.analysis:
+        return ""
+    mine = (data.results or {}).get("anomalies") or {}
+    spark = data.analysis.get("anomalies") or {}
+    rows, classes = [], []
+    for kind in sorted(set(mine) | set(spark)):
+        a = (mine.get(kind) or {}).get("count", 0) if kind in mine else 0
+        b = (spark.get(kind) or {}).get("count", 0) if kind in spark else 0
+        rows.append([escape(kind), str(a), str(b)])
+        classes.append("ok" if a == b else "bad")
+    return "<h2>Checker vs Spark analysis</h2>" + table(["kind", "checker", "spark"], rows, classes)
+
+
+def header(data: RunData) -> str:
+    run = data.run
+    image = run.get("image") or {}
+    facts = [
+        ("scenario", data.scenario_name),
+        ("run id", data.run_id),
+        ("Kafka", str(run.get("kafka_version") or "?")),
+        ("image", str(image.get("kafka") if isinstance(image, dict) else image or "?")),
+        ("seed", str(run.get("seed", "?"))),
+        ("started", str(run.get("start") or run.get("started_at") or "?")),
+        ("ended", str(run.get("end") or run.get("ended_at") or "?")),
+        (
+            "history",
+            f"{data.events} events, {data.end:.1f} s"
+            + (f", {data.torn_lines} unreadable line(s) ignored" if data.torn_lines else ""),
+        ),
+    ]
+    t = data.totals
+    facts.append(("sends", f"{t['ok']} ok, {t['fail']} fail, {t['info']} info"))
+    return table(["", ""], [[escape(k), escape(v)] for k, v in facts])
+
+
+def fault_table(data: RunData) -> str:
+    if not data.faults:
+        return "<p class='muted'>No fault was injected.</p>"
+    rec = {fid: secs for fid, _, secs in data.recovery}
+    rows, classes = [], []
+    for w in data.faults:
+        stop = f"{w.stop:.1f}" if w.stop is not None else "never healed"
+        r = rec.get(w.id)
+        rows.append(
+            [
+                escape(w.id),
+                escape(w.fault),
+                escape(", ".join(w.targets)),
+                f"{w.start:.1f}",
+                stop,
+                "" if r is None else f"{r:.1f}",
+                escape(f"did not start: {w.error}" if w.error else ""),
+            ]
+        )
+        classes.append("bad" if w.error or w.stop is None else "")
+    headers = ["id", "fault", "targets", "start s", "stop s", "to full ISR s", "error"]
+    return table(headers, rows, classes)
+
+
+def render_run(data: RunData, outcome: Outcome | None = None) -> str:
+    outcome = outcome or evaluate(data.expect, data.results)
+    s = series(data)
+    desc = (data.run.get("scenario") or {}).get("description", "")
+    parts = [
+        f"<h1>kchaos run: {escape(data.scenario_name)}</h1>",
+        f"<p class='muted'>{escape(desc)}</p>" if desc else "",
+        banner(outcome),
+        header(data),
+        "<h2>Verdict</h2>",
+        verdict_table(data, outcome),
+        "<h2>SLO thresholds</h2>",
+        slo_table(outcome, data),
+        agreement_table(data),
+        "<h2>Over time</h2>",
+        figure_div(plots.throughput(data, s), "throughput"),
+        figure_div(plots.latency(data, s), "latency"),
+        figure_div(plots.isr(data), "isr"),
+        figure_div(plots.offline(data), "offline"),
+    ]
+    if any(secs is not None for _, _, secs in data.recovery):
+        parts.append(figure_div(plots.recovery(data), "recovery"))
+    parts += ["<h2>Faults</h2>", fault_table(data)]
+    config = escape(json.dumps(data.run, indent=2, sort_keys=True, default=str))
+    parts.append(
+        f"<h2>Configuration</h2><details><summary>run.json</summary><pre>{config}</pre></details>"
+    )
+    return page(f"kchaos {data.scenario_name} {data.run_id}", "\n".join(parts))

@@ -1,0 +1,74 @@
+"""junit.xml: one test case per anomaly family, per SLO threshold, and the expectation."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from typing import Any
+
+from harness.scenario.expect import Outcome, evaluate, verdict_text
+from harness.scenario.model import ANOMALY_KINDS
+from reports.rundata import RunData
+
+
+def _case(suite: ET.Element, cls: str, name: str, failure: str | None, out: str = "") -> None:
+    case = ET.SubElement(suite, "testcase", classname=cls, name=name, time="0")
+    if failure is not None:
+        ET.SubElement(case, "failure", message=failure, type="kchaos").text = failure
+    if out:
+        ET.SubElement(case, "system-out").text = out
+
+
+def _count(body: Any) -> int:
+    if isinstance(body, dict):
+        return int(body.get("count", 1))
+    return int(body or 0)
+
+
+def run_suite(data: RunData, outcome: Outcome | None = None) -> ET.Element:
+    """A <testsuite> for one run."""
+    outcome = outcome or evaluate(data.expect, data.results)
+    cls = f"kchaos.{data.scenario_name}"
+    suite = ET.Element("testsuite", name=cls, timestamp=str(data.run.get("start") or ""))
+    expect = data.expect
+    required = set(expect.get("anomalies") or ())
+    allowed = set(expect.get("allowed") or ()) | {"offline"}
+    definite = expect.get("valid", True) not in (None, "any")
+    anomalies = (data.results or {}).get("anomalies") or {}
+    results_missing = data.results is None
+    for kind in ANOMALY_KINDS:
+        count = _count(anomalies.get(kind))
+        failure = None
+        if results_missing:
+            failure = "no results.json: the history was not checked"
+        elif kind in required and count == 0:
+            failure = f"negative control: expected {kind}, none found"
+        elif count and kind not in required and kind not in allowed and definite:
+            failure = f"{count} {kind} found"
+        out = f"{count} found" if count else ""
+        if kind == "offline" and data.offline:
+            out = "; ".join(f"{p} from {s:.1f}s for {n:.1f}s" for p, s, n in data.offline)
+        _case(suite, cls, f"anomaly {kind}", failure, out)
+    for name, passed in sorted(outcome.slo.items()):
+        _case(suite, cls, f"slo {name}", None if passed else f"threshold {name} not met")
+    verdict = f"verdict {verdict_text(outcome.verdict)}"
+    _case(
+        suite, cls, "expectation", None if outcome.expected else "; ".join(outcome.reasons), verdict
+    )
+    cases = suite.findall("testcase")
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+    suite.set("errors", "0")
+    suite.set("time", f"{data.end:.3f}")
+    return suite
+
+
+def document(suites: Sequence[ET.Element], name: str = "kchaos") -> bytes:
+    root = ET.Element("testsuites", name=name)
+    for s in suites:
+        root.append(s)
+    root.set("tests", str(sum(int(s.get("tests", "0")) for s in suites)))
+    root.set("failures", str(sum(int(s.get("failures", "0")) for s in suites)))
+    root.set("errors", str(sum(int(s.get("errors", "0")) for s in suites)))
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)

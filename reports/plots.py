@@ -1,0 +1,178 @@
+"""Plotly figures of one run: throughput, latency, ISR, offline windows, recovery."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+from reports.rundata import RunData, Series
+
+FAULT_FILL = "rgba(255, 165, 0, 0.18)"
+OFFLINE_FILL = "rgba(220, 20, 60, 0.15)"
+MAX_FAULT_LABELS = 40  # more faults than this: bands without labels (see the fault table)
+MARKER_SYMBOLS = {"lost-write": "x", "duplicate": "diamond", "inconsistent-offset": "square"}
+
+
+def _layout(fig: go.Figure, title: str, ytitle: str, end: float) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0.01},
+        height=320,
+        margin={"l": 60, "r": 20, "t": 40, "b": 40},
+        legend={"orientation": "h", "y": -0.2},
+        xaxis={"title": "seconds since the run started", "range": [0, max(end, 1.0)]},
+        yaxis={"title": ytitle, "rangemode": "tozero"},
+        template="plotly_white",
+    )
+    return fig
+
+
+def _band(x0: float, x1: float, fill: str) -> dict[str, Any]:
+    return {
+        "type": "rect",
+        "xref": "x",
+        "yref": "paper",
+        "x0": x0,
+        "x1": x1,
+        "y0": 0,
+        "y1": 1,
+        "fillcolor": fill,
+        "line": {"width": 0},
+        "layer": "below",
+    }
+
+
+def add_bands(fig: go.Figure, shapes: list[dict[str, Any]], notes: list[dict[str, Any]]) -> None:
+    """Add shapes and annotations in one layout update (add_vrect one by one is quadratic)."""
+    fig.update_layout(
+        shapes=[*fig.layout.shapes, *shapes], annotations=[*fig.layout.annotations, *notes]
+    )
+
+
+def shade_faults(fig: go.Figure, data: RunData) -> None:
+    shapes, notes = [], []
+    visible = max(0.05, data.end / 300)  # an instantaneous operation stays visible
+    windows = [w for w in data.faults if w.fault != "heal"]  # the final heal is no fault
+    for w in windows:
+        stop = w.stop if w.stop is not None else data.end
+        shapes.append(_band(w.start, max(stop, w.start + visible), FAULT_FILL))
+        if len(windows) <= MAX_FAULT_LABELS:
+            notes.append(
+                {
+                    "x": w.start,
+                    "y": 1,
+                    "xref": "x",
+                    "yref": "paper",
+                    "text": f"{w.fault} {','.join(w.targets)}",
+                    "showarrow": False,
+                    "xanchor": "left",
+                    "yanchor": "top",
+                    "font": {"size": 9},
+                }
+            )
+    add_bands(fig, shapes, notes)
+
+
+def throughput(data: RunData, s: Series) -> go.Figure:
+    fig = go.Figure()
+    for name, ys, color in (
+        ("ok", s.ok, "#2e7d32"),
+        ("fail", s.fail, "#c62828"),
+        ("info (unknown)", s.info, "#f9a825"),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=s.times, y=ys, name=name, mode="lines", line={"color": color, "shape": "hv"}
+            )
+        )
+    top = max([*s.ok, *s.fail, *s.info, 1.0])
+    kinds = sorted({m.kind for m in data.markers})
+    for kind in kinds:
+        ms = [m for m in data.markers if m.kind == kind]
+        fig.add_trace(
+            go.Scatter(
+                x=[m.time for m in ms],
+                y=[top * 1.05] * len(ms),
+                mode="markers",
+                name=f"{kind} written",
+                text=[m.label for m in ms],
+                hoverinfo="text+x",
+                marker={"symbol": MARKER_SYMBOLS.get(kind, "circle"), "size": 9, "color": "black"},
+            )
+        )
+    shade_faults(fig, data)
+    return _layout(fig, f"Sends per second (bucket {s.width:g} s)", "sends/s", data.end)
+
+
+def latency(data: RunData, s: Series) -> go.Figure:
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=s.times, y=s.p50, name="p50", mode="lines", connectgaps=False))
+    fig.add_trace(go.Scatter(x=s.times, y=s.p99, name="p99", mode="lines", connectgaps=False))
+    shade_faults(fig, data)
+    fig = _layout(fig, "Acknowledged send latency", "milliseconds", data.end)
+    fig.update_yaxes(type="log", rangemode=None)
+    return fig
+
+
+def isr(data: RunData) -> go.Figure:
+    fig = go.Figure()
+    for part in sorted(data.isr):
+        points = data.isr[part]
+        fig.add_trace(
+            go.Scatter(
+                x=[p[0] for p in points],
+                y=[p[1] for p in points],
+                name=part,
+                mode="lines",
+                line={"shape": "hv"},
+            )
+        )
+    offline_bands = [
+        _band(start, start + max(length, 0.05), OFFLINE_FILL) for _, start, length in data.offline
+    ]
+    add_bands(fig, offline_bands, [])
+    shade_faults(fig, data)
+    fig = _layout(
+        fig, "ISR size per partition (red: a partition offline)", "replicas in ISR", data.end
+    )
+    fig.update_yaxes(dtick=1)
+    return fig
+
+
+def offline(data: RunData) -> go.Figure:
+    fig = go.Figure()
+    if data.offline:
+        fig.add_trace(
+            go.Bar(
+                y=[o[0] for o in data.offline],
+                x=[o[2] for o in data.offline],
+                base=[o[1] for o in data.offline],
+                orientation="h",
+                marker={"color": "crimson"},
+                name="offline",
+                hovertemplate="%{y}: offline from %{base:.1f}s for %{x:.1f}s<extra></extra>",
+            )
+        )
+    shade_faults(fig, data)
+    fig = _layout(fig, "Offline windows (no leader)", "partition", data.end)
+    fig.update_layout(height=200 + 18 * len({o[0] for o in data.offline}))
+    return fig
+
+
+def recovery(data: RunData) -> go.Figure:
+    points = [(stop, secs) for _, stop, secs in data.recovery if secs is not None]
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=[p[0] for p in points],
+            y=[p[1] for p in points],
+            mode="lines+markers",
+            name="time to full ISR",
+        )
+    )
+    return _layout(
+        fig,
+        "Time from each fault's heal to full ISR (a restart's log recovery included)",
+        "seconds",
+        data.end,
+    )

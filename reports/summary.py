@@ -1,0 +1,35 @@
+"""summary.json: the run in a few machine-readable numbers (for CI and trend tables)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.scenario.expect import Outcome, verdict_text
+from reports.rundata import RunData
+
+
+def summarize(data: RunData, outcome: Outcome) -> dict[str, Any]:
+    anomalies = (data.results or {}).get("anomalies") or {}
+    counts = {
+        k: (v.get("count", 1) if isinstance(v, dict) else v) for k, v in sorted(anomalies.items())
+    }
+    return {
+        "run_id": data.run_id,
+        "scenario": data.scenario_name,
+        "kafka_version": data.run.get("kafka_version"),
+        "seed": data.run.get("seed"),
+        "verdict": verdict_text(outcome.verdict),
+        "valid": outcome.verdict,
+        "expected": outcome.expected,
+        "exit_code": outcome.exit_code,
+        "reasons": list(outcome.reasons),
+        "anomalies": counts,
+        "slo": dict(outcome.slo),
+        "sends": dict(data.totals),
+        "faults": len(data.faults),
+        "offline_windows": len(data.offline),
+        "duration_s": round(data.end, 3),
+        "history_events": data.events,
+        "torn_lines": data.torn_lines,
+        "analysis": bool(data.analysis),
+    }

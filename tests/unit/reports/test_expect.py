@@ -1,0 +1,60 @@
+import pytest
+
+from harness.scenario.expect import EXIT_EXPECTED, EXIT_UNEXPECTED, EXIT_UNKNOWN, evaluate
+
+
+def res(valid, **anomalies):
+    return {
+        "valid": valid,
+        "anomalies": {k.replace("_", "-"): {"count": n} for k, n in anomalies.items()},
+    }
+
+
+@pytest.mark.parametrize(
+    ("expect", "results", "code", "reason"),
+    [
+        ({"valid": True}, res(True), EXIT_EXPECTED, None),
+        ({"valid": True}, res(True, offline=2), EXIT_EXPECTED, None),
+        ({"valid": True}, res(False, lost_write=1), EXIT_UNEXPECTED, "unexpected anomalies"),
+        ({"valid": True}, res("unknown", unseen=4), EXIT_UNKNOWN, "verdict unknown"),
+        (
+            {"valid": False, "anomalies": ["lost-write"]},
+            res(False, lost_write=3),
+            EXIT_EXPECTED,
+            None,
+        ),
+        ({"valid": False, "anomalies": ["lost-write"]}, res(True), EXIT_UNEXPECTED, "not found"),
+        (
+            {"valid": False, "anomalies": ["lost-write"]},
+            res(False, lost_write=1, duplicate=1),
+            EXIT_UNEXPECTED,
+            "unexpected anomalies: duplicate",
+        ),
+        (
+            {"valid": False, "anomalies": ["lost-write"], "allowed": ["duplicate"]},
+            res(False, lost_write=1, duplicate=1),
+            EXIT_EXPECTED,
+            None,
+        ),
+        ({"valid": "any"}, res(False, lost_write=9, duplicate=1), EXIT_EXPECTED, None),
+        ({"valid": None}, res("unknown", unseen=1), EXIT_EXPECTED, None),
+        ({}, None, EXIT_UNEXPECTED, "no results.json"),
+    ],
+)
+def test_evaluate(expect, results, code, reason):
+    outcome = evaluate(expect, results)
+    assert outcome.exit_code == code
+    assert outcome.expected == (code == EXIT_EXPECTED)
+    if reason:
+        assert any(reason in r for r in outcome.reasons), outcome.reasons
+    else:
+        assert outcome.reasons == ()
+
+
+def test_failed_slo_makes_the_run_unexpected():
+    results = res(True)
+    results["stats"] = {"thresholds": {"max_offline_seconds": {"pass": False}, "x": {"pass": True}}}
+    outcome = evaluate({"valid": True}, results)
+    assert outcome.exit_code == EXIT_UNEXPECTED
+    assert outcome.slo == {"max_offline_seconds": False, "x": True}
+    assert "SLO failed: max_offline_seconds" in outcome.reasons

@@ -1,0 +1,224 @@
+from pathlib import Path
+
+import pytest
+
+from harness.errors import ConfigError
+from harness.scenario import load_scenario, parse_duration
+from harness.scenario.checks import semantic_checks
+from harness.scenario.loader import validate_schema
+from harness.scenario.yamlsrc import load_yaml
+
+GOOD = """\
+name: t1
+description: A scenario used by the loader's unit tests, long enough.
+cluster:
+  brokers: 3
+  server_properties:
+    replica.lag.time.max.ms: 5000
+    auto.create.topics.enable: false
+  broker_properties:
+    2:
+      broker.rack: r2
+topics:
+  - name: t
+    partitions: 2
+    replication_factor: 3
+    configs:
+      min.insync.replicas: 2
+workload:
+  duration: 1m
+  producers:
+    count: 2
+    acks: all
+    configs:
+      enable.idempotence: true
+nemesis:
+  steps:
+    - fault: pause
+      at: 10s
+      duration: 500ms
+      target: leader:t:1
+checks:
+  max_offline_seconds: 10
+expect:
+  valid: false
+  anomalies: [lost-write]
+"""
+
+
+def load(text: str, **kw):
+    # The faults package's own validation is tested with the library; here: none.
+    return load_scenario("s.yaml", text=text, fault_validator=lambda: None, **kw)
+
+
+def error_of(text: str, **kw) -> ConfigError:
+    with pytest.raises(ConfigError) as err:
+        load(text, **kw)
+    return err.value
+
+
+def test_good_scenario_builds_typed_values():
+    sc = load(GOOD, seed=7)
+    assert sc.seed == 7
+    assert sc.workload.duration == 60.0
+    assert sc.cluster.server_properties == {
+        "replica.lag.time.max.ms": "5000",
+        "auto.create.topics.enable": "false",
+    }
+    assert sc.cluster.broker_properties == {2: {"broker.rack": "r2"}}
+    assert sc.workload.producers.configs == {"enable.idempotence": "true"}
+    step = sc.nemesis.steps[0]
+    assert (step.fault, step.at, step.duration, step.target) == ("pause", 10.0, 0.5, "leader:t:1")
+    assert sc.nemesis.random is None
+    assert sc.expect.valid is False and sc.expect.anomalies == ("lost-write",)
+    assert sc.to_dict()["topics"][0]["configs"] == {"min.insync.replicas": "2"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "field", "words"),
+    [
+        ("  brokers: 3", "  brokers: three", 4, "cluster.brokers", "not of type"),
+        ("    partitions: 2", "    partitions: 2\n    bogus: 1", 14, "topics.0.bogus", "unknown"),
+        ("  duration: 1m", "  duration: 1 minute", 18, "workload.duration", "not a duration"),
+        ("    acks: all", "    acks: some", 21, "workload.producers.acks", "not one of"),
+        ("      target: leader:t:1", "      target: leader:t:2", 29, None, "2 partitions"),
+        ("      target: leader:t:1", "      target: leader:u:0", 29, None, "unknown topic"),
+        ("      target: leader:t:1", "      target: the-boss", 29, None, "not a target"),
+        ("    replication_factor: 3", "    replication_factor: 4", 14, None, "> 3 brokers"),
+        ("      at: 10s", "      at: 70s", 27, "nemesis.steps.0.at", "after the workload"),
+        ("    2:", "    5:", 9, "cluster.broker_properties.5", "no broker 5"),
+        ("  anomalies: [lost-write]", "  anomalies: [lost-wrte]", 34, None, "not one of"),
+        ("  valid: false", "  valid: true", 33, "expect.valid", "cannot contain"),
+    ],
+)
+def test_errors_name_line_and_field(old, new, line, field, words):
+    assert old in GOOD
+    err = error_of(GOOD.replace(old, new))
+    assert err.file == "s.yaml"
+    assert err.line == line, str(err)
+    if field is not None:
+        assert err.field == field
+    assert words in str(err)
+    assert str(err).startswith(f"s.yaml:{line}: ")
+
+
+def test_missing_required_section():
+    err = error_of(GOOD.replace("workload:", "workloads:"))
+    assert "workloads" in str(err) or "workload" in str(err)
+    assert err.line is not None
+
+
+def test_yaml_syntax_error_has_a_line():
+    err = error_of(GOOD.replace("  brokers: 3", "  brokers: [3"))
+    assert err.file == "s.yaml" and err.line is not None and "invalid YAML" in str(err)
+
+
+def test_duplicate_key_rejected():
+    err = error_of(GOOD.replace("  brokers: 3", "  brokers: 3\n  brokers: 4"))
+    assert err.line is not None
+
+
+def test_not_a_mapping():
+    err = error_of("- a\n- b\n")
+    assert "mapping" in str(err)
+
+
+def test_set_overrides_with_dotted_property_names():
+    sc = load(
+        GOOD,
+        overrides=[
+            "workload.duration=30",
+            "cluster.server_properties.log.flush.interval.messages=1",
+            "topics.0.configs.min.insync.replicas=1",
+            "expect.valid=any",
+            "cluster.broker_properties.2.broker.rack=x",
+        ],
+    )
+    assert sc.workload.duration == 30.0
+    assert sc.cluster.server_properties["log.flush.interval.messages"] == "1"
+    assert sc.topics[0].configs["min.insync.replicas"] == "1"
+    assert sc.expect.valid is None
+    assert sc.cluster.broker_properties[2]["broker.rack"] == "x"
+
+
+def test_bad_override_is_attributed_to_set():
+    err = error_of(GOOD, overrides=["cluster.brokers=lots"])
+    assert err.file == "--set" and err.field == "cluster.brokers"
+    assert "--set" in str(err)
+    err = error_of(GOOD, overrides=["topics.3.partitions=1"])
+    assert err.file == "--set"
+    err = error_of(GOOD, overrides=["novalue"])
+    assert "KEY=VALUE" in str(err)
+
+
+def test_broker_config_overlay(tmp_path: Path):
+    props = tmp_path / "server.properties"
+    props.write_text("replica.lag.time.max.ms=30000\nlog.flush.interval.messages = 1\n")
+    sc = load(GOOD, broker_config=props)
+    assert sc.cluster.server_properties["replica.lag.time.max.ms"] == "30000"
+    assert sc.cluster.server_properties["log.flush.interval.messages"] == "1"
+
+
+def test_kafka_version_option():
+    assert load(GOOD, kafka_version="3.4.1").cluster.kafka_version == "3.4.1"
+    err = error_of(GOOD, kafka_version="latest")
+    assert err.file == "--kafka-version"
+
+
+def _only_kill(fault, target, params):
+    if fault != "kill":
+        raise ConfigError(f"unknown fault {fault!r}", field="fault")
+    if params.get("bad"):
+        raise ConfigError("must be a number", field="params.bad")
+
+
+def test_fault_validation_errors_keep_the_scenario_line():
+    src = load_yaml(GOOD, "s.yaml")
+    validate_schema(src)
+    sc = load(GOOD)
+    with pytest.raises(ConfigError) as err:
+        semantic_checks(src, sc, validator=lambda: _only_kill)
+    assert err.value.line == 26 and "unknown fault 'pause'" in str(err.value)
+    assert err.value.field == "nemesis.steps.0.fault"
+    text = GOOD.replace("fault: pause", "fault: kill\n      params: {bad: x}")
+    src = load_yaml(text, "s.yaml")
+    with pytest.raises(ConfigError) as err:
+        semantic_checks(src, load(text), validator=lambda: _only_kill)
+    assert err.value.field == "nemesis.steps.0.params.bad" and err.value.line == 27
+
+
+def test_unreadable_file(tmp_path: Path):
+    with pytest.raises(ConfigError, match="cannot read scenario"):
+        load_scenario(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [(5, 5.0), (1.5, 1.5), ("250ms", 0.25), ("2m", 120.0), ("1h", 3600.0)]
+)
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+def test_parse_duration_rejects():
+    for bad in ("5 s", "abc", True):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+
+
+RANDOM = """\
+  random:
+    faults: [pause, kill]
+    targets: [random, broker-2]
+    min_duration: 2s
+"""
+
+
+def test_random_schedule_and_not_both():
+    text = GOOD.replace(GOOD[GOOD.index("  steps:") : GOOD.index("checks:")], RANDOM)
+    sc = load(text)
+    assert sc.nemesis.random is not None and sc.nemesis.random.faults == ("pause", "kill")
+    assert sc.nemesis.random.min_duration == 2.0 and not sc.nemesis.steps
+    err = error_of(GOOD.replace("checks:", RANDOM + "checks:"))
+    assert err.field == "nemesis.random" and "not both" in str(err)
+    err = error_of(text.replace("broker-2", "broker-9"))
+    assert err.field == "nemesis.random.targets.1" and "no node" in str(err)
