@@ -1,4 +1,4 @@
-"""Topic creation for workloads, tests and benchmarks (idempotent)."""
+"""Topic creation for workloads, the runner, tests and benchmarks (idempotent)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,51 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from harness.errors import WorkloadError
 
 
+def create_new_topics(
+    bootstrap_servers: str,
+    new: Sequence[NewTopic],
+    *,
+    full_isr: Mapping[str, int] | None = None,
+    timeout: float = 60.0,
+) -> None:
+    """Create ``new`` unless they exist, then wait until every partition has a leader.
+
+    ``full_isr`` maps a topic to the ISR size each of its partitions must also reach.
+    """
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    for topic, future in admin.create_topics(list(new), request_timeout=timeout).items():
+        try:
+            future.result(timeout)
+        except KafkaException as exc:
+            if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
+                raise WorkloadError(f"cannot create topic {topic}: {exc.args[0].str()}") from None
+    names = [t.topic for t in new]
+    want = dict(full_isr or {})
+    deadline = time.monotonic() + timeout
+    while True:
+        meta = admin.list_topics(timeout=10)
+        pending = []
+        for name in names:
+            tm = meta.topics.get(name)
+            ready = (
+                tm is not None
+                and tm.error is None
+                and bool(tm.partitions)
+                and all(
+                    p.leader >= 0 and len(p.isrs) >= want.get(name, 0)
+                    for p in tm.partitions.values()
+                )
+            )
+            if not ready:
+                pending.append(name)
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            what = "leader and full ISR" if want else "a leader"
+            raise WorkloadError(f"topics without {what} after {timeout:.0f} s: {pending}")
+        time.sleep(0.5)
+
+
 def ensure_topics(
     bootstrap_servers: str,
     topics: Sequence[str],
@@ -20,32 +65,10 @@ def ensure_topics(
     configs: Mapping[str, str] | None = None,
     timeout: float = 60.0,
 ) -> None:
-    """Create ``topics`` unless they exist, then wait until every partition has a leader."""
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    """Create ``topics`` alike unless they exist, then wait until every partition has a leader."""
     new = [
         NewTopic(t, num_partitions=partitions, replication_factor=replication_factor,
                  config=dict(configs or {}))
         for t in topics
     ]  # fmt: skip
-    for topic, future in admin.create_topics(new, request_timeout=timeout).items():
-        try:
-            future.result(timeout)
-        except KafkaException as exc:
-            if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
-                raise WorkloadError(f"cannot create topic {topic}: {exc}") from exc
-    deadline = time.monotonic() + timeout
-    while True:
-        meta = admin.list_topics(timeout=10)
-        missing = [
-            t
-            for t in topics
-            if t not in meta.topics
-            or meta.topics[t].error is not None
-            or not meta.topics[t].partitions
-            or any(p.leader < 0 for p in meta.topics[t].partitions.values())
-        ]
-        if not missing:
-            return
-        if time.monotonic() > deadline:
-            raise WorkloadError(f"topics without leaders after {timeout:.0f} s: {missing}")
-        time.sleep(0.5)
+    create_new_topics(bootstrap_servers, new, timeout=timeout)

@@ -6,19 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-INJECTABLE: tuple[str, ...] = (
-    "lost-write",
-    "uncommitted-read",
-    "aborted-read",
-    "duplicate",
-    "inconsistent-offset",
-    "nonmonotonic-poll",
-    "poll-skip",
-    "acked-below-min-isr",
-    "unclean-election",
-    "unseen",
-    "offline",
-)
+from harness.checker.model import KINDS
+
+# Every anomaly kind of format v1 can be injected; the list is the checker's own.
+INJECTABLE: tuple[str, ...] = KINDS
 
 INVALIDATING = frozenset(INJECTABLE) - {"unseen", "offline"}
 

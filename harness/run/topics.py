@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import time
-
-from harness.errors import ClusterError
+from harness.errors import ClusterError, WorkloadError
 from harness.scenario.model import TopicConfig
 
 
 def create_topics(
     bootstrap_servers: str, topics: tuple[TopicConfig, ...], timeout: float = 60.0
 ) -> None:
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    """Create the topics and wait until every partition has a leader and a full ISR."""
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    from workloads.topics import create_new_topics
+
     new = []
     for t in topics:
         if t.assignment:
@@ -37,29 +36,12 @@ def create_topics(
                     config=dict(t.configs),
                 )
             )
-    for name, future in admin.create_topics(new, request_timeout=timeout).items():
-        try:
-            future.result(timeout)
-        except KafkaException as exc:
-            if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
-                raise ClusterError(f"cannot create topic {name}: {exc.args[0].str()}") from None
-    deadline = time.monotonic() + timeout
-    names = [t.name for t in topics]
-    want = {t.name: t.replication_factor for t in topics}
-    while True:
-        meta = admin.list_topics(timeout=10)
-        pending = []
-        for name in names:
-            tm = meta.topics.get(name)
-            if tm is None or tm.error is not None or not tm.partitions:
-                pending.append(name)
-                continue
-            if any(p.leader < 0 or len(p.isrs) < want[name] for p in tm.partitions.values()):
-                pending.append(name)
-        if not pending:
-            return
-        if time.monotonic() > deadline:
-            raise ClusterError(
-                f"topics not ready (leader and full ISR) after {timeout:.0f} s: {pending}"
-            )
-        time.sleep(0.5)
+    try:
+        create_new_topics(
+            bootstrap_servers,
+            new,
+            full_isr={t.name: t.replication_factor for t in topics},
+            timeout=timeout,
+        )
+    except WorkloadError as exc:
+        raise ClusterError(str(exc)) from None

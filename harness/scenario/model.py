@@ -12,20 +12,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from harness.checker.model import KINDS
+
 Verdict = Literal[True, False, "unknown"]
-ANOMALY_KINDS: tuple[str, ...] = (
-    "lost-write",
-    "uncommitted-read",
-    "aborted-read",
-    "duplicate",
-    "inconsistent-offset",
-    "nonmonotonic-poll",
-    "poll-skip",
-    "acked-below-min-isr",
-    "unclean-election",
-    "unseen",
-    "offline",
-)
+# The anomaly kinds `expect` may name: the checker's vocabulary, defined once there.
+ANOMALY_KINDS: tuple[str, ...] = KINDS
 
 
 @dataclass(frozen=True)
