@@ -1,0 +1,28 @@
+"""Spark loss analysis of kchaos runs (one run or many, embedded or on a cluster).
+
+Public API: ``run_job`` (analyse run directories, write their outputs), ``export_parquet``
+(a Parquet copy of a history), ``DATA_KINDS``. Imported lazily, so that
+``python -m harness.analysis.job`` runs the module once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["DATA_KINDS", "JobResult", "RunSummary", "export_parquet", "run_job"]
+
+_HOMES = {
+    "DATA_KINDS": "harness.analysis.schema",
+    "JobResult": "harness.analysis.job",
+    "RunSummary": "harness.analysis.job",
+    "run_job": "harness.analysis.job",
+    "export_parquet": "harness.analysis.export",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(name)
+    import importlib
+
+    return getattr(importlib.import_module(_HOMES[name]), name)

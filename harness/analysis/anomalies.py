@@ -1,0 +1,209 @@
+"""The data anomalies of format v1 as Spark queries, over all runs at once.
+
+Each query returns rows of one shape (``COLUMNS``), one row per counted anomaly:
+- lost-write: one per acknowledged send lost;
+- uncommitted-read: one per value polled but not in its partition's drain;
+- aborted-read: one per failed value that any reader returned;
+- duplicate: one per value read at two or more positions;
+- inconsistent-offset: one per position where two different values were seen;
+- unseen: one per acknowledged send of an undrained partition that no reader saw.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.analysis.tables import PART, Tables
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+COLUMNS = ["rk", "kind", "value", "topic", "partition", "offset", "index", "time", "detail"]
+
+
+def _shape(df: DataFrame, kind: str, index: Column, time: Column, **detail: Column) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    info = F.to_json(F.struct(*[c.alias(k) for k, c in detail.items()])) if detail else F.lit("{}")
+    return df.select(
+        "rk",
+        F.lit(kind).alias("kind"),
+        "value",
+        "topic",
+        "partition",
+        F.col("offset").cast("long").alias("offset"),
+        index.cast("long").alias("index"),
+        time.cast("long").alias("time"),
+        info.alias("detail"),
+    )
+
+
+def _acked(t: Tables) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return t.sends.filter(F.col("outcome") == "ok")
+
+
+def lost_write(t: Tables) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    # Lost: not in the partition's drain, or acknowledged at or above its high watermark.
+    marked = t.drain_values.withColumn("in_drain", F.lit(True))
+    lost = (
+        _acked(t)
+        .join(t.drained, PART)
+        .filter(F.col("offset") >= F.col("lso"))
+        .join(marked, [*PART, "value"], "left")
+        .filter(F.col("in_drain").isNull() | (F.col("offset") >= F.col("hwm")))
+    )
+    return _shape(
+        lost,
+        "lost-write",
+        F.col("i_done"),
+        F.col("t_done"),
+        invoke_index=F.col("i_invoke"),
+        ok_index=F.col("i_done"),
+        log_start_offset=F.col("lso"),
+        high_watermark=F.col("hwm"),
+        drain_end_index=F.col("i_end"),
+    )
+
+
+def uncommitted_read(t: Tables) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    polled = t.reads.filter(F.col("src") == "poll")
+    bad = (
+        polled.join(t.drained, PART)
+        .filter(F.col("offset") >= F.col("lso"))
+        .join(t.drain_values, [*PART, "value"], "left_anti")
+        .groupBy("rk", "value")
+        .agg(
+            F.min(F.struct("index", "topic", "partition", "offset", "lso", "time")).alias("r"),
+            F.count(F.lit(1)).alias("times_read"),
+            F.slice(F.sort_array(F.collect_set("index")), 1, 5).alias("poll_indexes"),
+        )
+        .select("rk", "value", "r.*", "times_read", "poll_indexes")
+    )
+    return _shape(
+        bad,
+        "uncommitted-read",
+        F.col("index"),
+        F.col("time"),
+        poll_indexes=F.col("poll_indexes"),
+        times_read=F.col("times_read"),
+        log_start_offset=F.col("lso"),
+    )
+
+
+def aborted_read(t: Tables) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    failed = t.sends.filter(F.col("outcome") == "fail").select(
+        "rk", "value", F.col("i_done").alias("fail_index")
+    )
+    found = (
+        t.reads.join(failed, ["rk", "value"])
+        .groupBy("rk", "value")
+        .agg(
+            F.min(F.struct("index", "topic", "partition", "offset", "time", "src")).alias("r"),
+            F.first("fail_index").alias("fail_index"),
+            F.count(F.lit(1)).alias("times_read"),
+        )
+        .select("rk", "value", "r.*", "fail_index", "times_read")
+    )
+    return _shape(
+        found,
+        "aborted-read",
+        F.col("index"),
+        F.col("time"),
+        fail_index=F.col("fail_index"),
+        read_index=F.col("index"),
+        reader=F.col("src"),
+        times_read=F.col("times_read"),
+    )
+
+
+def duplicate(t: Tables) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    pos = F.struct("topic", "partition", "offset")
+    dup = (
+        t.reads.groupBy("rk", "value")
+        .agg(
+            F.min(pos).alias("lo"),
+            F.max(pos).alias("hi"),
+            F.min("index").alias("first"),
+            F.min("time").alias("t"),
+        )
+        .filter(F.col("lo") != F.col("hi"))
+        .select("rk", "value", "lo.*", "hi", "first", "t")
+    )
+    return _shape(
+        dup,
+        "duplicate",
+        F.col("first"),
+        F.col("t"),
+        other_position=F.col("hi"),
+    )
+
+
+def inconsistent_offset(t: Tables) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    seen = t.reads.select(*PART, "offset", "value", "index", "time")
+    acks = _acked(t).filter(F.col("offset") >= 0)
+    acked = acks.select(*PART, "offset", "value", F.col("i_done").alias("index"), "t_done")
+    both = seen.unionByName(acked.withColumnRenamed("t_done", "time"))
+    bad = (
+        both.filter(F.col("offset").isNotNull())
+        .groupBy(*PART, "offset")
+        .agg(
+            F.min("value").alias("value"),
+            F.max("value").alias("other_value"),
+            F.min("index").alias("first"),
+            F.min("time").alias("t"),
+        )
+        .filter(F.col("value") != F.col("other_value"))
+    )
+    return _shape(
+        bad, "inconsistent-offset", F.col("first"), F.col("t"), other=F.col("other_value")
+    )
+
+
+def unseen(t: Tables) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    seen_values = t.reads.select("rk", "value").distinct()
+    missing = (
+        _acked(t)
+        .join(t.drained.select(*PART), PART, "left_anti")
+        .join(seen_values, ["rk", "value"], "left_anti")
+    )
+    return _shape(
+        missing,
+        "unseen",
+        F.col("i_done"),
+        F.col("t_done"),
+        invoke_index=F.col("i_invoke"),
+        ok_index=F.col("i_done"),
+    )
+
+
+QUERIES = {
+    "lost-write": lost_write,
+    "uncommitted-read": uncommitted_read,
+    "aborted-read": aborted_read,
+    "duplicate": duplicate,
+    "inconsistent-offset": inconsistent_offset,
+    "unseen": unseen,
+}
+
+
+def all_anomalies(t: Tables) -> DataFrame:
+    """Every data anomaly of every run, one DataFrame of ``COLUMNS``."""
+    frames = [query(t) for query in QUERIES.values()]
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out

@@ -1,0 +1,255 @@
+"""The analysis job: one Spark session, every run directory unioned, every output written.
+
+Runnable three ways, unchanged:
+
+    kchaos analyze RUN_DIR [RUN_DIR ...] [--master URL] [--out DIR]
+    python -m harness.analysis.job RUN_DIR ...
+    spark-submit --master spark://HOST:7077 harness/analysis/job.py RUN_DIR ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make `harness` importable
+    _here = str(Path(__file__).resolve().parent)
+    # this directory's modules (session, schema, ...) must not shadow anything top-level
+    sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != _here]
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from harness.analysis.anomalies import all_anomalies
+from harness.analysis.load import load_events, precheck
+from harness.analysis.outputs import write_run_outputs
+from harness.analysis.runs import RunInput, resolve_runs
+from harness.analysis.schema import DATA_KINDS, NOT_INVALID
+from harness.analysis.session import spark_errors, start_session
+from harness.analysis.tables import build_tables, unpersist
+from harness.analysis.trend import write_trend
+from harness.analysis.windows import fault_lines, window_stats
+from harness.errors import KchaosError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What the job found in one run (``summary`` is summary.json's content)."""
+
+    run: RunInput
+    summary: dict[str, Any]
+    windows: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    runs: list[RunSummary]
+    trend_dir: Path | None
+    seconds: dict[str, float]
+
+
+def verdict(counts: dict[str, int]) -> bool | str:
+    """Invalid over unknown over valid, from the data anomaly counts."""
+    if any(n > 0 for kind, n in counts.items() if kind not in NOT_INVALID):
+        return False
+    if counts.get("unseen", 0) > 0:
+        return "unknown"
+    return True
+
+
+def _stats(loaded: Any, tables: Any) -> dict[int, dict[str, Any]]:
+    """Per run: events, sends by outcome, polls, records read and drained (no new scan)."""
+    stats: dict[int, dict[str, Any]] = {}
+    for rk, rows in loaded.counts.items():
+        s: dict[str, Any] = {
+            "events": 0,
+            "end_ns": 0,
+            "sends": {"invoke": 0, "ok": 0, "fail": 0, "info": 0},
+            "polls": 0,
+            "records_polled": 0,
+            "records_drained": 0,
+            "partitions_drained": 0,
+        }
+        for f, type_, n, end, records in rows:
+            s["events"] += n
+            s["end_ns"] = max(s["end_ns"], end)
+            if f == "send" and type_ in s["sends"]:
+                s["sends"][type_] += n
+            elif f == "poll" and type_ == "ok":
+                s["polls"] += n
+                s["records_polled"] += records
+            elif f == "drain" and type_ == "ok":
+                s["records_drained"] += records
+        stats[rk] = s
+    for row in tables.drained.collect():
+        if row["rk"] in stats:
+            stats[row["rk"]]["partitions_drained"] += 1
+    return stats
+
+
+def _anomaly_report(anomalies: Any, examples: int) -> dict[int, dict[str, dict[str, Any]]]:
+    """Counts and the first examples of every kind in every run, in one Spark job."""
+    import orjson
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    group = Window.partitionBy("rk", "kind")
+    order = group.orderBy("index", "value", "offset")
+    first = (
+        anomalies.withColumn("n", F.row_number().over(order))
+        .withColumn("total", F.count(F.lit(1)).over(group))
+        .filter(F.col("n") <= max(examples, 1))
+    )
+    report: dict[int, dict[str, dict[str, Any]]] = {}
+    for r in first.orderBy("rk", "kind", "n").collect():
+        entry = report.setdefault(r["rk"], {}).setdefault(
+            r["kind"], {"count": r["total"], "examples": []}
+        )
+        if r["n"] > examples:
+            continue
+        entry["examples"].append(
+            {
+                "value": r["value"],
+                "topic": r["topic"],
+                "partition": r["partition"],
+                "offset": r["offset"],
+                "index": r["index"],
+                **orjson.loads(r["detail"]),
+            }
+        )
+    return report
+
+
+def _laps(seconds: dict[str, float], start: float) -> Any:
+    """A function recording the seconds since its previous call under a phase name."""
+    last = [start]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        seconds[name] = round(now - last[0], 3)
+        last[0] = now
+
+    return lap
+
+
+def run_job(
+    run_args: list[Path],
+    *,
+    master: str | None = None,
+    out: Path | None = None,
+    prefer: str = "auto",
+    examples: int = EXAMPLES,
+    spark: SparkSession | None = None,
+    trend: bool | None = None,
+    write: bool = True,
+    driver_memory: str = "2g",
+) -> JobResult:
+    """Analyse every run in ``run_args`` in one session; write every output.
+
+    ``spark`` reuses a session (it is not stopped); ``trend`` forces the cross-run table
+    on or off (default: on for several runs or with ``out``); ``write=False`` only
+    returns the results.
+    """
+    from pyspark import StorageLevel
+
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+    runs = resolve_runs(run_args, prefer)
+    precheck(runs)  # cheap input errors before paying for a JVM
+    own = spark is None
+    session = spark if spark is not None else start_session(master, driver_memory=driver_memory)
+    seconds["startup"] = time.perf_counter() - t0
+    try:
+        t1 = time.perf_counter()
+        files = {r.key: str(r.history) for r in runs}
+        loaded = load_events(session, runs)
+        lap = _laps(seconds, t1)
+        lap("load")
+        with spark_errors("the analysis"):
+            tables = build_tables(loaded.events, files)
+            lap("tables")
+            stats = _stats(loaded, tables)
+            lap("stats")
+            anomalies = all_anomalies(tables).persist(StorageLevel.MEMORY_AND_DISK)
+            report = _anomaly_report(anomalies, examples)
+            lap("anomalies")
+            faults = fault_lines(loaded.events)
+            ends = {r.key: stats.get(r.key, {}).get("end_ns", 0) for r in runs}
+            windows = window_stats(session, tables.sends, anomalies, faults, ends)
+            lap("windows")
+            results: list[RunSummary] = []
+            for run in runs:
+                found = report.get(run.key, {})
+                counts = {kind: found[kind]["count"] for kind in DATA_KINDS if kind in found}
+                s = stats.get(run.key, {})
+                mine = [w for w in windows if w["rk"] == run.key]
+                s.setdefault("sends", {})["in_flight"] = sum(w["in_flight"] for w in mine)
+                s.update(
+                    faults=len([f for f in faults.get(run.key, []) if f.phase == "start"]),
+                    torn_last_line=loaded.torn.get(run.key),
+                    history=str(run.history),
+                    input=run.fmt,
+                    engine="spark",
+                    kinds_checked=list(DATA_KINDS),
+                )
+                summary = {
+                    "valid": verdict(counts),
+                    "anomalies": {k: found[k] for k in DATA_KINDS if k in found},
+                    "stats": s,
+                }
+                results.append(RunSummary(run, summary, mine))
+            trend_dir = None
+            if write:
+                write_run_outputs(session, results)
+                lap("write")
+            if write and (trend if trend is not None else (out is not None or len(runs) > 1)):
+                trend_dir = write_trend(session, results, out)
+                lap("trend")
+            anomalies.unpersist()
+            unpersist(tables)
+            loaded.events.unpersist()
+        seconds["total"] = time.perf_counter() - t0
+        return JobResult(results, trend_dir, seconds)
+    finally:
+        if own:
+            session.stop()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kchaos-analyze", description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="+", type=Path, help="run directories or directories of runs")
+    p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    p.add_argument("--out", type=Path, default=None, help="where the cross-run table goes")
+    p.add_argument("--input", choices=["auto", "jsonl", "parquet"], default="auto")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for ``python -m`` and ``spark-submit``; exit codes as ``kchaos analyze``."""
+    args = _parser().parse_args(argv)
+    try:
+        result = run_job(args.runs, master=args.master, out=args.out, prefer=args.input)
+    except KchaosError as exc:
+        print(f"kchaos: {exc}", file=sys.stderr)
+        return exc.exit_code
+    for rs in result.runs:
+        print(f"{rs.run.path}: valid={str(rs.summary['valid']).lower()}")
+    return exit_code([rs.summary["valid"] for rs in result.runs])
+
+
+def exit_code(verdicts: list[bool | str]) -> int:
+    """0 all valid, 1 any invalid, 2 any unknown (and none invalid), as `kchaos check`."""
+    if any(v is False for v in verdicts):
+        return 1
+    return 2 if any(v == "unknown" for v in verdicts) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

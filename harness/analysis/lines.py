@@ -1,0 +1,104 @@
+"""Plain-Python checks of single history lines, used only on the error path.
+
+Spark tells the job THAT some line is corrupt; these functions say WHICH line and WHAT is
+wrong with it, so the message names file, line and field as the project requires.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harness.analysis.schema import OPTIONAL, RECORD_FIELDS, REQUIRED, TYPES
+from harness.errors import HistoryError
+
+
+def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, types)
+
+
+def line_problem(text: str) -> tuple[str | None, str] | None:
+    """(field, what is wrong) for one line, or None when the line is fine."""
+    try:
+        event = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        return None, f"not JSON ({exc})"
+    if not isinstance(event, dict):
+        return None, "not a JSON object"
+    for name, types in REQUIRED.items():
+        if name not in event or event[name] is None:
+            return name, "missing"
+        if not _type_ok(event[name], types):
+            return name, f"expected {' or '.join(t.__name__ for t in types)}"
+    if event["type"] not in TYPES:
+        return "type", f"unknown type {event['type']!r}"
+    for name, types in OPTIONAL.items():
+        if event.get(name) is not None and not _type_ok(event[name], types):
+            return name, f"expected {' or '.join(t.__name__ for t in types)}"
+    for i, record in enumerate(event.get("records") or []):
+        if not isinstance(record, dict):
+            return f"records[{i}]", "expected an object"
+        for name, types in RECORD_FIELDS.items():
+            if record.get(name) is None or not _type_ok(record[name], types):
+                return f"records[{i}].{name}", "missing or mistyped"
+    return None
+
+
+def last_line(path: Path) -> str:
+    """The last non-empty line of a file, read from its end."""
+    with path.open("rb") as fh:
+        fh.seek(0, 2)
+        end = fh.tell()
+        block = 1 << 16
+        data = b""
+        pos = end
+        while pos > 0:
+            step = min(block, pos)
+            pos -= step
+            fh.seek(pos)
+            data = fh.read(step) + data
+            stripped = data.rstrip(b"\r\n\t ")
+            if b"\n" in stripped or pos == 0:
+                return stripped.rsplit(b"\n", 1)[-1].decode("utf-8", "replace")
+    return ""
+
+
+def ends_with_newline(path: Path) -> bool:
+    """True when the file's last byte is a newline (its last line is complete)."""
+    with path.open("rb") as fh:
+        fh.seek(0, 2)
+        if fh.tell() == 0:
+            return True
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"
+
+
+def count_lines(path: Path) -> int:
+    """The number of the last non-empty line (1-based)."""
+    number = 0
+    last_nonempty = 0
+    with path.open("rb") as fh:
+        for raw in fh:
+            number += 1
+            if raw.strip():
+                last_nonempty = number
+    return last_nonempty
+
+
+def first_bad_line(path: Path, skip_last: bool) -> HistoryError:
+    """The error for the first bad line of ``path`` (a torn last line excepted)."""
+    last = count_lines(path) if skip_last else -1
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            text = raw.decode("utf-8", "replace").strip()
+            if not text or number == last:
+                continue
+            problem = line_problem(text)
+            if problem is not None:
+                field, what = problem
+                return HistoryError(what, file=str(path), line=number, field=field)
+    return HistoryError("a line does not fit history format v1", file=str(path))

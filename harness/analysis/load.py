@@ -1,0 +1,157 @@
+"""Read the histories of many runs into ONE cached DataFrame, checked against format v1.
+
+Every row carries ``rk``, the run's small integer key. JSON lines are parsed once, with
+the explicit schema; the result is cached, so every later query reads memory, not JSON.
+A torn last line is dropped and reported; any other bad line ends the job with a
+HistoryError naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from harness.analysis.lines import (
+    count_lines,
+    ends_with_newline,
+    first_bad_line,
+    last_line,
+    line_problem,
+)
+from harness.analysis.runs import RunInput
+from harness.analysis.schema import CORRUPT, REQUIRED, TYPES, column_names, history_schema
+from harness.analysis.session import spark_errors
+from harness.errors import HistoryError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+_RUN_DIR = r"^(.*)/history\.(?:jsonl|parquet)(?:/.*)?$"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The events of every run (cached) and what loading found per run key."""
+
+    events: DataFrame
+    torn: dict[int, int] = field(default_factory=dict)  # run key -> line number dropped
+    lines: dict[int, int] = field(default_factory=dict)  # run key -> events kept
+    # run key -> (f, type, lines, latest time, records in them) of its valid lines
+    counts: dict[int, list[tuple[str, str, int, int, int]]] = field(default_factory=dict)
+
+
+def _with_run_key(spark: SparkSession, df: DataFrame, runs: list[RunInput]) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    # Spark names files by URI (file:/a%20b/history.jsonl); decode back to a plain path.
+    raw = F.regexp_replace(F.col("_metadata.file_path"), r"^file:/+", "/")
+    path = F.url_decode(F.regexp_replace(raw, r"\+", "%2B"))
+    keys = spark.createDataFrame([(str(r.path), r.key) for r in runs], "dir string, rk int")
+    return (
+        df.withColumn("dir", F.regexp_extract(path, _RUN_DIR, 1))
+        .join(F.broadcast(keys), "dir")
+        .drop("dir")
+    )
+
+
+def _read(spark: SparkSession, runs: list[RunInput]) -> DataFrame:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    cols = ["rk", *column_names(), CORRUPT]
+    parts: list[DataFrame] = []
+    jsonl = [r for r in runs if r.fmt == "jsonl"]
+    parquet = [r for r in runs if r.fmt == "parquet"]
+    if jsonl:
+        df = (
+            spark.read.schema(history_schema())
+            .option("mode", "PERMISSIVE")
+            .option("columnNameOfCorruptRecord", CORRUPT)
+            .json([str(r.history) for r in jsonl])
+        )
+        parts.append(_with_run_key(spark, df, jsonl).select(*cols))
+    for run in parquet:  # each copy is its own partitioned table (by f)
+        df = spark.read.schema(history_schema(with_corrupt=False)).parquet(str(run.history))
+        df = df.withColumn("rk", F.lit(run.key)).withColumn(CORRUPT, F.lit(None).cast(StringType()))
+        parts.append(df.select(*cols))
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out
+
+
+def precheck(runs: list[RunInput]) -> None:
+    for run in runs:
+        if run.fmt == "jsonl" and run.history.stat().st_size == 0:
+            raise HistoryError("empty history: no events", file=str(run.history))
+
+
+def load_events(spark: SparkSession, runs: list[RunInput]) -> Loaded:
+    """Parse, cache and validate the histories of ``runs``."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    precheck(runs)
+    with spark_errors("reading the histories"):
+        raw = _read(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
+        corrupt = F.col(CORRUPT).isNotNull()
+        missing = F.lit(False)
+        for name in REQUIRED:
+            missing = missing | F.col(name).isNull()
+        bad = (~corrupt) & (missing | ~F.col("type").isin(*TYPES))
+        # One pass: validity per run, and the per-(f, type) counts the stats need.
+        rows = (
+            raw.groupBy("rk", "f", "type")
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.sum(corrupt.cast("int")).alias("corrupt"),
+                F.sum(bad.cast("int")).alias("bad"),
+                F.max(F.col(CORRUPT)).alias("text"),
+                F.max("time").alias("end"),
+                F.sum(F.coalesce(F.size("records"), F.lit(0))).alias("records"),
+            )
+            .collect()
+        )
+    by_key: dict[int, dict[str, Any]] = {}
+    counts: dict[int, list[tuple[str, str, int, int, int]]] = {}
+    for row in rows:
+        agg = by_key.setdefault(row["rk"], {"n": 0, "corrupt": 0, "bad": 0, "text": None})
+        agg["n"] += row["n"]
+        agg["corrupt"] += int(row["corrupt"] or 0)
+        agg["bad"] += int(row["bad"] or 0)
+        agg["text"] = agg["text"] or row["text"]
+        valid = row["n"] - int(row["corrupt"] or 0)
+        if row["f"] is not None and row["type"] is not None and valid > 0:
+            counts.setdefault(row["rk"], []).append(
+                (row["f"], row["type"], valid, int(row["end"] or 0), int(row["records"] or 0))
+            )
+    torn: dict[int, int] = {}
+    kept: dict[int, int] = {}
+    for run in runs:
+        got = by_key.get(run.key)
+        if got is None:
+            raise HistoryError("empty history: no events", file=str(run.history))
+        n_corrupt, n_bad = got["corrupt"], got["bad"]
+        if n_corrupt or n_bad:
+            # Torn, as the checker has it: the last line unparseable AND without its newline.
+            tail_bad = (
+                run.fmt == "jsonl"
+                and not ends_with_newline(run.history)
+                and line_problem(last_line(run.history)) is not None
+            )
+            only_tail = (
+                n_bad == 0
+                and n_corrupt == 1
+                and tail_bad
+                and (got["text"] or "").strip() == last_line(run.history).strip()
+            )
+            if not only_tail:
+                if run.fmt != "jsonl":
+                    raise HistoryError("rows missing required fields", file=str(run.history))
+                raise first_bad_line(run.history, skip_last=tail_bad)
+            torn[run.key] = count_lines(run.history)
+        kept[run.key] = got["n"] - n_corrupt
+        if kept[run.key] == 0:
+            raise HistoryError("empty history: no complete event", file=str(run.history))
+    events = raw.filter(F.col(CORRUPT).isNull()).drop(CORRUPT)
+    return Loaded(events=events, torn=torn, lines=kept, counts=counts)

@@ -1,0 +1,152 @@
+"""Run directories: which ones to analyse, which history file each one has, and run.json."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HistoryError
+
+JSONL = "history.jsonl"
+PARQUET = "history.parquet"
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """One run directory to analyse; ``key`` is its small integer id inside the job."""
+
+    key: int
+    path: Path
+    fmt: str  # "jsonl" or "parquet"
+
+    @property
+    def history(self) -> Path:
+        return self.path / (JSONL if self.fmt == "jsonl" else PARQUET)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def _is_run(path: Path) -> bool:
+    return (path / JSONL).is_file() or (path / PARQUET).is_dir()
+
+
+def _format_of(path: Path, prefer: str) -> str:
+    jsonl, parquet = path / JSONL, path / PARQUET
+    if prefer == "jsonl" or not parquet.is_dir():
+        if not jsonl.is_file():
+            raise HistoryError(f"no {JSONL} here", file=str(path))
+        return "jsonl"
+    if prefer == "parquet" or not jsonl.is_file():
+        return "parquet"
+    # auto: the Parquet copy only when it is at least as new as the history it copies.
+    return "parquet" if parquet.stat().st_mtime >= jsonl.stat().st_mtime else "jsonl"
+
+
+def resolve_runs(args: list[Path], prefer: str = "auto") -> list[RunInput]:
+    """Expand the arguments into run directories.
+
+    An argument is a run directory (it holds history.jsonl or history.parquet) or a
+    directory of run directories. Anything else is an error naming the argument.
+    """
+    if not args:
+        raise HistoryError("no run directory given")
+    found: list[Path] = []
+    for arg in args:
+        if not arg.exists():
+            raise HistoryError("no such directory", file=str(arg))
+        if not arg.is_dir():
+            raise HistoryError("not a directory (give the run directory)", file=str(arg))
+        if _is_run(arg):
+            found.append(arg.resolve())
+            continue
+        children = sorted(c.resolve() for c in arg.iterdir() if c.is_dir() and _is_run(c))
+        if not children:
+            raise HistoryError(
+                f"neither a run directory (no {JSONL}) nor a directory of runs", file=str(arg)
+            )
+        found.extend(children)
+    unique = list(dict.fromkeys(found))
+    return [RunInput(i, p, _format_of(p, prefer)) for i, p in enumerate(unique)]
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object file (run.json, results.json), None when absent."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise HistoryError(f"not valid JSON: {exc}", file=str(path)) from exc
+    if not isinstance(data, dict):
+        raise HistoryError("not a JSON object", file=str(path))
+    return data
+
+
+# Settings the cross-run table shows, by the names Kafka gives them.
+KEY_CONFIGS: tuple[str, ...] = (
+    "acks",
+    "enable.idempotence",
+    "min.insync.replicas",
+    "replication.factor",
+    "unclean.leader.election.enable",
+    "log.flush.interval.messages",
+    "log.flush.interval.ms",
+    "flush.messages",
+    "flush.ms",
+)
+
+
+def _walk(node: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], str, Any]]:
+    out: list[tuple[tuple[str, ...], str, Any]] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, dict | list):
+                out.extend(_walk(value, (*path, str(key))))
+            else:
+                out.append((path, str(key), value))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out.extend(_walk(value, (*path, str(i))))
+    return out
+
+
+def _pick(run: dict[str, Any], names: tuple[str, ...]) -> Any:
+    """The first scalar found under any of ``names`` (shallowest first)."""
+    best: tuple[int, Any] | None = None
+    for path, key, value in _walk(run):
+        if key in names and value is not None and (best is None or len(path) < best[0]):
+            best = (len(path), value)
+    return None if best is None else best[1]
+
+
+def _config_values(run: dict[str, Any], key: str) -> str | None:
+    """Every distinct value ``key`` has anywhere in run.json, joined ("all", "1|all")."""
+    names = {key, key.replace(".", "_")}  # "replication_factor" as scenario files spell it
+    values = sorted({str(v).lower() for _, k, v in _walk(run) if k in names and v is not None})
+    if not values:
+        # Kafka env style (KAFKA_MIN_INSYNC_REPLICAS) as the images take them.
+        env = "KAFKA_" + key.upper().replace(".", "_")
+        values = sorted({str(v).lower() for _, k, v in _walk(run) if k == env})
+    return "|".join(values) if values else None
+
+
+def run_facts(path: Path) -> dict[str, Any]:
+    """Scenario, Kafka version and key configs from run.json (None where not stated)."""
+    run = read_json(path / "run.json") or {}
+    facts: dict[str, Any] = {
+        "run_id": _pick(run, ("run_id", "id")) or path.name,
+        "scenario": _pick(run, ("scenario", "scenario_name", "name")),
+        "kafka_version": _pick(run, ("kafka_version",)),
+        "seed": _pick(run, ("seed",)),
+        "started": _pick(run, ("start", "started", "started_at", "wall_start")),
+    }
+    for key in KEY_CONFIGS:
+        facts[key] = _config_values(run, key)
+    for name in ("run_id", "scenario", "kafka_version", "seed", "started"):
+        if facts[name] is not None:
+            facts[name] = str(facts[name])
+    return facts

@@ -1,0 +1,107 @@
+"""The explicit Spark schema of history format v1 (only the fields the analysis reads).
+
+No inference: every line is parsed against this schema. A line whose field does not fit
+its type (an ``index`` that is a string, say) becomes a corrupt record and is reported
+with its line number; fields the analysis does not use are never parsed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+# The anomaly kinds of format v1 that are about data; the Spark job reports these.
+DATA_KINDS: tuple[str, ...] = (
+    "lost-write",
+    "uncommitted-read",
+    "aborted-read",
+    "duplicate",
+    "inconsistent-offset",
+    "unseen",
+)
+# Kinds that do not make a run invalid (they make it "unknown" at most).
+NOT_INVALID: frozenset[str] = frozenset({"unseen", "offline"})
+
+CORRUPT = "_corrupt"
+
+# Fields every line has, and the Python types a line-by-line validator expects of them.
+REQUIRED: dict[str, tuple[type, ...]] = {
+    "index": (int,),
+    "time": (int,),
+    "process": (int, str),
+    "type": (str,),
+    "f": (str,),
+}
+# Optional fields the analysis reads, with their expected JSON types.
+OPTIONAL: dict[str, tuple[type, ...]] = {
+    "topic": (str,),
+    "partition": (int,),
+    "offset": (int,),
+    "value": (str,),
+    "error": (str,),
+    "records": (list,),
+    "log_start_offset": (int,),
+    "high_watermark": (int,),
+    "phase": (str,),
+    "id": (str,),
+    "fault": (str,),
+    "targets": (list,),
+}
+RECORD_FIELDS: dict[str, tuple[type, ...]] = {
+    "topic": (str,),
+    "partition": (int,),
+    "offset": (int,),
+    "value": (str,),
+}
+TYPES = frozenset({"invoke", "ok", "fail", "info"})
+
+
+def history_schema(with_corrupt: bool = True) -> StructType:
+    """The schema history.jsonl is read with (plus the corrupt-record column)."""
+    from pyspark.sql.types import (
+        ArrayType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    record = StructType(
+        [
+            StructField("topic", StringType()),
+            StructField("partition", IntegerType()),
+            StructField("offset", LongType()),
+            StructField("value", StringType()),
+        ]
+    )
+    fields = [
+        StructField("index", LongType()),
+        StructField("time", LongType()),
+        # int or string in the file: a string column keeps both ("3", "nemesis").
+        StructField("process", StringType()),
+        StructField("type", StringType()),
+        StructField("f", StringType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("value", StringType()),
+        StructField("error", StringType()),
+        StructField("records", ArrayType(record)),
+        StructField("log_start_offset", LongType()),
+        StructField("high_watermark", LongType()),
+        StructField("phase", StringType()),
+        StructField("id", StringType()),
+        StructField("fault", StringType()),
+        StructField("targets", ArrayType(StringType())),
+    ]
+    if with_corrupt:
+        fields.append(StructField(CORRUPT, StringType()))
+    return StructType(fields)
+
+
+def column_names() -> list[str]:
+    """The history columns, in schema order, without the corrupt-record column."""
+    return [*REQUIRED, *OPTIONAL]

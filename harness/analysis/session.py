@@ -1,0 +1,126 @@
+"""One quiet Spark session per invocation, and JVM errors turned into kchaos errors.
+
+The session is embedded (``local[*]``) unless a master URL is given, or unless the job
+runs under ``spark-submit``, which has already chosen the master. The JVM's own logging
+goes to a file, never to the console: a failing job prints one line, not a stack trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.errors import AnalysisError, KchaosError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+JAVA17 = Path("/usr/lib/jvm/java-17-openjdk-amd64")
+
+_LOG4J = """\
+status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{HH:mm:ss.SSS}} %p %c{{1}}: %m%n
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+"""
+
+
+def under_spark_submit() -> bool:
+    """True when spark-submit started this Python process (it then owns the master)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def log_path() -> Path:
+    """Where the JVM of this process logs (one file per process)."""
+    return Path(tempfile.gettempdir()) / f"kchaos-spark-{os.getpid()}.log"
+
+
+def _log4j_file() -> Path:
+    conf = Path(tempfile.gettempdir()) / f"kchaos-spark-log4j2-{os.getpid()}.properties"
+    conf.write_text(_LOG4J.format(log=log_path()))
+    return conf
+
+
+def _ensure_java() -> None:
+    if os.environ.get("JAVA_HOME"):
+        return
+    if JAVA17.is_dir():
+        os.environ["JAVA_HOME"] = str(JAVA17)
+    elif shutil.which("java") is None:
+        raise AnalysisError("Spark needs Java 17: set JAVA_HOME or install openjdk-17")
+
+
+def start_session(
+    master: str | None = None,
+    *,
+    app_name: str = "kchaos-analyze",
+    shuffle_partitions: int = 4,
+    driver_memory: str = "2g",
+) -> SparkSession:
+    """Start (or join) the Spark session of this invocation.
+
+    ``master`` None means: the master spark-submit chose, or ``local[*]`` otherwise.
+    """
+    _ensure_java()
+    from pyspark.sql import SparkSession
+
+    java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.executor.extraJavaOptions", java_opts)
+        .config("spark.sql.pyspark.jvmStacktrace.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    if master is not None:
+        builder = builder.master(master)
+    elif not under_spark_submit():
+        builder = builder.master(DEFAULT_MASTER)
+    if not under_spark_submit():
+        builder = builder.config("spark.driver.memory", driver_memory)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # the JVM could not start or reach the master
+        raise AnalysisError(
+            f"cannot start Spark (master {master or 'default'}): {_short(exc)}"
+        ) from exc
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _short(exc: BaseException) -> str:
+    """The first meaningful line of a (possibly JVM) exception, never its stack trace."""
+    text = str(exc).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "...", "JVM stacktrace")):
+            return line[:500]
+    return type(exc).__name__
+
+
+@contextlib.contextmanager
+def spark_errors(what: str) -> Iterator[None]:
+    """Turn any Spark, Py4J or JVM failure inside the block into one AnalysisError."""
+    try:
+        yield
+    except KchaosError:
+        raise
+    except Exception as exc:
+        module = type(exc).__module__
+        if module.startswith(("pyspark", "py4j")) or "Java" in type(exc).__name__:
+            raise AnalysisError(f"{what} failed: {_short(exc)} (Spark log: {log_path()})") from exc
+        raise

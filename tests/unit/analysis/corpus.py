@@ -1,0 +1,110 @@
+"""The histories the agreement tests run through Spark, with the counts expected of them.
+
+Three sources, all analysed in ONE Spark job (one session, every run unioned):
+- hand-written histories (tests/unit/analysis/hist.py);
+- histories from the shared generator (harness.histgen), clean and with each injection;
+- every history the checker's own unit tests write (captured by wrapping their
+  ``H.write``), compared with ``harness.checker.check_history`` on the same file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.analysis.schema import DATA_KINDS
+from harness.histgen import INJECTABLE, generate_run
+
+CHECKER_TESTS = Path(__file__).resolve().parents[1] / "checker"
+CHECKER_MODULES = (
+    "test_checker_durability",
+    "test_checker_reads",
+    "test_checker_ordering",
+    "test_checker_isr",
+    "test_checker_availability",
+)
+
+
+@dataclass
+class Case:
+    name: str
+    run_dir: Path
+    expected: dict[str, int] | None = None  # data kinds -> count, from the case itself
+    expected_valid: Any = None
+
+
+def data_counts(anomalies: dict[str, Any]) -> dict[str, int]:
+    out = {}
+    for kind in DATA_KINDS:
+        entry = anomalies.get(kind)
+        count = entry["count"] if isinstance(entry, dict) else getattr(entry, "count", 0)
+        if count:
+            out[kind] = int(count)
+    return out
+
+
+def histgen_cases(root: Path) -> list[Case]:
+    cases = []
+    shapes: list[tuple[str, dict[str, Any]]] = [
+        ("gen-clean", {}),
+        ("gen-lso", {"log_start_offset": 40, "seed": 5}),
+        ("gen-all-data", {"inject": DATA_KINDS, "seed": 9}),
+    ]
+    shapes += [(f"gen-{kind}", {"inject": (kind,), "seed": i}) for i, kind in enumerate(INJECTABLE)]
+    for name, kwargs in shapes:
+        gen = generate_run(root / name, events=2500, partitions=3, **kwargs)
+        expected = {k: v for k, v in gen.expected.items() if k in DATA_KINDS}
+        valid = gen.expected_valid if set(gen.expected) <= set(DATA_KINDS) else None
+        cases.append(Case(name, root / name, expected, valid))
+    return cases
+
+
+def checker_test_histories(root: Path) -> list[Case]:
+    """Run the checker's own unit tests that take only tmp_path; keep what they write."""
+    if not CHECKER_TESTS.is_dir():
+        return []
+    sys.path.insert(0, str(CHECKER_TESTS))
+    try:
+        import checker_hist
+    except ImportError:
+        return []
+    written: list[Path] = []
+    original = checker_hist.H.write
+
+    def recording_write(self: Any, path: Path) -> Path:
+        out = original(self, path)
+        written.append(Path(out))
+        return out
+
+    cases: list[Case] = []
+    checker_hist.H.write = recording_write  # type: ignore[method-assign]
+    try:
+        for module_name in CHECKER_MODULES:
+            try:
+                module = __import__(module_name)
+            except ImportError:
+                continue
+            for name, fn in sorted(vars(module).items()):
+                if not name.startswith("test_") or not callable(fn):
+                    continue
+                if list(inspect.signature(fn).parameters) != ["tmp_path"]:
+                    continue
+                work = root / "work" / f"{module_name}-{name}"
+                work.mkdir(parents=True)
+                written.clear()
+                # the checker's own assertions are not ours to judge here
+                with contextlib.suppress(Exception):
+                    fn(work)
+                for i, path in enumerate(list(written)):
+                    run = root / f"{module_name[13:]}-{name[5:]}-{i}"
+                    run.mkdir()
+                    shutil.copy(path, run / "history.jsonl")
+                    cases.append(Case(f"checker:{run.name}", run))
+    finally:
+        checker_hist.H.write = original  # type: ignore[method-assign]
+    return cases

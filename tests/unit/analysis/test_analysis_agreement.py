@@ -1,0 +1,110 @@
+"""Agreement: the Spark job's data anomaly counts equal the checker's, on every history.
+
+All cases are analysed by ONE run_job call (one session, all runs unioned), as the CLI
+does with many run directories; each test then looks at its runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.analysis.job import JobResult, run_job
+from harness.checker import check_history
+from harness.errors import HistoryError
+
+from corpus import Case, checker_test_histories, data_counts, histgen_cases  # isort: skip
+from hist import every_kind, near_misses  # isort: skip
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("agreement")
+    cases: list[Case] = []
+    h, expected = every_kind()
+    cases.append(Case("hand-every-kind", h.write(root / "hand-every-kind"), expected, False))
+    cases.append(Case("hand-near-misses", near_misses().write(root / "hand-near"), {}, True))
+    # a torn last line (no newline, not JSON) is ignored and reported
+    torn_dir = root / "hand-torn"
+    near_misses().write(torn_dir, tail=b'{"index":99,"time":9')
+    cases.append(Case("hand-torn", torn_dir, {}, True))
+    cases += histgen_cases(root / "gen")
+    cases += checker_test_histories(root / "checker")
+    result: JobResult = run_job([c.run_dir for c in cases], spark=spark, write=False)
+    by_path = {rs.run.path: rs for rs in result.runs}
+    return {"cases": cases, "runs": {c.name: by_path[c.run_dir.resolve()] for c in cases}}
+
+
+def _spark_counts(analysed: dict[str, Any], name: str) -> dict[str, int]:
+    return data_counts(analysed["runs"][name].summary["anomalies"])
+
+
+def test_each_case_gets_the_counts_it_was_built_with(analysed: dict[str, Any]) -> None:
+    wrong = {}
+    for case in analysed["cases"]:
+        if case.expected is None:
+            continue
+        got = _spark_counts(analysed, case.name)
+        if got != case.expected:
+            wrong[case.name] = (got, case.expected)
+        summary = analysed["runs"][case.name].summary
+        if case.expected_valid is not None and summary["valid"] != case.expected_valid:
+            wrong[case.name + ":valid"] = (summary["valid"], case.expected_valid)
+    assert not wrong
+
+
+def test_spark_counts_equal_the_checkers_on_every_history(analysed: dict[str, Any]) -> None:
+    compared = 0
+    wrong = {}
+    for case in analysed["cases"]:
+        try:
+            results = check_history(case.run_dir / "history.jsonl")
+        except HistoryError:
+            continue  # bad-input histories of the checker tests: not comparable
+        compared += 1
+        checker = data_counts(results.anomalies)
+        got = _spark_counts(analysed, case.name)
+        if got != checker:
+            wrong[case.name] = {"spark": got, "checker": checker}
+    assert compared >= 20
+    assert not wrong
+
+
+def test_checker_test_histories_were_captured(analysed: dict[str, Any]) -> None:
+    captured = [c for c in analysed["cases"] if c.name.startswith("checker:")]
+    assert len(captured) >= 15
+
+
+def test_every_kind_examples_name_value_position_and_line(analysed: dict[str, Any]) -> None:
+    summary = analysed["runs"]["hand-every-kind"].summary
+    lost = summary["anomalies"]["lost-write"]["examples"][0]
+    assert (lost["value"], lost["partition"], lost["offset"]) == ("v6", 0, 2)
+    assert lost["ok_index"] == lost["index"] and lost["high_watermark"] == 5
+    uncommitted = {e["value"] for e in summary["anomalies"]["uncommitted-read"]["examples"]}
+    assert uncommitted == {"v3", "vX"}
+    assert summary["anomalies"]["duplicate"]["examples"][0]["value"] == "v1"
+    assert summary["anomalies"]["unseen"]["examples"][0]["value"] == "v5"
+    stats = summary["stats"]
+    assert stats["sends"]["ok"] == 5 and stats["sends"]["in_flight"] == 1
+    assert stats["records_polled"] == 5 and stats["records_drained"] == 4
+    assert stats["partitions_drained"] == 1 and stats["faults"] == 1
+
+
+def test_torn_last_line_is_ignored_and_reported(analysed: dict[str, Any]) -> None:
+    summary = analysed["runs"]["hand-torn"].summary
+    assert summary["stats"]["torn_last_line"] == len(near_misses().events) + 1
+    assert summary["valid"] is True
+
+
+def test_windows_split_sends_by_fault(analysed: dict[str, Any]) -> None:
+    windows = analysed["runs"]["hand-every-kind"].windows
+    assert [w["label"] for w in windows] == ["no-fault", "pause", "no-fault"]
+    before, during, after = windows
+    assert (before["ok"], before["fail"], before["info"]) == (2, 0, 0)
+    assert (during["ok"], during["fail"], during["info"], during["lost"]) == (2, 1, 1, 1)
+    assert (after["ok"], after["in_flight"]) == (1, 1)
+    assert during["latency_p50_ms"] == pytest.approx(1.0)
+    assert during["throughput_ok_per_s"] > 0

@@ -1,0 +1,78 @@
+"""Bad input through the real command line: a clear message, exit 3, never a JVM trace."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.analysis.job import run_job
+from harness.errors import HistoryError
+
+from hist import near_misses  # isort: skip
+
+KCHAOS = [sys.executable, "-m", "harness.cli"]
+TRACE_MARKS = ("Traceback", "\tat org.apache", "at java.", "Py4JJavaError", "Exception in thread")
+
+
+def kchaos(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return subprocess.run(
+        [*KCHAOS, *args], capture_output=True, text=True, timeout=900, env=env, check=False
+    )
+
+
+def assert_clean_error(proc: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert proc.returncode == 3, proc.stderr
+    for word in words:
+        assert word in proc.stderr
+    for mark in TRACE_MARKS:
+        assert mark not in proc.stderr and mark not in proc.stdout
+
+
+def test_no_such_directory(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    assert_clean_error(kchaos("analyze", str(missing)), str(missing), "no such directory")
+
+
+def test_empty_history(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "history.jsonl").write_bytes(b"")
+    assert_clean_error(kchaos("analyze", str(run)), "history.jsonl", "empty history")
+
+
+@pytest.mark.spark
+def test_mistyped_field_names_file_line_and_field(tmp_path: Path) -> None:
+    lines = near_misses().lines().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b'"index":2', b'"index":"two"')
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "history.jsonl").write_bytes(b"".join(lines))
+    proc = kchaos("analyze", str(run))
+    assert_clean_error(proc, "history.jsonl:3", "index")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("tail", "where"),
+    [
+        (b'{"index":1,"ti\n', "not JSON"),  # torn line, but with its newline: not the tail
+        (b'{"time":5,"process":1,"type":"ok","f":"send"}\n', "index: missing"),
+        (b'{"index":1,"time":5,"process":1,"type":"perhaps","f":"send"}\n', "type"),
+    ],
+)
+def test_bad_lines_in_process(spark: Any, tmp_path: Path, tail: bytes, where: str) -> None:
+    h = near_misses()
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = h.lines()
+    (run / "history.jsonl").write_bytes(lines + tail + lines[:60])
+    with pytest.raises(HistoryError) as err:
+        run_job([run], spark=spark, write=False)
+    assert f"history.jsonl:{len(h.events) + 1}" in str(err.value)
+    assert where in str(err.value)

@@ -1,0 +1,98 @@
+"""What the job writes: summary.json, windows, the Parquet copy, the cross-run table."""
+
+from __future__ import annotations
+
+import csv
+import json
+from typing import Any
+
+import pytest
+
+from harness.analysis.export import export_parquet
+from harness.analysis.job import run_job
+from harness.checker import check_run
+
+from hist import every_kind, near_misses  # isort: skip
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def written(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("outputs")
+    h, expected = every_kind()
+    bad = h.write(root / "runs" / "r-bad")
+    (bad / "run.json").write_text(
+        json.dumps(
+            {
+                "run_id": "r-bad",
+                "scenario": "whole-cluster-power-loss",
+                "kafka_version": "4.4.0",
+                "producer": {"acks": "all"},
+                "topics": [{"name": "t", "configs": {"min.insync.replicas": "2"}}],
+            }
+        )
+    )
+    check_run(bad)  # results.json from the checker, for the verdict column
+    good = near_misses().write(root / "runs" / "r-good")
+    parquet = export_parquet([good], spark=spark)
+    result = run_job([root / "runs"], spark=spark, out=root / "trend")
+    return {"root": root, "bad": bad, "good": good, "parquet": parquet, "result": result,
+            "expected": expected}  # fmt: skip
+
+
+def test_summary_json_has_the_results_json_shape(written: dict[str, Any]) -> None:
+    summary = json.loads((written["bad"] / "analysis" / "summary.json").read_text())
+    assert set(summary) == {"valid", "anomalies", "stats"}
+    assert summary["valid"] is False
+    counts = {k: v["count"] for k, v in summary["anomalies"].items()}
+    assert counts == written["expected"]
+    assert all(v["examples"] for v in summary["anomalies"].values())
+    good = json.loads((written["good"] / "analysis" / "summary.json").read_text())
+    assert good["valid"] is True and good["anomalies"] == {}
+
+
+def test_export_writes_parquet_partitioned_by_f_and_analyze_reads_it(
+    written: dict[str, Any],
+) -> None:
+    copy = written["parquet"][0]
+    assert copy == written["good"] / "history.parquet"
+    parts = {p.name for p in copy.iterdir() if p.is_dir()}
+    assert {"f=send", "f=poll", "f=drain", "f=drain-end"} <= parts
+    good = [rs for rs in written["result"].runs if rs.run.path == written["good"].resolve()][0]
+    assert good.run.fmt == "parquet"
+    assert good.summary["stats"]["input"] == "parquet"
+    assert good.summary["stats"]["sends"]["ok"] == 2
+
+
+def test_windows_are_written_as_json_and_parquet(spark: Any, written: dict[str, Any]) -> None:
+    out = written["bad"] / "analysis"
+    windows = json.loads((out / "windows.json").read_text())["windows"]
+    assert [w["label"] for w in windows] == ["no-fault", "pause", "no-fault"]
+    table = spark.read.parquet(str(out / "windows.parquet"))
+    rows = sorted(table.collect(), key=lambda r: r["w"])
+    assert [r["lost"] for r in rows] == [0, 1, 0]
+    assert [r["ok"] for r in rows] == [w["ok"] for w in windows]
+
+
+def test_cross_run_table_as_parquet_csv_and_plot(spark: Any, written: dict[str, Any]) -> None:
+    trend = written["root"] / "trend"
+    assert written["result"].trend_dir == trend
+    with (trend / "runs.csv").open() as fh:
+        rows = {r["run"]: r for r in csv.DictReader(fh)}
+    assert set(rows) == {"r-bad", "r-good"}
+    bad = rows["r-bad"]
+    assert bad["scenario"] == "whole-cluster-power-loss" and bad["kafka_version"] == "4.4.0"
+    assert bad["acks"] == "all" and bad["min_insync_replicas"] == "2"
+    assert bad["verdict"] == "false" and bad["analysis_valid"] == "false"
+    assert bad["agrees_with_check"] == "True"
+    assert bad["lost_write"] == "1" and bad["unseen"] == "1"
+    assert rows["r-good"]["verdict"] == "" and rows["r-good"]["analysis_valid"] == "true"
+    table = spark.read.parquet(str(trend / "runs.parquet"))
+    assert table.count() == 2
+    assert {r["run"] for r in spark.read.parquet(str(trend / "windows.parquet")).collect()} == {
+        "r-bad",
+        "r-good",
+    }
+    html = (trend / "trend.html").read_text()
+    assert "plotly" in html.lower() and "lost-write" in html
