@@ -351,6 +351,11 @@ class Cluster:
             container.start()
         save(st)
         self.wait_ready(self.spec.ready_timeout)
+        # Write back what formatting and start-up wrote, as on a broker that has been up
+        # for a while: a later lost-page-cache fault then loses only the run's own writes,
+        # not the storage format (Kafka 3.4 does not fsync its bootstrap checkpoint).
+        for node in st.nodes:
+            filesystem.sync(node.mount_path)
         st.phase = "started"
         save(st)
 

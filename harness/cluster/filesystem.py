@@ -77,6 +77,11 @@ def unmount(mount_path: Path, *, lazy_fallback: bool = False) -> None:
             raise ClusterError(f"umount {mount_path} failed: {done.stderr.strip()}")
 
 
+def sync(mount_path: Path) -> None:
+    """Write back every dirty page of the filesystem mounted at ``mount_path`` (syncfs)."""
+    _run(["sync", "--file-system", str(mount_path)])
+
+
 def freeze(mount_path: Path) -> None:
     """FIFREEZE: every writer to the filesystem blocks until :func:`thaw`."""
     _run(["fsfreeze", "--freeze", str(mount_path)])
