@@ -383,15 +383,19 @@ class Cluster:
         return cleanup_run(self.run_id, client=client, heal=False)
 
     # -- internals ------------------------------------------------------------------------
-    def _check_containers(self) -> None:
-        """BrokerStartError as soon as a node's container has exited on its own."""
+    def _check_containers(self, nodes: Sequence[NodeHandle] | None = None) -> None:
+        """BrokerStartError as soon as a node's container has exited on its own.
+
+        ``nodes``: only these (start_node waits for its node alone, so another node that a
+        fault deliberately stopped does not count); by default every node.
+        """
         toxi = get_container(self.client, self._state.toxiproxy_container)
         if toxi is None or toxi.status not in ("running", "paused"):
             raise ClusterError(
                 f"Toxiproxy container of run {self.run_id} is not running\n"
                 + status_report([toxi], [self._state.toxiproxy_container])
             )
-        for node in self.nodes:
+        for node in self.nodes if nodes is None else nodes:
             c = get_container(self.client, node.container_name)
             if c is None:
                 raise ClusterError(f"container {node.container_name} disappeared")
@@ -418,7 +422,7 @@ class Cluster:
         deadline = time.monotonic() + timeout
         waiting = list(nodes)
         while waiting:
-            self._check_containers()
+            self._check_containers(nodes)
             waiting = [n for n in waiting if not readiness.answers_requests(n.ip, _serving_port(n))]
             self._starting -= {n.node_id for n in nodes if n not in waiting}
             if not waiting:

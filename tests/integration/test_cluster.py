@@ -201,3 +201,16 @@ def test_formatted_storage_is_written_back_once_started(cluster_factory: Any) ->
     assert not lost, f"lost in the cut: {lost}"
     own.start_node(node, wait=True, timeout=90)
     own.wait_ready(90)  # registered again, probe topic fully in sync
+
+
+def test_a_node_starts_while_another_stays_stopped(healthy_cluster: Cluster) -> None:
+    """Overlapping faults: starting one node must not wait on a node a fault still holds."""
+    two, three = healthy_cluster.node(2), healthy_cluster.node(3)
+    healthy_cluster.stop_node(two, hard=True)
+    healthy_cluster.stop_node(three, hard=True)
+    try:
+        healthy_cluster.start_node(two, wait=True, timeout=90)
+        assert healthy_cluster.container(three).status == "exited"
+    finally:
+        healthy_cluster.start_node(three, wait=True, timeout=90)
+    healthy_cluster.wait_ready(120)
