@@ -2,55 +2,37 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Any
 
 import orjson
 
+# One builder for hand-written histories: the checker tests' own.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checker"))
+from checker_hist import H  # noqa: E402  # isort: skip
 
-class History:
-    """Append events with automatic index and time (1 ms apart); ``write`` a run dir."""
 
-    def __init__(self, topic: str = "t") -> None:
-        self.topic = topic
-        self.events: list[dict[str, Any]] = []
+class History(H):
+    """The checker tests' history builder, in the call shapes the analysis tests use."""
 
-    def add(self, **event: Any) -> int:
-        index = len(self.events)
-        self.events.append({"index": index, "time": (index + 1) * 1_000_000, **event})
-        return index
-
-    def send(self, value: str, partition: int | None, offset: int | None, outcome: str = "ok"):
-        self.add(process=1, type="invoke", f="send", topic=self.topic, value=value)
-        done: dict[str, Any] = {"process": 1, "type": outcome, "f": "send", "topic": self.topic}
+    def send(  # type: ignore[override]
+        self, value: str, partition: int | None, offset: int | None, outcome: str = "ok"
+    ) -> None:
+        self.invoke(value, process=1)
         if outcome == "ok":
-            done.update(partition=partition, offset=offset)
+            assert partition is not None and offset is not None
+            self.ok(value, partition, offset, process=1)
         else:
-            done["error"] = "NOT_ENOUGH_REPLICAS" if outcome == "fail" else "MSG_TIMED_OUT"
-        self.add(value=value, **done)
+            error = "NOT_ENOUGH_REPLICAS" if outcome == "fail" else "MSG_TIMED_OUT"
+            self.add(process=1, type=outcome, f="send", topic=self.topic, value=value, error=error)
 
-    def rec(self, partition: int, offset: int, value: str) -> dict[str, Any]:
-        return {"topic": self.topic, "partition": partition, "offset": offset, "value": value}
-
-    def poll(self, *records: tuple[int, int, str], process: int = 7) -> None:
-        self.add(process=process, type="invoke", f="poll")
-        self.add(process=process, type="ok", f="poll", records=[self.rec(*r) for r in records])
-
-    def drain(self, *records: tuple[int, int, str]) -> None:
-        self.add(process="drain", type="ok", f="drain", records=[self.rec(*r) for r in records])
-
-    def drain_end(self, partition: int, hwm: int, lso: int = 0) -> None:
-        self.add(process="drain", type="ok", f="drain-end", topic=self.topic,
-                 partition=partition, log_start_offset=lso, high_watermark=hwm)  # fmt: skip
-
-    def fault(self, phase: str, fid: str = "f-1", fault: str = "pause") -> None:
-        self.add(process="nemesis", type="info", f="fault", phase=phase, id=fid, fault=fault,
-                 targets=["broker-2"], params={})  # fmt: skip
+    def poll(self, *records: tuple[int, int, str], process: int = 7) -> int:  # type: ignore[override]
+        return super().poll(process, *records)
 
     def lines(self) -> bytes:
         return b"".join(orjson.dumps(e) + b"\n" for e in self.events)
 
-    def write(self, run_dir: Path, tail: bytes = b"") -> Path:
+    def write(self, run_dir: Path, tail: bytes = b"") -> Path:  # type: ignore[override]
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "history.jsonl").write_bytes(self.lines() + tail)
         return run_dir
