@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 
 class Sink(Protocol):
-    def append(self, event: dict[str, Any]) -> dict[str, Any]: ...
+    def append(self, event: dict[str, Any]) -> object: ...
 
 
 @dataclass

@@ -14,11 +14,12 @@ for each client library. Prints recording / perf-test (goal >= 0.8) and recordin
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,11 @@ import click
 
 from harness.errors import ConfigError, WorkloadError
 from harness.labels import labels_for
+from workloads.clients import ProducerClient, SendCallback
 from workloads.history import HistorySink, HistoryWriter, NullSink
 from workloads.producer import ProducerWorker, producer_factory
 from workloads.spec import CLIENT_LIBS, ProducerSpec
-from workloads.topics import ensure_topics
+from workloads.topics import delete_topics, ensure_topics
 
 PERF_TEST = "/opt/kafka/bin/kafka-producer-perf-test.sh"
 _PERF_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
@@ -41,6 +43,11 @@ BENCH_SERVER_PROPERTIES = {
 }
 
 
+# The worker's cap on unacknowledged sends would otherwise bound the rate by cap / latency
+# and the bench would time Kafka's latency, not the producer; librdkafka queues 100,000.
+BENCH_IN_FLIGHT = 100_000
+
+
 @dataclass(frozen=True)
 class Case:
     kind: str  # perf-test | recording | bare
@@ -48,10 +55,18 @@ class Case:
     size: int
     records: int
     seconds: float
+    round: int = 0
 
     @property
     def rate(self) -> float:
         return self.records / self.seconds if self.seconds > 0 else 0.0
+
+
+def disk_mb(sizes: list[int], records: dict[int, int]) -> int:
+    """Per-broker disk for the bench: two cases' topics at once (one being deleted),
+    each a full replica of its records plus ~100 B of batch overhead per record."""
+    biggest = max(records[s] * (s + 100) for s in sizes)
+    return max(2048, math.ceil(2 * biggest / 2**20) + 512)
 
 
 def parse_perf_output(output: str) -> tuple[int, float]:
@@ -95,29 +110,42 @@ def run_perf_test(
 
 
 def run_recording(
-    bootstrap: str, lib: str, topic: str, size: int, records: int, sink: HistorySink
+    bootstrap: str,
+    lib: str,
+    topic: str,
+    size: int,
+    records: int,
+    sink: HistorySink,
+    round_: int = 0,
 ) -> Case:
-    spec = ProducerSpec(message_size=size, linger_ms=5, delivery_timeout_ms=120000)
-    worker = ProducerWorker(
-        1,
-        [topic],
-        spec,
-        sink,
-        producer_factory(lib, bootstrap, spec, "kchaos-bench"),
-        limit=records,
-    )
-    started = time.monotonic()
+    """One producer worker sending ``records``; timed from a warmed-up client (connections,
+    metadata and producer id in place, as perf-test has them before it counts) to the
+    last acknowledgement."""
+    spec = ProducerSpec(
+        message_size=size, linger_ms=5, delivery_timeout_ms=120000,
+        max_in_flight_sends=BENCH_IN_FLIGHT,
+    )  # fmt: skip
+    build = producer_factory(lib, bootstrap, spec, "kchaos-bench")
+    started: list[float] = []
+
+    def warmed(on_done: SendCallback) -> ProducerClient:
+        client = build(on_done)
+        client.send(topic, None, b"warm-up", "warm-up")  # not a worker value: ignored
+        client.flush(60)
+        started.append(time.monotonic())
+        return client
+
+    worker = ProducerWorker(1, [topic], spec, sink, warmed, limit=records)
     worker.start()
     worker.join()
     worker.stop(close_timeout=300)
-    seconds = time.monotonic() - started
     if worker.error is not None:
         raise WorkloadError(f"{lib} producer failed: {worker.error!r}")
+    seconds = time.monotonic() - started[0]
     if worker.counts["ok"] != records:
         raise WorkloadError(f"{lib}: only {worker.counts['ok']} of {records} sends acknowledged")
-    return Case(
-        "recording" if isinstance(sink, HistoryWriter) else "bare", lib, size, records, seconds
-    )
+    kind = "recording" if isinstance(sink, HistoryWriter) else "bare"
+    return Case(kind, lib, size, records, seconds, round_)
 
 
 def run_bench(
@@ -129,64 +157,92 @@ def run_bench(
     log: Any,
     perf_props: tuple[str, ...] = (),
 ) -> list[Case]:
+    """A warm-up round (not counted), then ``repeat`` rounds per size: perf-test, and per
+    client the recording and bare producer, in alternating order (pairs within a round
+    share the cluster's state). Each case has a fresh topic, deleted after it."""
     cases: list[Case] = []
     tmp = Path(tempfile.mkdtemp(prefix="kchaos-bench-"))
     counter = 0
+    bootstrap = cluster.bootstrap_servers
 
     def fresh_topic(size: int) -> str:
         nonlocal counter
         counter += 1
         topic = f"bench-{size}-{counter}"
-        ensure_topics(cluster.bootstrap_servers, [topic], configs=TOPIC_CONFIGS)
+        ensure_topics(bootstrap, [topic], configs=TOPIC_CONFIGS)
         return topic
 
-    for _round in range(repeat):
-        for size in sizes:
-            n = records[size]
-            cases.append(run_perf_test(cluster, fresh_topic(size), size, n, perf_props))
+    def case(kind: str, lib: str, size: int, n: int, round_: int) -> Case:
+        topic = fresh_topic(size)
+        try:
+            if kind == "perf-test":
+                return replace(run_perf_test(cluster, topic, size, n, perf_props), round=round_)
+            if kind == "bare":
+                return run_recording(bootstrap, lib, topic, size, n, NullSink(), round_)
+            path = tmp / f"history-{topic}.jsonl"
+            with HistoryWriter(path) as writer:
+                result = run_recording(bootstrap, lib, topic, size, n, writer, round_)
+            path.unlink()
+            return result
+        finally:
+            delete_topics(bootstrap, [topic])
+
+    for size in sizes:
+        for lib in libs:  # warm-up: JIT, page cache, connections
+            case("bare", lib, size, max(10_000, records[size] // 5), -1)
+        for round_ in range(repeat):
+            cases.append(case("perf-test", "java", size, records[size], round_))
             log(cases[-1])
             for lib in libs:
-                path = tmp / f"history-{lib}-{size}-{counter}.jsonl"
-                with HistoryWriter(path) as writer:
-                    case = run_recording(
-                        cluster.bootstrap_servers, lib, fresh_topic(size), size, n, writer
-                    )
-                path.unlink()
-                cases.append(case)
-                log(case)
-                case = run_recording(
-                    cluster.bootstrap_servers, lib, fresh_topic(size), size, n, NullSink()
-                )
-                cases.append(case)
-                log(case)
+                order = ("recording", "bare") if round_ % 2 == 0 else ("bare", "recording")
+                for kind in order:
+                    cases.append(case(kind, lib, size, records[size], round_))
+                    log(cases[-1])
     return cases
 
 
 def ratios(cases: list[Case]) -> list[dict[str, Any]]:
-    """Per (client, size): median rates and the two ratios."""
+    """Per (client, size): median rates, and the medians of each round's two ratios."""
 
-    def median(kind: str, client: str | None, size: int) -> float:
-        rates = [c.rate for c in cases if c.kind == kind and c.size == size
-                 and (client is None or c.client == client)]  # fmt: skip
-        return statistics.median(rates) if rates else 0.0
+    def rate(kind: str, client: str | None, size: int, round_: int | None = None) -> list[float]:
+        return [c.rate for c in cases if c.kind == kind and c.size == size
+                and (client is None or c.client == client)
+                and (round_ is None or c.round == round_)]  # fmt: skip
+
+    def paired(num: list[float], den: list[float]) -> float | None:
+        return num[0] / den[0] if num and den and den[0] else None
 
     rows = []
     for size in sorted({c.size for c in cases}):
-        perf = median("perf-test", None, size)
+        rounds = sorted({c.round for c in cases if c.size == size})
         for lib in sorted({c.client for c in cases if c.client != "java"}):
-            rec, bare = median("recording", lib, size), median("bare", lib, size)
+            vs_perf = [paired(rate("recording", lib, size, r), rate("perf-test", None, size, r))
+                       for r in rounds]  # fmt: skip
+            vs_bare = [paired(rate("recording", lib, size, r), rate("bare", lib, size, r))
+                       for r in rounds]  # fmt: skip
             rows.append(
                 {
                     "client": lib,
                     "size": size,
-                    "perf_test_rps": round(perf),
-                    "recording_rps": round(rec),
-                    "bare_rps": round(bare),
-                    "recording_vs_perf_test": round(rec / perf, 3) if perf else None,
-                    "recording_vs_bare": round(rec / bare, 3) if bare else None,
+                    "rounds": len(rounds),
+                    "perf_test_rps": round(_median(rate("perf-test", None, size))),
+                    "recording_rps": round(_median(rate("recording", lib, size))),
+                    "bare_rps": round(_median(rate("bare", lib, size))),
+                    "recording_vs_perf_test": _ratio(vs_perf),
+                    "recording_vs_bare": _ratio(vs_bare),
+                    "recording_vs_bare_per_round": [r and round(r, 3) for r in vs_bare],
                 }
             )
     return rows
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def _ratio(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 3) if known else None
 
 
 @click.command("produce")
@@ -223,7 +279,7 @@ def produce_cmd(
     per_size = {s: records or (200_000 if s <= 200 else 60_000) for s in size_list}
     images = ensure_images()
     spec = ClusterSpec(
-        brokers=3, images=images, heap="512m", disk_size_mb=2048,
+        brokers=3, images=images, heap="512m", disk_size_mb=disk_mb(size_list, per_size),
         server_properties=BENCH_SERVER_PROPERTIES,
     )  # fmt: skip
 

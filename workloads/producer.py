@@ -17,7 +17,7 @@ from typing import Any
 
 from workloads.classify import classify
 from workloads.clients import ProducerClient, SendCallback, SendRefused, SendResult, make_producer
-from workloads.history import HistorySink
+from workloads.history import HistorySink, LineTemplate, json_text, line_template
 from workloads.metrics import HarnessMetrics
 from workloads.spec import ProducerSpec
 from workloads.values import RateLimiter, padder
@@ -60,6 +60,9 @@ class ProducerWorker:
         self._thread: threading.Thread | None = None
         self._client: ProducerClient | None = None
         self.counts = {"invoke": 0, "ok": 0, "fail": 0, "info": 0}
+        self._oks = {  # records an ok line, per topic: (partition, offset, value)
+            topic: sink.recorder(_ok_template(process, topic)) for topic in self.topics
+        }
         self.error: BaseException | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -116,7 +119,8 @@ class ProducerWorker:
     def _loop(self, client: ProducerClient) -> None:
         spec, process, topics = self.spec, self.process, self.topics
         n_topics, keys, cap, limit = len(topics), spec.keys, spec.max_in_flight_sends, self._limit
-        append, inflight, lock, stop = self.sink.append, self._inflight, self._lock, self._stop
+        inflight, lock, stop = self._inflight, self._lock, self._stop
+        invokes = [self.sink.recorder(_invoke_template(process, t, keyed=keys > 0)) for t in topics]
         rate = None if spec.rate is None else self._rate
         make_payload = padder(spec.message_size)
         monotonic = time.monotonic
@@ -132,16 +136,15 @@ class ProducerWorker:
             while len(inflight) >= cap and not stop.is_set():
                 client.poll(0.01)
             value = f"{process}-{n}"
-            topic = topics[n % n_topics]
-            event: dict[str, Any] = {
-                "process": process, "type": "invoke", "f": "send", "topic": topic, "value": value,
-            }  # fmt: skip
+            i = n % n_topics
+            topic = topics[i]
             key = None
             if keys:
-                name = f"k{n % keys}"
-                event["key"] = name
-                key = name.encode()
-            append(event)
+                k = n % keys
+                invokes[i](k, value)
+                key = b"k%d" % k
+            else:
+                invokes[i](value)
             data = make_payload(value)
             with lock:
                 inflight[value] = (topic, monotonic())
@@ -180,27 +183,43 @@ class ProducerWorker:
             return  # already completed as info on close, or not ours
         topic, started = entry
         if result.error is None:
-            outcome = "ok"
-            event: dict[str, Any] = {
-                "process": self.process, "type": "ok", "f": "send", "topic": topic,
-                "partition": result.partition, "offset": result.offset, "value": value,
-            }  # fmt: skip
-        else:
-            outcome = classify(result.error, single_attempt=self.spec.single_attempt)
-            event = {
-                "process": self.process, "type": outcome, "f": "send", "topic": topic,
-                "value": value, "error": result.error,
-            }  # fmt: skip
-            if result.partition is not None:
-                event["partition"] = result.partition
+            self._oks[topic](result.partition, result.offset, value)
+            self._count("ok", started)
+            return
+        outcome = classify(result.error, single_attempt=self.spec.single_attempt)
+        event: dict[str, Any] = {
+            "process": self.process, "type": outcome, "f": "send", "topic": topic,
+            "value": value, "error": result.error,
+        }  # fmt: skip
+        if result.partition is not None:
+            event["partition"] = result.partition
         self._finish(event, outcome, started)
 
     def _finish(self, event: dict[str, Any], outcome: str, started: float) -> None:
         self.sink.append(event)
+        self._count(outcome, started)
+
+    def _count(self, outcome: str, started: float) -> None:
         with self._lock:
             self.counts[outcome] += 1
         if self.metrics is not None:
             self.metrics.send_done(outcome, time.monotonic() - started)
+
+
+def _ok_template(process: int, topic: str) -> LineTemplate:
+    return line_template(
+        f'"process":{json_text(process)},"type":"ok","f":"send",'
+        f'"topic":{json_text(topic)},"partition":%d,"offset":%d,"value":"%s"'
+    )
+
+
+def _invoke_template(process: int, topic: str, *, keyed: bool) -> LineTemplate:
+    """The invoke line of one worker and topic; fields: (key number,) value."""
+    key = '"key":"k%d",' if keyed else ""
+    return line_template(
+        f'"process":{json_text(process)},"type":"invoke","f":"send",'
+        f'"topic":{json_text(topic)},{key}"value":"%s"'
+    )
 
 
 def producer_factory(

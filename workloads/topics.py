@@ -72,3 +72,14 @@ def ensure_topics(
         for t in topics
     ]  # fmt: skip
     create_new_topics(bootstrap_servers, new, timeout=timeout)
+
+
+def delete_topics(bootstrap_servers: str, topics: Sequence[str], timeout: float = 60.0) -> None:
+    """Delete ``topics`` (missing ones are fine); returns once the controller accepted."""
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    for topic, future in admin.delete_topics(list(topics), request_timeout=timeout).items():
+        try:
+            future.result(timeout)
+        except KafkaException as exc:
+            if exc.args[0].name() != "UNKNOWN_TOPIC_OR_PART":
+                raise WorkloadError(f"cannot delete topic {topic}: {exc.args[0].str()}") from None

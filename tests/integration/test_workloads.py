@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from workloads.history import HistoryWriter, read_history
+from workloads.history import HistoryWriter, read_history, wait_for_writer
 from workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
 from workloads.topics import ensure_topics
 from workloads.workload import Workload
@@ -232,6 +232,7 @@ def test_sigkill_of_the_harness_leaves_a_readable_history(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    assert wait_for_writer(path, timeout=30)  # the orphaned scribe writes what it got
     events, _torn = read_history(path)  # raises on any bad line but a torn last one
     assert [e["index"] for e in events] == list(range(len(events)))
     kinds = Counter((e["f"], e["type"]) for e in events)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import ConfigError, WorkloadError
-from workloads.bench import Case, parse_perf_output, ratios
+from workloads.bench import Case, disk_mb, parse_perf_output, ratios
 from workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
 
 PERF_OUTPUT = """\
@@ -19,16 +19,29 @@ def test_perf_test_summary_is_the_last_line() -> None:
         parse_perf_output("Exception in thread main")
 
 
-def test_ratios_use_medians_per_client_and_size() -> None:
+def test_ratios_are_medians_of_each_rounds_pairs() -> None:
     cases = [
-        Case("perf-test", "java", 100, 1000, 1.0),
-        Case("recording", "confluent", 100, 1000, 2.0),
-        Case("bare", "confluent", 100, 1000, 1.6),
+        Case("perf-test", "java", 100, 1000, 1.0, 0),
+        Case("recording", "confluent", 100, 1000, 2.0, 0),
+        Case("bare", "confluent", 100, 1000, 1.6, 0),
+        Case("perf-test", "java", 100, 1000, 2.0, 1),  # a slow round: the pair still holds
+        Case("bare", "confluent", 100, 1000, 3.2, 1),
+        Case("recording", "confluent", 100, 1000, 3.6, 1),
+        Case("perf-test", "java", 100, 1000, 1.0, 2),
+        Case("bare", "confluent", 100, 1000, 1.0, 2),
+        Case("recording", "confluent", 100, 1000, 1.0, 2),
     ]
     (row,) = ratios(cases)
-    assert row["client"] == "confluent" and row["size"] == 100
-    assert row["recording_vs_perf_test"] == 0.5
-    assert row["recording_vs_bare"] == 0.8
+    assert row["client"] == "confluent" and row["size"] == 100 and row["rounds"] == 3
+    assert row["recording_vs_perf_test"] == 0.556  # median of 0.5, 0.556, 1.0
+    assert row["recording_vs_bare"] == 0.889  # median of 0.8, 0.889, 1.0
+    assert row["recording_vs_bare_per_round"] == [0.8, 0.889, 1.0]
+
+
+def test_bench_disks_hold_two_cases_of_the_biggest_size() -> None:
+    assert disk_mb([100], {100: 200_000}) == 2048
+    assert disk_mb([100, 1024], {100: 600_000, 1024: 600_000}) == 2048  # 1,798 needed
+    assert disk_mb([1024], {1024: 2_000_000}) > 4096
 
 
 def test_specs_reject_bad_values_naming_the_field() -> None:

@@ -13,25 +13,37 @@ import orjson
 import pytest
 
 from harness.errors import HistoryError
-from workloads.history import HistoryWriter, ListSink, NullSink, read_history
+from workloads.history import (
+    HistoryWriter,
+    ListSink,
+    NullSink,
+    json_text,
+    line_template,
+    read_history,
+    wait_for_writer,
+)
+from workloads.scribe import Renderer
 
 
 def test_append_adds_index_and_monotonic_time(tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
     with HistoryWriter(path) as writer:
-        first = writer.append({"process": 1, "type": "invoke", "f": "send", "value": "1-0"})
-        second = writer.append({"process": 1, "type": "ok", "f": "send", "value": "1-0"})
-    assert (first["index"], second["index"]) == (0, 1)
-    assert 0 <= first["time"] <= second["time"]
-    lines = path.read_bytes().splitlines()
-    assert [orjson.loads(line) for line in lines] == [first, second]
-    assert list(orjson.loads(lines[0]))[:2] == ["index", "time"]
+        writer.append({"process": 1, "type": "invoke", "f": "send", "value": "1-0"})
+        writer.append({"process": 1, "type": "ok", "f": "send", "value": "1-0"})
+        writer.append({})
+    first, second, empty = (orjson.loads(line) for line in path.read_bytes().splitlines())
+    assert (first["index"], second["index"], empty["index"]) == (0, 1, 2)
+    assert 0 <= first["time"] <= second["time"] <= empty["time"]
+    assert list(first) == ["index", "time", "process", "type", "f", "value"]
+    assert second["type"] == "ok" and set(empty) == {"index", "time"}
 
 
 def test_event_fields_cannot_override_index_or_time(tmp_path: Path) -> None:
-    with HistoryWriter(tmp_path / "h.jsonl") as writer:
-        stored = writer.append({"index": 99, "time": -5, "process": "nemesis"})
-    assert stored["index"] == 0 and stored["time"] >= 0
+    path = tmp_path / "h.jsonl"
+    with HistoryWriter(path) as writer:
+        writer.append({"index": 99, "time": -5, "process": "nemesis"})
+    stored = orjson.loads(path.read_bytes())
+    assert stored["index"] == 0 and stored["time"] >= 0 and stored["process"] == "nemesis"
 
 
 def test_many_threads_give_strictly_increasing_index_and_ordered_time(tmp_path: Path) -> None:
@@ -92,7 +104,141 @@ def test_fake_sinks_number_like_the_writer() -> None:
     assert [e["index"] for e in sink.events] == [0, 1]
     null = NullSink()
     null.append({"a": 1})
-    assert null.count == 1
+    null.record(INVOKE, "1-0")
+    assert null.count == 2
+
+
+INVOKE = line_template(
+    f'"process":1,"type":"invoke","f":"send","topic":{json_text("t-1")},"value":"%s"'
+)
+OK = line_template('"process":1,"type":"ok","f":"send","partition":%d,"offset":%d,"value":"%s"')
+
+
+def test_record_writes_the_same_lines_as_append(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    with HistoryWriter(path) as writer:
+        writer.record(INVOKE, "1-0")
+        writer.append({"process": "nemesis", "type": "info", "f": "fault", "params": {"%d": "%s"}})
+        writer.record(OK, 2, 17, "1-0")
+    events, torn = read_history(path)
+    assert not torn
+    assert events[0] == {"index": 0, "time": events[0]["time"], "process": 1, "type": "invoke",
+                         "f": "send", "topic": "t-1", "value": "1-0"}  # fmt: skip
+    assert events[1]["params"] == {"%d": "%s"}
+    assert (events[2]["index"], events[2]["partition"], events[2]["offset"]) == (2, 2, 17)
+    assert events[0]["time"] <= events[1]["time"] <= events[2]["time"]
+
+
+def test_recorders_of_every_arity_write_their_lines(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    four = line_template('"a":%d,"b":%d,"c":%d,"d":"%s"')
+    with HistoryWriter(path) as writer:
+        writer.recorder(line_template(""))()
+        writer.recorder(INVOKE)("1-0")
+        writer.recorder(line_template('"a":%d,"b":%d'))(1, 2)
+        writer.recorder(OK)(0, 5, "1-0")
+        writer.recorder(four)(1, 2, 3, "x")
+        with pytest.raises(TypeError, match="4 fields expected"):
+            writer.recorder(four)(1, 2)
+        with pytest.raises(TypeError, match="3 fields expected"):
+            writer.record(OK, 1)
+    events, _ = read_history(path)
+    assert [len(e) for e in events] == [2, 7, 4, 8, 6]
+    assert events[4] == {"index": 4, "time": events[4]["time"], "a": 1, "b": 2, "c": 3, "d": "x"}
+    with pytest.raises(HistoryError, match="closed"):
+        writer.recorder(INVOKE)("1-1")
+
+
+def test_list_sink_parses_recorded_lines_like_the_file() -> None:
+    sink = ListSink()
+    sink.record(INVOKE, "1-5")
+    sink.append({"process": 2})
+    sink.recorder(OK)(0, 1, "1-5")
+    assert sink.events[0]["value"] == "1-5" and sink.events[0]["topic"] == "t-1"
+    assert [e["index"] for e in sink.events] == [0, 1, 2]
+    assert sink.events[2]["offset"] == 1
+
+
+def test_line_template_rejects_a_body_that_is_not_json() -> None:
+    with pytest.raises(ValueError, match="not a history line template"):
+        line_template('"process":1,"value":%s')  # unquoted string placeholder
+    assert json_text("50%") == '"50%%"'
+    assert line_template(f'"topic":{json_text("50%")}').fill(0, 0, ()).endswith('"50%"}\n')
+    assert (INVOKE.arity, OK.arity) == (1, 3)
+
+
+def test_a_clock_reading_overtaken_by_another_thread_is_raised(tmp_path: Path) -> None:
+    """A recorder that read the clock, then lost the GIL before queueing its line."""
+    path = tmp_path / "h.jsonl"
+    writer = HistoryWriter(path, flush_interval=3600)
+    try:
+        stale = time.monotonic_ns()
+        writer.record(INVOKE, "1-0")
+        writer._queue((INVOKE.text, stale - 10**6, "1-1", None, None))  # noqa: SLF001
+        writer.flush()
+        writer._queue((INVOKE.text, stale - 10**6, "1-2", None, None))  # noqa: SLF001
+        writer.record(INVOKE, "1-3")
+    finally:
+        writer.close()
+    events, _ = read_history(path)
+    assert [e["value"] for e in events] == ["1-0", "1-1", "1-2", "1-3"]
+    assert [e["index"] for e in events] == [0, 1, 2, 3]
+    times = [e["time"] for e in events]
+    assert times[0] == times[1] == times[2] <= times[3]
+
+
+def test_renderer_numbers_lines_raises_stale_times_and_reports_bad_ones() -> None:
+    renderer = Renderer(t0=100)
+    a, b = line_template('"a":%d'), line_template('"b":%d,"c":"%s"')
+    flat = [a.text, 150, 1, None, None, b.text, 140, 2, "x", None]
+    assert renderer.render(flat) == (
+        b'{"index":0,"time":50,"a":1}\n{"index":1,"time":50,"b":2,"c":"x"}\n'
+    )
+    flat = [a.text, 160, "one", None, None, a.text, 170, 3, None, None]  # %d given a str
+    assert renderer.render(flat) == b'{"index":3,"time":70,"a":3}\n'
+    assert len(renderer.bad) == 1 and "index 2" in renderer.bad[0]
+    assert renderer.render([a.text, 180]) == b"" and "not whole lines" in renderer.bad[1]
+
+
+def test_wide_templates_and_events_travel_pre_rendered(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    wide = line_template('"a":%d,"b":%d,"c":%d,"d":%d')
+    sink = ListSink()
+    with HistoryWriter(path) as writer:
+        for out in (writer, sink):
+            out.record(wide, 1, 2, 3, 4)
+            out.recorder(wide)(5, 6, 7, 8)
+    events, _ = read_history(path)
+    assert [e["d"] for e in events] == [4, 8] == [e["d"] for e in sink.events]
+
+
+def test_unplain_fields_are_reported_at_close(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    writer = HistoryWriter(path)
+    writer.record(OK, 0, 1, "1-0")
+    writer.record(OK, 0, 2, object())
+    with pytest.raises(HistoryError, match="not a plain value"):
+        writer.close()
+    assert read_history(path)[0][0]["value"] == "1-0"
+
+
+def test_a_line_with_bad_fields_is_reported_and_the_others_kept(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    writer = HistoryWriter(path)
+    writer.record(OK, 0, 1, "1-0")
+    writer.record(OK, "zero", 1, "1-1")  # a %d given a string
+    writer.record(OK, 0, 2, "1-2")
+    with pytest.raises(HistoryError, match="could not be written"):
+        writer.close()
+    events, _ = read_history(path)
+    assert [e["value"] for e in events] == ["1-0", "1-2"]
+
+
+def test_record_after_close_is_an_error(tmp_path: Path) -> None:
+    writer = HistoryWriter(tmp_path / "h.jsonl")
+    writer.close()
+    with pytest.raises(HistoryError):
+        writer.record(INVOKE, "1-0")
 
 
 WRITER_SCRIPT = textwrap.dedent(
@@ -132,6 +278,7 @@ def test_sigkill_leaves_every_complete_line_readable(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert proc.returncode == -signal.SIGKILL
+    assert wait_for_writer(path, timeout=30)  # the orphaned scribe writes what it got
     events, _torn = read_history(path)
     assert len(events) > 1000
     assert [e["index"] for e in events] == list(range(len(events)))
@@ -145,3 +292,26 @@ def test_an_existing_history_is_never_appended_to(tmp_path: Path) -> None:
     with pytest.raises(HistoryError, match="not empty"):
         HistoryWriter(path)
     assert path.read_text() == '{"index":0}\n'
+
+
+def test_a_scribe_that_died_makes_close_fail_loudly(tmp_path: Path) -> None:
+    writer = HistoryWriter(tmp_path / "h.jsonl", flush_interval=3600)
+    writer.record(INVOKE, "1-0")
+    writer._scribe.kill()  # noqa: SLF001
+    writer._scribe.wait()  # noqa: SLF001
+    with pytest.raises(HistoryError, match="scribe"):
+        writer.close()
+
+
+def test_the_scribe_ignores_ctrl_c_and_holds_the_file_lock(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    writer = HistoryWriter(path)
+    try:
+        os.kill(writer._scribe.pid, signal.SIGINT)  # noqa: SLF001
+        writer.record(INVOKE, "1-0")
+        writer.flush()
+        assert not wait_for_writer(path, timeout=0.2)  # still running, still locking
+    finally:
+        writer.close()
+    assert wait_for_writer(path, timeout=1)
+    assert read_history(path)[0][0]["value"] == "1-0"
