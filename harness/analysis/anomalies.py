@@ -51,7 +51,7 @@ def lost_write(t: Tables) -> DataFrame:
     marked = t.drain_values.withColumn("in_drain", F.lit(True))
     lost = (
         _acked(t)
-        .join(t.drained, PART)
+        .join(F.broadcast(t.drained), PART)
         .filter(F.col("offset") >= F.col("lso"))
         .join(marked, [*PART, "value"], "left")
         .filter(F.col("in_drain").isNull() | (F.col("offset") >= F.col("hwm")))
@@ -74,7 +74,7 @@ def uncommitted_read(t: Tables) -> DataFrame:
 
     polled = t.reads.filter(F.col("src") == "poll")
     bad = (
-        polled.join(t.drained, PART)
+        polled.join(F.broadcast(t.drained), PART)
         .filter(F.col("offset") >= F.col("lso"))
         .join(t.drain_values, [*PART, "value"], "left_anti")
         .groupBy("rk", "value")
@@ -177,7 +177,7 @@ def unseen(t: Tables) -> DataFrame:
     seen_values = t.reads.select("rk", "value").distinct()
     missing = (
         _acked(t)
-        .join(t.drained.select(*PART), PART, "left_anti")
+        .join(F.broadcast(t.drained.select(*PART)), PART, "left_anti")
         .join(seen_values, ["rk", "value"], "left_anti")
     )
     return _shape(

@@ -8,6 +8,7 @@ needs (sends, reads, drain ends, faults).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,7 @@ def export_parquet(
                 )
                 written.append(target)
             loaded.events.unpersist()
+            shutil.rmtree(loaded.scratch, ignore_errors=True)
     finally:
         if spark is None:
             session.stop()

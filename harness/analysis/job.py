@@ -10,6 +10,7 @@ Runnable three ways, unchanged:
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -166,6 +167,7 @@ def run_job(
     own = spark is None
     session = spark if spark is not None else start_session(master, driver_memory=driver_memory)
     seconds["startup"] = time.perf_counter() - t0
+    loaded = None
     try:
         t1 = time.perf_counter()
         files = {r.key: str(r.history) for r in runs}
@@ -218,6 +220,8 @@ def run_job(
         seconds["total"] = time.perf_counter() - t0
         return JobResult(results, trend_dir, seconds)
     finally:
+        if loaded is not None:
+            shutil.rmtree(loaded.scratch, ignore_errors=True)
         if own:
             session.stop()
 

@@ -8,9 +8,13 @@ HistoryError naming the file, the line and the field.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.analysis.ingest import to_parquet
 from harness.analysis.lines import (
     count_lines,
     ends_with_newline,
@@ -34,6 +38,7 @@ class Loaded:
     """The events of every run (cached) and what loading found per run key."""
 
     events: DataFrame
+    scratch: Path  # temporary files the events may be read from again: remove when done
     torn: dict[int, int] = field(default_factory=dict)  # run key -> line number dropped
     lines: dict[int, int] = field(default_factory=dict)  # run key -> events kept
     # run key -> (f, type, lines, latest time, records in them) of its valid lines
@@ -54,14 +59,31 @@ def _with_run_key(spark: SparkSession, df: DataFrame, runs: list[RunInput]) -> D
     )
 
 
-def _read(spark: SparkSession, runs: list[RunInput]) -> DataFrame:
+def _ingest(spark: SparkSession, runs: list[RunInput], scratch: Path) -> dict[int, Path]:
+    """Parquet copies made by DuckDB of the JSON histories, when the master is local."""
+    if not (spark.sparkContext.master or "").startswith("local"):
+        return {}
+    threads = max(1, spark.sparkContext.defaultParallelism)
+    made: dict[int, Path] = {}
+    for run in runs:
+        if run.fmt == "jsonl":
+            target = scratch / f"run-{run.key}.parquet"
+            if to_parquet(run.history, target, threads):
+                made[run.key] = target
+    return made
+
+
+def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[DataFrame, bool]:
+    """Every run's events, and whether any were parsed by Spark's JSON reader."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
     cols = ["rk", *column_names(), CORRUPT]
     parts: list[DataFrame] = []
-    jsonl = [r for r in runs if r.fmt == "jsonl"]
-    parquet = [r for r in runs if r.fmt == "parquet"]
+    copies = _ingest(spark, runs, scratch)
+    jsonl = [r for r in runs if r.fmt == "jsonl" and r.key not in copies]
+    parquet = [(r.key, str(r.history)) for r in runs if r.fmt == "parquet"]
+    parquet += [(key, str(path)) for key, path in copies.items()]
     if jsonl:
         df = (
             spark.read.schema(history_schema())
@@ -70,14 +92,14 @@ def _read(spark: SparkSession, runs: list[RunInput]) -> DataFrame:
             .json([str(r.history) for r in jsonl])
         )
         parts.append(_with_run_key(spark, df, jsonl).select(*cols))
-    for run in parquet:  # each copy is its own partitioned table (by f)
-        df = spark.read.schema(history_schema(with_corrupt=False)).parquet(str(run.history))
-        df = df.withColumn("rk", F.lit(run.key)).withColumn(CORRUPT, F.lit(None).cast(StringType()))
+    for key, path in parquet:  # each copy is its own table (partitioned by f, or not)
+        df = spark.read.schema(history_schema(with_corrupt=False)).parquet(path)
+        df = df.withColumn("rk", F.lit(key)).withColumn(CORRUPT, F.lit(None).cast(StringType()))
         parts.append(df.select(*cols))
     out = parts[0]
     for part in parts[1:]:
         out = out.unionByName(part)
-    return out
+    return out, bool(jsonl)
 
 
 def precheck(runs: list[RunInput]) -> None:
@@ -87,13 +109,25 @@ def precheck(runs: list[RunInput]) -> None:
 
 
 def load_events(spark: SparkSession, runs: list[RunInput]) -> Loaded:
-    """Parse, cache and validate the histories of ``runs``."""
+    """Parse, cache and validate the histories of ``runs``; the caller removes
+    ``Loaded.scratch`` once it is done with the events."""
+    precheck(runs)
+    scratch = Path(tempfile.mkdtemp(prefix="kchaos-analyze-"))
+    try:
+        return _load(spark, runs, scratch)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+
+
+def _load(spark: SparkSession, runs: list[RunInput], scratch: Path) -> Loaded:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    precheck(runs)
     with spark_errors("reading the histories"):
-        raw = _read(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
+        raw, from_json = _read(spark, runs, scratch)
+        if from_json:  # parsed by Spark: keep it; Parquet is cheaper to read again
+            raw = raw.persist(StorageLevel.MEMORY_AND_DISK)
         corrupt = F.col(CORRUPT).isNotNull()
         missing = F.lit(False)
         for name in REQUIRED:
@@ -154,4 +188,4 @@ def load_events(spark: SparkSession, runs: list[RunInput]) -> Loaded:
         if kept[run.key] == 0:
             raise HistoryError("empty history: no complete event", file=str(run.history))
     events = raw.filter(F.col(CORRUPT).isNull()).drop(CORRUPT)
-    return Loaded(events=events, torn=torn, lines=kept, counts=counts)
+    return Loaded(events=events, scratch=scratch, torn=torn, lines=kept, counts=counts)
