@@ -18,25 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from harness.analysis.ingest import json_columns
 from harness.paths import runs_dir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-DUCK_COLUMNS = {
-    "index": "BIGINT",
-    "time": "BIGINT",
-    "process": "VARCHAR",
-    "type": "VARCHAR",
-    "f": "VARCHAR",
-    "topic": "VARCHAR",
-    "partition": "INTEGER",
-    "offset": "BIGINT",
-    "value": "VARCHAR",
-    "records": 'STRUCT(topic VARCHAR, "partition" INTEGER, "offset" BIGINT, value VARCHAR)[]',
-    "log_start_offset": "BIGINT",
-    "high_watermark": "BIGINT",
-}
 
 # lost-write, format v1: an ok send at or above its partition's drain log start offset
 # whose value is not among that partition's drained values.
@@ -62,10 +49,9 @@ def duckdb_loss(history: Path, threads: int) -> int:
 
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
-    cols = "{" + ", ".join(f"'{k}': '{v}'" for k, v in DUCK_COLUMNS.items()) + "}"
     con.execute(
         f"CREATE VIEW h AS SELECT * FROM read_json('{history}', format = 'newline_delimited',"
-        f" columns = {cols}, ignore_errors = true, maximum_object_size = 268435456)"
+        f" columns = {json_columns()}, ignore_errors = true, maximum_object_size = 268435456)"
     )
     row = con.execute(DUCK_LOSS).fetchone()
     con.close()
