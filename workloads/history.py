@@ -143,8 +143,8 @@ class HistoryWriter:
 
     Lines get ``index`` 0, 1, 2, ... in the order they were recorded and ``time`` in
     monotonic nanoseconds since the writer was created, never going backwards along the
-    file. Recording relies on the GIL: ``next()`` on a count and ``list.append`` are
-    atomic. The JSON text is made by the scribe process (:mod:`workloads.scribe`).
+    file. Recording relies on the GIL: ``list.extend`` of a tuple is atomic. The JSON
+    text is made by the scribe process (:mod:`workloads.scribe`).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, flush_interval: float = FLUSH_INTERVAL_S):
@@ -161,7 +161,6 @@ class HistoryWriter:
         self._pipe_lock = threading.Lock()  # one frame at a time on the scribe's stdin
         self._bad: list[str] = []
         self._failure: OSError | None = None
-        self._closed = False
         self._interval = flush_interval
         self._stop = threading.Event()
         self._flusher = threading.Thread(target=self._flush_loop, name="history-flush", daemon=True)
@@ -170,8 +169,8 @@ class HistoryWriter:
     # -- recording (any thread) ----------------------------------------------------------
     def append(self, event: dict[str, Any]) -> None:
         """Queue ``event`` as one line; ``index`` and ``time`` keys in it are replaced."""
-        if self._closed:
-            raise HistoryError("history writer is closed", file=str(self.path))
+        if not self._open[0]:
+            raise _closed_error(self.path)
         if "index" in event or "time" in event:
             event = {k: v for k, v in event.items() if k != "index" and k != "time"}
         body = orjson.dumps(event)
@@ -181,7 +180,7 @@ class HistoryWriter:
     def record(self, template: LineTemplate, *fields: Any) -> None:
         """Queue one line of ``template`` filled with ``fields``."""
         if not self._open[0]:
-            raise HistoryError("history writer is closed", file=str(self.path))
+            raise _closed_error(self.path)
         self._queue(_queued(template, _clock(), fields))
 
     def recorder(self, template: LineTemplate) -> Callable[..., None]:
@@ -257,10 +256,9 @@ class HistoryWriter:
         built (a recorder's bug; the other lines are written).
         """
         with self._pipe_lock:
-            if self._closed:
+            if not self._open[0]:
                 return
-            self._closed = True
-            self._open[0] = False
+            self._open[0] = False  # the one "closed" flag: the recorders share this list
         self._stop.set()
         self._flusher.join()
         with self._pipe_lock:
@@ -290,6 +288,10 @@ class HistoryWriter:
         self.close()
 
 
+def _closed_error(path: Path) -> HistoryError:
+    return HistoryError("history writer is closed", file=str(path))
+
+
 def _queued(template: LineTemplate, clock: int, fields: tuple[Any, ...]) -> tuple[Any, ...]:
     """One line as the scribe takes it: template, clock, three fields."""
     if template.arity > _FIELDS:
@@ -305,7 +307,7 @@ def _line_recorder(
     text, arity, clock = template.text, template.arity, _clock
 
     def closed() -> HistoryError:
-        return HistoryError("history writer is closed", file=str(path))
+        return _closed_error(path)
 
     if arity == 1:
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -23,12 +24,8 @@ def create_new_topics(
     ``full_isr`` maps a topic to the ISR size each of its partitions must also reach.
     """
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
-    for topic, future in admin.create_topics(list(new), request_timeout=timeout).items():
-        try:
-            future.result(timeout)
-        except KafkaException as exc:
-            if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
-                raise WorkloadError(f"cannot create topic {topic}: {exc.args[0].str()}") from None
+    futures = admin.create_topics(list(new), request_timeout=timeout)
+    _settle(futures, timeout, "create", fine="TOPIC_ALREADY_EXISTS")
     names = [t.topic for t in new]
     want = dict(full_isr or {})
     deadline = time.monotonic() + timeout
@@ -77,9 +74,15 @@ def ensure_topics(
 def delete_topics(bootstrap_servers: str, topics: Sequence[str], timeout: float = 60.0) -> None:
     """Delete ``topics`` (missing ones are fine); returns once the controller accepted."""
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
-    for topic, future in admin.delete_topics(list(topics), request_timeout=timeout).items():
+    futures = admin.delete_topics(list(topics), request_timeout=timeout)
+    _settle(futures, timeout, "delete", fine="UNKNOWN_TOPIC_OR_PART")
+
+
+def _settle(futures: Mapping[str, Any], timeout: float, verb: str, *, fine: str) -> None:
+    """Wait for each topic's admin result; the error named ``fine`` is not one."""
+    for topic, future in futures.items():
         try:
             future.result(timeout)
         except KafkaException as exc:
-            if exc.args[0].name() != "UNKNOWN_TOPIC_OR_PART":
-                raise WorkloadError(f"cannot delete topic {topic}: {exc.args[0].str()}") from None
+            if exc.args[0].name() != fine:
+                raise WorkloadError(f"cannot {verb} topic {topic}: {exc.args[0].str()}") from None
