@@ -27,7 +27,7 @@ import click
 
 from harness.errors import ConfigError, WorkloadError
 from harness.labels import labels_for
-from workloads.clients import ProducerClient, SendCallback
+from workloads.clients import QUIET_LOG_LEVEL, ProducerClient, SendCallback
 from workloads.history import HistorySink, HistoryWriter, NullSink
 from workloads.producer import ProducerWorker, producer_factory
 from workloads.spec import CLIENT_LIBS, ProducerSpec
@@ -124,6 +124,7 @@ def run_recording(
     spec = ProducerSpec(
         message_size=size, linger_ms=5, delivery_timeout_ms=120000,
         max_in_flight_sends=BENCH_IN_FLIGHT,
+        extra={"log_level": QUIET_LOG_LEVEL} if lib == "confluent" else {},
     )  # fmt: skip
     build = producer_factory(lib, bootstrap, spec, "kchaos-bench")
     started: list[float] = []

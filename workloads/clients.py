@@ -16,6 +16,9 @@ from harness.errors import ConfigError
 from workloads.spec import ProducerSpec
 
 TopicPartition = tuple[str, int]
+# librdkafka logs every disconnect at warning level on stderr, which is the point of a
+# chaos run; errors only (3) keep the console readable. Configs may set log_level.
+QUIET_LOG_LEVEL = "3"
 
 
 class SendResult(NamedTuple):

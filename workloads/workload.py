@@ -26,7 +26,7 @@ from typing import Any
 
 from harness.cluster.api import ClusterHandle
 from harness.errors import WorkloadError
-from workloads.clients import make_consumer
+from workloads.clients import QUIET_LOG_LEVEL, make_consumer
 from workloads.consumer import ConsumerWorker
 from workloads.drain import DrainResult, drain
 from workloads.history import HistorySink
@@ -221,8 +221,11 @@ class Workload:
     def drain(self, deadline_s: float | None = None) -> DrainResult:
         """Read every partition to its high watermark (call after faults are healed)."""
         lib, servers = self.spec.client, self.bootstrap_servers
+        quiet = {"log_level": QUIET_LOG_LEVEL} if lib == "confluent" else None
         return drain(
-            lambda: make_consumer(lib, servers, group_id=None, client_id="kchaos-drain"),
+            lambda: make_consumer(
+                lib, servers, group_id=None, client_id="kchaos-drain", extra=quiet
+            ),
             self.spec.topics,
             self.sink,
             deadline_s=self.spec.drain_deadline_s if deadline_s is None else deadline_s,

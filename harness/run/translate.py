@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.scenario.model import ProducerConfig, Scenario
+from workloads.clients import QUIET_LOG_LEVEL
 
 # Producer properties that ProducerSpec has typed fields for: property -> (field, type).
 _PRODUCER_FIELDS: dict[str, tuple[str, type]] = {
@@ -23,9 +24,6 @@ _PRODUCER_FIELDS: dict[str, tuple[str, type]] = {
     "max.in.flight.requests.per.connection": ("max_in_flight", int),
 }
 CLIENTS = {"confluent-kafka": "confluent", "kafka-python": "kafka-python"}
-# librdkafka logs every disconnect at warning level on stderr, which is the point of a
-# chaos run; errors only (3) keep the console readable. A scenario may set log_level.
-QUIET_LOG_LEVEL = "3"
 
 
 def _typed(value: str, kind: type) -> Any:

@@ -83,3 +83,21 @@ def test_facade_runs_workers_serves_and_pushes_metrics(
     assert {e["process"] for e in sink.events if e["f"] == "send"} == {1, 2}
     assert {e["process"] for e in sink.events if e["f"] == "poll"} == {3}
     assert _Gateway.paths == ["/metrics/job/kchaos/run/r9"]
+
+
+@pytest.mark.parametrize(("client", "quiet"), [("confluent", True), ("kafka-python", False)])
+def test_the_drain_consumer_keeps_librdkafka_quiet(
+    monkeypatch: pytest.MonkeyPatch, client: str, quiet: bool
+) -> None:
+    built: list[dict[str, Any]] = []
+
+    def fake_consumer(*args: Any, **kwargs: Any) -> FakeConsumer:
+        built.append(kwargs)
+        return FakeConsumer({("t", 0): [(0, payload("1-0", 10))]})
+
+    monkeypatch.setattr(wl, "make_consumer", fake_consumer)
+    spec = WorkloadSpec(topics=("t",), producers=0, client=client)  # type: ignore[arg-type]
+    workload = wl.Workload(spec, "unused:9092", ListSink(), monitor=False)
+    assert workload.drain(deadline_s=5).complete
+    extra = built[0].get("extra") or {}
+    assert (extra.get("log_level") == "3") is quiet
