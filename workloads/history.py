@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import logging
 import marshal
 import os
@@ -97,8 +96,9 @@ class HistorySink(Protocol):
         ...
 
     def recorder(self, template: LineTemplate) -> Callable[..., None]:
-        """A function recording one line of ``template`` per call, given its fields
-        positionally: the cheapest way in, for hot loops."""
+        """A function recording one line of ``template`` per call: ``rec(clock, *fields)``
+        where ``clock`` is ``time.monotonic_ns()`` read by the caller at the moment the
+        line is about (a caller often has one already). The cheapest way in."""
         ...
 
 
@@ -304,40 +304,40 @@ def _line_recorder(
 ) -> Callable[..., None]:
     """Closures over locals, one per common arity: the cheapest calls Python has (the
     producers' send loop makes two per record; see docs/workloads.md)."""
-    text, arity, clock = template.text, template.arity, _clock
+    text, arity = template.text, template.arity
 
     def closed() -> HistoryError:
         return _closed_error(path)
 
     if arity == 1:
 
-        def record1(a: Any) -> None:
+        def record1(clock: int, a: Any) -> None:
             if not open_[0]:
                 raise closed()
-            queue((text, clock(), a, None, None))
+            queue((text, clock, a, None, None))
 
         return record1
     if arity == 2:
 
-        def record2(a: Any, b: Any) -> None:
+        def record2(clock: int, a: Any, b: Any) -> None:
             if not open_[0]:
                 raise closed()
-            queue((text, clock(), a, b, None))
+            queue((text, clock, a, b, None))
 
         return record2
     if arity == 3:
 
-        def record3(a: Any, b: Any, c: Any) -> None:
+        def record3(clock: int, a: Any, b: Any, c: Any) -> None:
             if not open_[0]:
                 raise closed()
-            queue((text, clock(), a, b, c))
+            queue((text, clock, a, b, c))
 
         return record3
 
-    def record(*fields: Any) -> None:
+    def record(clock: int, *fields: Any) -> None:
         if not open_[0]:
             raise closed()
-        queue(_queued(template, clock(), fields))
+        queue(_queued(template, clock, fields))
 
     return record
 
@@ -402,7 +402,7 @@ class NullSink:
         self.count += 1
 
     def recorder(self, template: LineTemplate) -> Callable[..., None]:
-        def count(*fields: Any) -> None:
+        def count(clock: int, *fields: Any) -> None:
             self.count += 1
 
         return count
@@ -426,16 +426,19 @@ class ListSink:
             return stored
 
     def record(self, template: LineTemplate, *fields: Any) -> None:
+        self._record(template, _clock(), fields)
+
+    def recorder(self, template: LineTemplate) -> Callable[..., None]:
+        return lambda clock, *fields: self._record(template, clock, fields)
+
+    def _record(self, template: LineTemplate, clock: int, fields: tuple[Any, ...]) -> None:
         with self._lock:
-            now = _clock() - self._t0
+            now = max(0, clock - self._t0)
             if template.arity > _FIELDS:
                 line = _EVENT % (len(self.events), "", now, template.rest(fields), None, None)
             else:
                 line = template.fill(len(self.events), now, fields)
             self.events.append(orjson.loads(line))
-
-    def recorder(self, template: LineTemplate) -> Callable[..., None]:
-        return functools.partial(self.record, template)
 
 
 def read_history(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], bool]:

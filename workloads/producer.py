@@ -28,6 +28,7 @@ ProducerFactory = Callable[[SendCallback], ProducerClient]
 CLOSED_IN_FLIGHT = "closed-in-flight"
 _QUEUE_FULL_BACKOFF_S = 0.01
 _POLL_EVERY = 32  # serve delivery callbacks every this many sends
+_clock_ns = time.monotonic_ns
 
 
 class ProducerWorker:
@@ -55,7 +56,7 @@ class ProducerWorker:
         self._limit = limit  # stop sending after this many values (benchmarks)
         self._rate = RateLimiter(spec.rate)
         self._lock = threading.Lock()
-        self._inflight: dict[str, tuple[str, float]] = {}
+        self._inflight: dict[str, tuple[str, int]] = {}  # value: (topic, monotonic ns)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._client: ProducerClient | None = None
@@ -123,7 +124,7 @@ class ProducerWorker:
         invokes = [self.sink.recorder(_invoke_template(process, t, keyed=keys > 0)) for t in topics]
         rate = None if spec.rate is None else self._rate
         make_payload = padder(spec.message_size)
-        monotonic = time.monotonic
+        clock = _clock_ns  # one reading per send: the invoke line and the latency
         n = 0
         while True:
             if rate is None:
@@ -139,15 +140,16 @@ class ProducerWorker:
             i = n % n_topics
             topic = topics[i]
             key = None
+            now = clock()
             if keys:
                 k = n % keys
-                invokes[i](k, value)
+                invokes[i](now, k, value)
                 key = b"k%d" % k
             else:
-                invokes[i](value)
+                invokes[i](now, value)
             data = make_payload(value)
             with lock:
-                inflight[value] = (topic, monotonic())
+                inflight[value] = (topic, now)
                 self.counts["invoke"] = n = n + 1
             try:
                 client.send(topic, key, data, value)
@@ -183,7 +185,7 @@ class ProducerWorker:
             return  # already completed as info on close, or not ours
         topic, started = entry
         if result.error is None:
-            self._oks[topic](result.partition, result.offset, value)
+            self._oks[topic](_clock_ns(), result.partition, result.offset, value)
             self._count("ok", started)
             return
         outcome = classify(result.error, single_attempt=self.spec.single_attempt)
@@ -195,15 +197,15 @@ class ProducerWorker:
             event["partition"] = result.partition
         self._finish(event, outcome, started)
 
-    def _finish(self, event: dict[str, Any], outcome: str, started: float) -> None:
+    def _finish(self, event: dict[str, Any], outcome: str, started: int) -> None:
         self.sink.append(event)
         self._count(outcome, started)
 
-    def _count(self, outcome: str, started: float) -> None:
+    def _count(self, outcome: str, started: int) -> None:
         with self._lock:
             self.counts[outcome] += 1
         if self.metrics is not None:
-            self.metrics.send_done(outcome, time.monotonic() - started)
+            self.metrics.send_done(outcome, (time.monotonic_ns() - started) / 1e9)
 
 
 def _ok_template(process: int, topic: str) -> LineTemplate:

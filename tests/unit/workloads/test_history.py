@@ -133,27 +133,28 @@ def test_recorders_of_every_arity_write_their_lines(tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
     four = line_template('"a":%d,"b":%d,"c":%d,"d":"%s"')
     with HistoryWriter(path) as writer:
-        writer.recorder(line_template(""))()
-        writer.recorder(INVOKE)("1-0")
-        writer.recorder(line_template('"a":%d,"b":%d'))(1, 2)
-        writer.recorder(OK)(0, 5, "1-0")
-        writer.recorder(four)(1, 2, 3, "x")
+        now = time.monotonic_ns
+        writer.recorder(line_template(""))(now())
+        writer.recorder(INVOKE)(now(), "1-0")
+        writer.recorder(line_template('"a":%d,"b":%d'))(now(), 1, 2)
+        writer.recorder(OK)(now(), 0, 5, "1-0")
+        writer.recorder(four)(now(), 1, 2, 3, "x")
         with pytest.raises(TypeError, match="4 fields expected"):
-            writer.recorder(four)(1, 2)
+            writer.recorder(four)(now(), 1, 2)
         with pytest.raises(TypeError, match="3 fields expected"):
             writer.record(OK, 1)
     events, _ = read_history(path)
     assert [len(e) for e in events] == [2, 7, 4, 8, 6]
     assert events[4] == {"index": 4, "time": events[4]["time"], "a": 1, "b": 2, "c": 3, "d": "x"}
     with pytest.raises(HistoryError, match="closed"):
-        writer.recorder(INVOKE)("1-1")
+        writer.recorder(INVOKE)(time.monotonic_ns(), "1-1")
 
 
 def test_list_sink_parses_recorded_lines_like_the_file() -> None:
     sink = ListSink()
     sink.record(INVOKE, "1-5")
     sink.append({"process": 2})
-    sink.recorder(OK)(0, 1, "1-5")
+    sink.recorder(OK)(time.monotonic_ns(), 0, 1, "1-5")
     assert sink.events[0]["value"] == "1-5" and sink.events[0]["topic"] == "t-1"
     assert [e["index"] for e in sink.events] == [0, 1, 2]
     assert sink.events[2]["offset"] == 1
@@ -207,7 +208,7 @@ def test_wide_templates_and_events_travel_pre_rendered(tmp_path: Path) -> None:
     with HistoryWriter(path) as writer:
         for out in (writer, sink):
             out.record(wide, 1, 2, 3, 4)
-            out.recorder(wide)(5, 6, 7, 8)
+            out.recorder(wide)(time.monotonic_ns(), 5, 6, 7, 8)
     events, _ = read_history(path)
     assert [e["d"] for e in events] == [4, 8] == [e["d"] for e in sink.events]
 
