@@ -5,8 +5,8 @@ Every recorder (producer and consumer workers, the drain, the monitor, the nemes
 
 * ``append(event)``: any event as a dict (serialised with orjson);
 * ``record(template, *fields)``: the hot path of the producers. ``template`` comes from
-  :func:`line_template` and fixes every constant part of the line; ``fields`` are only
-  ints and strings known to need no JSON escaping (see docs/workloads.md for the cost).
+  :func:`line_template` and fixes every constant part of the line; ``fields`` are ints
+  only (nothing to escape, cheapest to ship and format; see docs/workloads.md).
 
 The real sink is :class:`HistoryWriter`; :class:`ListSink` (tests) keeps parsed events and
 :class:`NullSink` (benchmarks: recording off) only counts.
@@ -54,11 +54,12 @@ log = logging.getLogger(__name__)
 FLUSH_INTERVAL_S = 0.05  # the flusher wakes twice per 100 ms promise
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
 
-# A template is filled with (index, itself, time, field, field, field): the first "%.0s"
-# swallows the template, and one more per field a line does not use (see workloads.scribe).
-_HEAD = '{"index":%d%.0s,"time":%d'
+# A template (bytes) is filled with (index, time, field, field, field); a line with fewer
+# fields ends in one "%s" per missing field, filled with b"" (see workloads.scribe).
+_HEAD = b'{"index":%d,"time":%d'
 _FIELDS = 3
-_EVENT = _HEAD + "%s%.0s%.0s"  # append() and wide templates: the line's rest, pre-rendered
+_NO = b""  # the filler of an unused field
+_EVENT = _HEAD + b"%s%s%s"  # append() and wide templates: the line's rest, pre-rendered
 _clock = time.monotonic_ns
 _CONVERSION = re.compile(r"%(?:%|[-#0 +]*\d*(?:\.\d+)?([a-zA-Z]))")  # '%%' gives ''
 
@@ -67,18 +68,18 @@ _CONVERSION = re.compile(r"%(?:%|[-#0 +]*\d*(?:\.\d+)?([a-zA-Z]))")  # '%%' give
 class LineTemplate:
     """A history line with placeholders for ``arity`` fields (made by :func:`line_template`).
 
-    ``text`` is filled with ``(index, "", time)`` and the fields, padded with None to
+    ``text`` is filled with ``(index, time)`` and the fields, padded with b"" to
     three; a template with more fields is pre-rendered into ``rest`` when recorded.
     """
 
-    text: str
+    text: bytes
     arity: int
 
     def fill(self, index: int, time: int, fields: tuple[Any, ...]) -> str:
         """The line itself (for in-memory sinks and tests)."""
-        return self.text % (index, "", time, *_padded(self, fields))
+        return (self.text % (index, time, *_padded(self, fields))).decode()
 
-    def rest(self, fields: tuple[Any, ...]) -> str:
+    def rest(self, fields: tuple[Any, ...]) -> bytes:
         """Everything after ``time``, filled in: how lines of more than three fields and
         ``append``'s events travel."""
         return self.text[len(_HEAD) :] % _fields_of(self, fields)
@@ -110,19 +111,21 @@ def json_text(value: Any) -> str:
 def line_template(body: str) -> LineTemplate:
     """A template for ``record``: ``body`` is the line's fields after ``index`` and ``time``.
 
-    Constants in ``body`` should come from :func:`json_text`; placeholders are ``%d`` for
-    ints and ``%s`` for strings that need no JSON escaping (the caller made them).
-    Example: ``line_template('"process":1,"type":"invoke","f":"send","value":"%s"')``.
+    Constants in ``body`` should come from :func:`json_text`; the only placeholder is
+    ``%d``, an int field (a string that varies goes through ``append``, or is an int
+    inside a constant string, as the producers' values are).
+    Example: ``line_template('"process":1,"type":"invoke","f":"send","value":"1-%d"')``.
     """
-    line = _HEAD + ("," + body if body else "") + "}\n"
-    kinds = [k for k in _CONVERSION.findall(line) if k][3:]
-    sample = tuple(0 if kind in "di" else "x" for kind in kinds)
+    line = _HEAD + ("," + body if body else "").encode() + b"}\n"
+    kinds = [k for k in _CONVERSION.findall(line.decode()) if k][2:]  # after index, time
+    if any(kind != "d" for kind in kinds):
+        raise ValueError(f"not a history line template: {body!r} (fields are %d only)")
+    arity = len(kinds)
     try:
-        orjson.loads(line % ((0, "", 0) + sample))
+        orjson.loads(line % ((0, 0) + (0,) * arity))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"not a history line template: {body!r} ({exc})") from exc
-    arity = len(kinds)
-    return LineTemplate(line + "%.0s" * max(0, _FIELDS - arity), arity)
+    return LineTemplate(line + b"%s" * max(0, _FIELDS - arity), arity)
 
 
 def _fields_of(template: LineTemplate, fields: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -135,7 +138,7 @@ def _padded(template: LineTemplate, fields: tuple[Any, ...]) -> tuple[Any, ...]:
     fields = _fields_of(template, fields)
     if len(fields) > _FIELDS:
         raise TypeError("a template of more than three fields is filled through rest()")
-    return fields + (None,) * (_FIELDS - len(fields))
+    return fields + (_NO,) * (_FIELDS - len(fields))
 
 
 class HistoryWriter:
@@ -174,8 +177,8 @@ class HistoryWriter:
         if "index" in event or "time" in event:
             event = {k: v for k, v in event.items() if k != "index" and k != "time"}
         body = orjson.dumps(event)
-        rest = ("," + body[1:].decode() if len(body) > 2 else "}") + "\n"
-        self._queue((_EVENT, _clock(), rest, None, None))
+        rest = (b"," + body[1:] if len(body) > 2 else b"}") + b"\n"
+        self._queue((_EVENT, _clock(), rest, _NO, _NO))
 
     def record(self, template: LineTemplate, *fields: Any) -> None:
         """Queue one line of ``template`` filled with ``fields``."""
@@ -295,7 +298,7 @@ def _closed_error(path: Path) -> HistoryError:
 def _queued(template: LineTemplate, clock: int, fields: tuple[Any, ...]) -> tuple[Any, ...]:
     """One line as the scribe takes it: template, clock, three fields."""
     if template.arity > _FIELDS:
-        return (_EVENT, clock, template.rest(fields), None, None)
+        return (_EVENT, clock, template.rest(fields), _NO, _NO)
     return (template.text, clock, *_padded(template, fields))
 
 
@@ -314,7 +317,7 @@ def _line_recorder(
         def record1(clock: int, a: Any) -> None:
             if not open_[0]:
                 raise closed()
-            queue((text, clock, a, None, None))
+            queue((text, clock, a, _NO, _NO))
 
         return record1
     if arity == 2:
@@ -322,7 +325,7 @@ def _line_recorder(
         def record2(clock: int, a: Any, b: Any) -> None:
             if not open_[0]:
                 raise closed()
-            queue((text, clock, a, b, None))
+            queue((text, clock, a, b, _NO))
 
         return record2
     if arity == 3:
@@ -434,10 +437,11 @@ class ListSink:
     def _record(self, template: LineTemplate, clock: int, fields: tuple[Any, ...]) -> None:
         with self._lock:
             now = max(0, clock - self._t0)
+            index = len(self.events)
             if template.arity > _FIELDS:
-                line = _EVENT % (len(self.events), "", now, template.rest(fields), None, None)
+                line = _EVENT % (index, now, template.rest(fields), _NO, _NO)
             else:
-                line = template.fill(len(self.events), now, fields)
+                line = template.text % (index, now, *_padded(template, fields))
             self.events.append(orjson.loads(line))
 
 

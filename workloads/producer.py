@@ -56,12 +56,13 @@ class ProducerWorker:
         self._limit = limit  # stop sending after this many values (benchmarks)
         self._rate = RateLimiter(spec.rate)
         self._lock = threading.Lock()
-        self._inflight: dict[str, tuple[str, int]] = {}  # value: (topic, monotonic ns)
+        # value: (topic, monotonic ns at invoke, its number n: the value is "process-n")
+        self._inflight: dict[str, tuple[str, int, int]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._client: ProducerClient | None = None
         self.counts = {"invoke": 0, "ok": 0, "fail": 0, "info": 0}
-        self._oks = {  # records an ok line, per topic: (partition, offset, value)
+        self._oks = {  # records an ok line, per topic: (partition, offset, value number)
             topic: sink.recorder(_ok_template(process, topic)) for topic in self.topics
         }
         self.error: BaseException | None = None
@@ -91,7 +92,7 @@ class ProducerWorker:
             client.flush(min(0.5, max(0.0, deadline - time.monotonic())))
         with self._lock:
             left, self._inflight = self._inflight, {}
-        for value, (topic, started) in left.items():
+        for value, (topic, started, _) in left.items():
             event = {"process": self.process, "type": "info", "f": "send", "topic": topic,
                      "value": value, "error": CLOSED_IN_FLIGHT}  # fmt: skip
             self._finish(event, "info", started)
@@ -143,13 +144,13 @@ class ProducerWorker:
             now = clock()
             if keys:
                 k = n % keys
-                invokes[i](now, k, value)
+                invokes[i](now, k, n)
                 key = b"k%d" % k
             else:
-                invokes[i](now, value)
+                invokes[i](now, n)
             data = make_payload(value)
             with lock:
-                inflight[value] = (topic, now)
+                inflight[value] = (topic, now, n)
                 self.counts["invoke"] = n = n + 1
             try:
                 client.send(topic, key, data, value)
@@ -183,9 +184,9 @@ class ProducerWorker:
             entry = self._inflight.pop(value, None)
         if entry is None:
             return  # already completed as info on close, or not ours
-        topic, started = entry
+        topic, started, number = entry
         if result.error is None:
-            self._oks[topic](_clock_ns(), result.partition, result.offset, value)
+            self._oks[topic](_clock_ns(), result.partition, result.offset, number)
             self._count("ok", started)
             return
         outcome = classify(result.error, single_attempt=self.spec.single_attempt)
@@ -208,19 +209,25 @@ class ProducerWorker:
             self.metrics.send_done(outcome, (time.monotonic_ns() - started) / 1e9)
 
 
+def _value_field(process: int) -> str:
+    """``"value":"<process>-%d"``: the value as a template with its number as the field."""
+    return f'"value":{json_text(f"{process}-")[:-1]}%d"'
+
+
 def _ok_template(process: int, topic: str) -> LineTemplate:
+    """The ok line of one worker and topic; fields: partition, offset, value number."""
     return line_template(
         f'"process":{json_text(process)},"type":"ok","f":"send",'
-        f'"topic":{json_text(topic)},"partition":%d,"offset":%d,"value":"%s"'
+        f'"topic":{json_text(topic)},"partition":%d,"offset":%d,{_value_field(process)}'
     )
 
 
 def _invoke_template(process: int, topic: str, *, keyed: bool) -> LineTemplate:
-    """The invoke line of one worker and topic; fields: (key number,) value."""
+    """The invoke line of one worker and topic; fields: (key number,) value number."""
     key = '"key":"k%d",' if keyed else ""
     return line_template(
         f'"process":{json_text(process)},"type":"invoke","f":"send",'
-        f'"topic":{json_text(topic)},{key}"value":"%s"'
+        f'"topic":{json_text(topic)},{key}{_value_field(process)}'
     )
 
 

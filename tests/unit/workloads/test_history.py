@@ -104,22 +104,22 @@ def test_fake_sinks_number_like_the_writer() -> None:
     assert [e["index"] for e in sink.events] == [0, 1]
     null = NullSink()
     null.append({"a": 1})
-    null.record(INVOKE, "1-0")
+    null.record(INVOKE, 0)
     assert null.count == 2
 
 
 INVOKE = line_template(
-    f'"process":1,"type":"invoke","f":"send","topic":{json_text("t-1")},"value":"%s"'
+    f'"process":1,"type":"invoke","f":"send","topic":{json_text("t-1")},"value":"1-%d"'
 )
-OK = line_template('"process":1,"type":"ok","f":"send","partition":%d,"offset":%d,"value":"%s"')
+OK = line_template('"process":1,"type":"ok","f":"send","partition":%d,"offset":%d,"value":"1-%d"')
 
 
 def test_record_writes_the_same_lines_as_append(tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
     with HistoryWriter(path) as writer:
-        writer.record(INVOKE, "1-0")
+        writer.record(INVOKE, 0)
         writer.append({"process": "nemesis", "type": "info", "f": "fault", "params": {"%d": "%s"}})
-        writer.record(OK, 2, 17, "1-0")
+        writer.record(OK, 2, 17, 0)
     events, torn = read_history(path)
     assert not torn
     assert events[0] == {"index": 0, "time": events[0]["time"], "process": 1, "type": "invoke",
@@ -131,30 +131,30 @@ def test_record_writes_the_same_lines_as_append(tmp_path: Path) -> None:
 
 def test_recorders_of_every_arity_write_their_lines(tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
-    four = line_template('"a":%d,"b":%d,"c":%d,"d":"%s"')
+    four = line_template('"a":%d,"b":%d,"c":%d,"d":"x%d"')
     with HistoryWriter(path) as writer:
         now = time.monotonic_ns
         writer.recorder(line_template(""))(now())
-        writer.recorder(INVOKE)(now(), "1-0")
+        writer.recorder(INVOKE)(now(), 0)
         writer.recorder(line_template('"a":%d,"b":%d'))(now(), 1, 2)
-        writer.recorder(OK)(now(), 0, 5, "1-0")
-        writer.recorder(four)(now(), 1, 2, 3, "x")
+        writer.recorder(OK)(now(), 0, 5, 0)
+        writer.recorder(four)(now(), 1, 2, 3, 9)
         with pytest.raises(TypeError, match="4 fields expected"):
             writer.recorder(four)(now(), 1, 2)
         with pytest.raises(TypeError, match="3 fields expected"):
             writer.record(OK, 1)
     events, _ = read_history(path)
     assert [len(e) for e in events] == [2, 7, 4, 8, 6]
-    assert events[4] == {"index": 4, "time": events[4]["time"], "a": 1, "b": 2, "c": 3, "d": "x"}
+    assert events[4] == {"index": 4, "time": events[4]["time"], "a": 1, "b": 2, "c": 3, "d": "x9"}
     with pytest.raises(HistoryError, match="closed"):
-        writer.recorder(INVOKE)(time.monotonic_ns(), "1-1")
+        writer.recorder(INVOKE)(time.monotonic_ns(), 1)
 
 
 def test_list_sink_parses_recorded_lines_like_the_file() -> None:
     sink = ListSink()
-    sink.record(INVOKE, "1-5")
+    sink.record(INVOKE, 5)
     sink.append({"process": 2})
-    sink.recorder(OK)(time.monotonic_ns(), 0, 1, "1-5")
+    sink.recorder(OK)(time.monotonic_ns(), 0, 1, 5)
     assert sink.events[0]["value"] == "1-5" and sink.events[0]["topic"] == "t-1"
     assert [e["index"] for e in sink.events] == [0, 1, 2]
     assert sink.events[2]["offset"] == 1
@@ -162,7 +162,9 @@ def test_list_sink_parses_recorded_lines_like_the_file() -> None:
 
 def test_line_template_rejects_a_body_that_is_not_json() -> None:
     with pytest.raises(ValueError, match="not a history line template"):
-        line_template('"process":1,"value":%s')  # unquoted string placeholder
+        line_template('"process":1,"value":%d%d')  # two ints side by side: not JSON
+    with pytest.raises(ValueError, match="fields are %d only"):
+        line_template('"process":1,"value":"%s"')  # a string field
     assert json_text("50%") == '"50%%"'
     assert line_template(f'"topic":{json_text("50%")}').fill(0, 0, ()).endswith('"50%"}\n')
     assert (INVOKE.arity, OK.arity) == (1, 3)
@@ -174,11 +176,11 @@ def test_a_clock_reading_overtaken_by_another_thread_is_raised(tmp_path: Path) -
     writer = HistoryWriter(path, flush_interval=3600)
     try:
         stale = time.monotonic_ns()
-        writer.record(INVOKE, "1-0")
-        writer._queue((INVOKE.text, stale - 10**6, "1-1", None, None))  # noqa: SLF001
+        writer.record(INVOKE, 0)
+        writer._queue((INVOKE.text, stale - 10**6, 1, b"", b""))  # noqa: SLF001
         writer.flush()
-        writer._queue((INVOKE.text, stale - 10**6, "1-2", None, None))  # noqa: SLF001
-        writer.record(INVOKE, "1-3")
+        writer._queue((INVOKE.text, stale - 10**6, 2, b"", b""))  # noqa: SLF001
+        writer.record(INVOKE, 3)
     finally:
         writer.close()
     events, _ = read_history(path)
@@ -190,12 +192,12 @@ def test_a_clock_reading_overtaken_by_another_thread_is_raised(tmp_path: Path) -
 
 def test_renderer_numbers_lines_raises_stale_times_and_reports_bad_ones() -> None:
     renderer = Renderer(t0=100)
-    a, b = line_template('"a":%d'), line_template('"b":%d,"c":"%s"')
-    flat = [a.text, 150, 1, None, None, b.text, 140, 2, "x", None]
+    a, b = line_template('"a":%d'), line_template('"b":%d,"c":"x%d"')
+    flat = [a.text, 150, 1, b"", b"", b.text, 140, 2, 7, b""]
     assert renderer.render(flat) == (
-        b'{"index":0,"time":50,"a":1}\n{"index":1,"time":50,"b":2,"c":"x"}\n'
+        b'{"index":0,"time":50,"a":1}\n{"index":1,"time":50,"b":2,"c":"x7"}\n'
     )
-    flat = [a.text, 160, "one", None, None, a.text, 170, 3, None, None]  # %d given a str
+    flat = [a.text, 160, "one", b"", b"", a.text, 170, 3, b"", b""]  # %d given a str
     assert renderer.render(flat) == b'{"index":3,"time":70,"a":3}\n'
     assert len(renderer.bad) == 1 and "index 2" in renderer.bad[0]
     assert renderer.render([a.text, 180]) == b"" and "not whole lines" in renderer.bad[1]
@@ -216,7 +218,7 @@ def test_wide_templates_and_events_travel_pre_rendered(tmp_path: Path) -> None:
 def test_unplain_fields_are_reported_at_close(tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
     writer = HistoryWriter(path)
-    writer.record(OK, 0, 1, "1-0")
+    writer.record(OK, 0, 1, 0)
     writer.record(OK, 0, 2, object())
     with pytest.raises(HistoryError, match="not a plain value"):
         writer.close()
@@ -226,9 +228,9 @@ def test_unplain_fields_are_reported_at_close(tmp_path: Path) -> None:
 def test_a_line_with_bad_fields_is_reported_and_the_others_kept(tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
     writer = HistoryWriter(path)
-    writer.record(OK, 0, 1, "1-0")
-    writer.record(OK, "zero", 1, "1-1")  # a %d given a string
-    writer.record(OK, 0, 2, "1-2")
+    writer.record(OK, 0, 1, 0)
+    writer.record(OK, "zero", 1, 1)  # a %d given a string
+    writer.record(OK, 0, 2, 2)
     with pytest.raises(HistoryError, match="could not be written"):
         writer.close()
     events, _ = read_history(path)
@@ -239,7 +241,7 @@ def test_record_after_close_is_an_error(tmp_path: Path) -> None:
     writer = HistoryWriter(tmp_path / "h.jsonl")
     writer.close()
     with pytest.raises(HistoryError):
-        writer.record(INVOKE, "1-0")
+        writer.record(INVOKE, 0)
 
 
 WRITER_SCRIPT = textwrap.dedent(
@@ -297,7 +299,7 @@ def test_an_existing_history_is_never_appended_to(tmp_path: Path) -> None:
 
 def test_a_scribe_that_died_makes_close_fail_loudly(tmp_path: Path) -> None:
     writer = HistoryWriter(tmp_path / "h.jsonl", flush_interval=3600)
-    writer.record(INVOKE, "1-0")
+    writer.record(INVOKE, 0)
     writer._scribe.kill()  # noqa: SLF001
     writer._scribe.wait()  # noqa: SLF001
     with pytest.raises(HistoryError, match="scribe"):
@@ -309,7 +311,7 @@ def test_the_scribe_ignores_ctrl_c_and_holds_the_file_lock(tmp_path: Path) -> No
     writer = HistoryWriter(path)
     try:
         os.kill(writer._scribe.pid, signal.SIGINT)  # noqa: SLF001
-        writer.record(INVOKE, "1-0")
+        writer.record(INVOKE, 0)
         writer.flush()
         assert not wait_for_writer(path, timeout=0.2)  # still running, still locking
     finally:
