@@ -175,7 +175,7 @@ def run_job(
         lap = _laps(seconds, t1)
         lap("load")
         with spark_errors("the analysis"):
-            tables = build_tables(loaded.events, files)
+            tables = build_tables(loaded.events, files, loaded.send_topics)
             lap("tables")
             stats = _stats(loaded, tables)
             lap("stats")

@@ -43,6 +43,7 @@ class Loaded:
     lines: dict[int, int] = field(default_factory=dict)  # run key -> events kept
     # run key -> (f, type, lines, latest time, records in them) of its valid lines
     counts: dict[int, list[tuple[str, str, int, int, int]]] = field(default_factory=dict)
+    send_topics: list[str] = field(default_factory=list)  # on send lines of any run, sorted
 
 
 def _with_run_key(spark: SparkSession, df: DataFrame, runs: list[RunInput]) -> DataFrame:
@@ -133,14 +134,14 @@ def _load(spark: SparkSession, runs: list[RunInput], scratch: Path) -> Loaded:
         for name in REQUIRED:
             missing = missing | F.col(name).isNull()
         bad = (~corrupt) & (missing | ~F.col("type").isin(*TYPES))
-        # One pass: validity per run, and the per-(f, type) counts the stats need.
+        # One pass: validity per run, the per-(f, type) counts the stats need and the
+        # topics of send lines. Numbers only in the buffers: Spark can hash, not sort.
         rows = (
-            raw.groupBy("rk", "f", "type")
+            raw.groupBy("rk", "f", "type", "topic")
             .agg(
                 F.count(F.lit(1)).alias("n"),
                 F.sum(corrupt.cast("int")).alias("corrupt"),
                 F.sum(bad.cast("int")).alias("bad"),
-                F.max(F.col(CORRUPT)).alias("text"),
                 F.max("time").alias("end"),
                 F.sum(F.coalesce(F.size("records"), F.lit(0))).alias("records"),
             )
@@ -148,13 +149,15 @@ def _load(spark: SparkSession, runs: list[RunInput], scratch: Path) -> Loaded:
         )
     by_key: dict[int, dict[str, Any]] = {}
     counts: dict[int, list[tuple[str, str, int, int, int]]] = {}
+    topics: set[str] = set()
     for row in rows:
-        agg = by_key.setdefault(row["rk"], {"n": 0, "corrupt": 0, "bad": 0, "text": None})
+        agg = by_key.setdefault(row["rk"], {"n": 0, "corrupt": 0, "bad": 0})
         agg["n"] += row["n"]
         agg["corrupt"] += int(row["corrupt"] or 0)
         agg["bad"] += int(row["bad"] or 0)
-        agg["text"] = agg["text"] or row["text"]
         valid = row["n"] - int(row["corrupt"] or 0)
+        if row["f"] == "send" and row["topic"] is not None:
+            topics.add(row["topic"])
         if row["f"] is not None and row["type"] is not None and valid > 0:
             counts.setdefault(row["rk"], []).append(
                 (row["f"], row["type"], valid, int(row["end"] or 0), int(row["records"] or 0))
@@ -177,7 +180,7 @@ def _load(spark: SparkSession, runs: list[RunInput], scratch: Path) -> Loaded:
                 n_bad == 0
                 and n_corrupt == 1
                 and tail_bad
-                and (got["text"] or "").strip() == last_line(run.history).strip()
+                and _corrupt_text(raw, run.key).strip() == last_line(run.history).strip()
             )
             if not only_tail:
                 if run.fmt != "jsonl":
@@ -188,4 +191,20 @@ def _load(spark: SparkSession, runs: list[RunInput], scratch: Path) -> Loaded:
         if kept[run.key] == 0:
             raise HistoryError("empty history: no complete event", file=str(run.history))
     events = raw.filter(F.col(CORRUPT).isNull()).drop(CORRUPT)
-    return Loaded(events=events, scratch=scratch, torn=torn, lines=kept, counts=counts)
+    return Loaded(
+        events=events,
+        scratch=scratch,
+        torn=torn,
+        lines=kept,
+        counts=counts,
+        send_topics=sorted(topics),
+    )
+
+
+def _corrupt_text(raw: DataFrame, key: int) -> str:
+    """The text of one line of run ``key`` Spark's reader could not parse ("" if none)."""
+    from pyspark.sql import functions as F
+
+    with spark_errors("reading the histories"):
+        rows = raw.filter((F.col("rk") == key) & F.col(CORRUPT).isNotNull()).limit(1).collect()
+    return str(rows[0][CORRUPT]) if rows else ""

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,26 +29,51 @@ class Tables:
     drain_values: DataFrame
 
 
-def build_sends(events: DataFrame) -> DataFrame:
+OUTCOMES = ("ok", "fail", "info")  # outcome codes 1, 2, 3 inside the sends aggregation
+
+
+def send_topics(events: DataFrame) -> list[str]:
+    """The topics named on send lines, sorted (one small query; the job has them from
+    its validation pass instead)."""
     from pyspark.sql import functions as F
 
+    rows = events.filter(F.col("f") == "send").select("topic").distinct().collect()
+    return sorted(r["topic"] for r in rows if r["topic"] is not None)
+
+
+def build_sends(events: DataFrame, topics: Sequence[str] | None = None) -> DataFrame:
+    """One row per (run, value) sent. ``topics``: every topic on a send line.
+
+    Every aggregation buffer is a number (topics by their position in the sorted
+    ``topics``, outcomes by code, the completion chosen by ``min_by`` its index), so Spark
+    aggregates in a hash table; a string or struct buffer makes it sort millions of rows
+    (measured 10.5 s against 4.4 s at 2.7 million sends).
+    """
+    from pyspark.sql import functions as F
+
+    names = sorted(set(topics if topics is not None else send_topics(events)))
+    by_id = F.array(*[F.lit(t) for t in names]) if names else F.array().cast("array<string>")
+    tid = F.array_position(by_id, F.col("topic")).cast("int")  # 1-based; null: no topic
+    code = F.array_position(F.array(*[F.lit(o) for o in OUTCOMES]), F.col("type")).cast("int")
     send = events.filter(F.col("f") == "send")
     is_inv = F.col("type") == "invoke"
-    done = F.struct(
-        F.col("index").alias("i"),
-        F.col("type").alias("outcome"),
-        F.col("time").alias("t"),
-        F.col("topic").alias("topic"),
-        F.col("partition").alias("partition"),
-        F.col("offset").alias("offset"),
-    )
+    at_done = F.when(~is_inv, F.col("index"))  # min_by skips the invoke lines (null)
     agg = send.groupBy("rk", "value").agg(
         F.min(F.when(is_inv, F.col("time"))).alias("t_invoke"),
         F.min(F.when(is_inv, F.col("index"))).alias("i_invoke"),
-        F.min(F.when(is_inv, F.col("topic"))).alias("topic_invoke"),
+        F.min(F.when(is_inv, tid)).alias("tid_invoke"),
         F.count(F.when(is_inv, 1)).alias("n_invoke"),
-        F.min(F.when(~is_inv, done)).alias("done"),
-        F.count(F.when(~is_inv, 1)).alias("n_done"),
+        F.min(at_done).alias("i_done"),
+        F.min_by(code, at_done).alias("code"),
+        F.min_by(F.col("time"), at_done).alias("t_done"),
+        F.min_by(tid, at_done).alias("tid_done"),
+        F.min_by(F.col("partition"), at_done).alias("partition"),
+        F.min_by(F.col("offset"), at_done).alias("offset"),
+        F.count(at_done).alias("n_done"),
+    )
+    outcome = F.try_element_at(F.array(*[F.lit(o) for o in OUTCOMES]), F.col("code"))
+    topic = F.coalesce(
+        F.try_element_at(by_id, F.col("tid_done")), F.try_element_at(by_id, F.col("tid_invoke"))
     )
     return agg.select(
         "rk",
@@ -56,12 +82,12 @@ def build_sends(events: DataFrame) -> DataFrame:
         "i_invoke",
         "n_invoke",
         "n_done",
-        F.col("done.outcome").alias("outcome"),
-        F.col("done.t").alias("t_done"),
-        F.col("done.i").alias("i_done"),
-        F.coalesce(F.col("done.topic"), F.col("topic_invoke")).alias("topic"),
-        F.col("done.partition").alias("partition"),
-        F.col("done.offset").alias("offset"),
+        F.when(F.col("n_done") > 0, outcome).alias("outcome"),
+        "t_done",
+        "i_done",
+        topic.alias("topic"),
+        "partition",
+        "offset",
     )
 
 
@@ -101,12 +127,15 @@ def build_drained(events: DataFrame) -> DataFrame:
     )
 
 
-def build_tables(events: DataFrame, files: dict[int, str]) -> Tables:
-    """Derive and cache the three tables (the caller unpersists them)."""
+def build_tables(
+    events: DataFrame, files: dict[int, str], topics: Sequence[str] | None = None
+) -> Tables:
+    """Derive and cache the three tables (the caller unpersists them); ``topics`` as
+    :func:`build_sends` takes them."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    sends = build_sends(events).persist(StorageLevel.MEMORY_AND_DISK)
+    sends = build_sends(events, topics).persist(StorageLevel.MEMORY_AND_DISK)
     reads = build_reads(events).persist(StorageLevel.MEMORY_AND_DISK)
     drained = build_drained(events).persist(StorageLevel.MEMORY_AND_DISK)
     orphan = (

@@ -17,7 +17,8 @@ pytestmark = [pytest.mark.benchmark, pytest.mark.spark, pytest.mark.slow]
 def test_bench_analyze_small(tmp_path: Path) -> None:
     report = run_bench(100_000, tmp_path, "local[2]", threads=2)
     lost = report["lost_write"]
-    assert lost["analyze"] == lost["spark_query"] == lost["duckdb"] == 1
+    assert lost["analyze"] == lost["spark_query"] == lost["spark_via_parquet"] == 1
+    assert lost["duckdb"] == 1
     assert report["expected_lost_write"] == 1
     assert report["duckdb_loss_query_s"] > 0 and report["spark_startup_s"] > 0
     print(
