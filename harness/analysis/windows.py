@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 NO_FAULT = "no-fault"
 BUCKETS_PER_RUN = 2000
+BUCKETS_PER_WINDOW = 4  # a run with many windows gets more buckets than BUCKETS_PER_RUN
 WINDOW_SCHEMA = (
     "rk int, w int, start_ns long, end_ns long, faults string, fault_ids string, label string"
 )
@@ -96,17 +97,19 @@ def window_stats(
     from pyspark.sql import functions as F
 
     rows: list[dict[str, Any]] = []
+    buckets: dict[int, int] = {}
     for rk, end in ends.items():
-        for window in cut_windows(faults.get(rk, []), end):
-            rows.append({"rk": rk, **window})
+        cut = cut_windows(faults.get(rk, []), end)
+        rows.extend({"rk": rk, **window} for window in cut)
+        buckets[rk] = max(BUCKETS_PER_RUN, BUCKETS_PER_WINDOW * len(cut))
     if not rows:
         return []
     order = ["rk", "w", "start_ns", "end_ns", "faults", "fault_ids", "label"]
     # Windows are contiguous, so a range join of every send against every window of its
     # run would cost sends x windows. Instead both sides get a time bucket (about
-    # BUCKETS_PER_RUN per run) and join on (run, bucket) first: a send meets only the
-    # one or two windows that overlap its bucket.
-    width = {rk: max(1, -(-(end + 1) // BUCKETS_PER_RUN)) for rk, end in ends.items()}
+    # BUCKETS_PER_RUN per run, more for a run with many windows) and join on (run,
+    # bucket) first: a send meets only the one or two windows that overlap its bucket.
+    width = {rk: max(1, -(-(end + 1) // buckets[rk])) for rk, end in ends.items()}
     widths = ", ".join(f"{rk}, {w}L" for rk, w in width.items())
     wdf = spark.createDataFrame([[r[k] for k in order] for r in rows], WINDOW_SCHEMA)
     wdf = wdf.withColumn("_width", F.expr(f"element_at(map({widths}), rk)"))
