@@ -84,6 +84,9 @@ def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[Dat
     copies = _ingest(spark, runs, scratch)
     jsonl = [r for r in runs if r.fmt == "jsonl" and r.key not in copies]
     parquet = [(r.key, str(r.history)) for r in runs if r.fmt == "parquet"]
+    for run in runs:
+        if run.fmt == "parquet":
+            check_parquet_schema(spark, run.history)
     parquet += [(key, str(path)) for key, path in copies.items()]
     if jsonl:
         df = (
@@ -101,6 +104,23 @@ def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[Dat
     for part in parts[1:]:
         out = out.unionByName(part)
     return out, bool(jsonl)
+
+
+_WIDENS = {"bigint": {"int", "smallint", "tinyint"}, "int": {"smallint", "tinyint"}}
+
+
+def check_parquet_schema(spark: SparkSession, path: Path) -> None:
+    """A Parquet history whose columns do not have the analysis schema's types is bad
+    input: say which column, rather than let Spark fail while reading it."""
+    found = {f.name: f.dataType.simpleString() for f in spark.read.parquet(str(path)).schema}
+    for want in history_schema(with_corrupt=False).fields:
+        got, expected = found.get(want.name), want.dataType.simpleString()
+        if got is not None and got != expected and got not in _WIDENS.get(expected, ()):
+            raise HistoryError(
+                f"column has type {got}, the analysis reads {expected}",
+                file=str(path),
+                field=want.name,
+            )
 
 
 def precheck(runs: list[RunInput]) -> None:

@@ -76,3 +76,33 @@ def test_bad_lines_in_process(spark: Any, tmp_path: Path, tail: bytes, where: st
         run_job([run], spark=spark, write=False)
     assert f"history.jsonl:{len(h.events) + 1}" in str(err.value)
     assert where in str(err.value)
+
+
+@pytest.mark.spark
+def test_parquet_copy_with_a_wrong_column_type_names_file_and_column(tmp_path: Path) -> None:
+    import duckdb
+
+    run = tmp_path / "run"
+    (run / "history.parquet").mkdir(parents=True)
+    (run / "history.jsonl").write_bytes(near_misses().lines())
+    part = run / "history.parquet" / "part-0.parquet"
+    duckdb.sql(f"COPY (SELECT 'two' AS index, 5 AS time) TO '{part}' (FORMAT parquet)")
+    proc = kchaos("analyze", str(run), "--input", "parquet")
+    assert_clean_error(proc, "history.parquet", "index", "type string")
+
+
+@pytest.mark.spark
+def test_parquet_ints_narrower_than_the_schema_are_read(spark: Any, tmp_path: Path) -> None:
+    import duckdb
+
+    run = tmp_path / "run"
+    (run / "history.parquet").mkdir(parents=True)
+    (run / "history.jsonl").write_bytes(b"")
+    part = run / "history.parquet" / "part-0.parquet"
+    duckdb.sql(
+        "COPY (SELECT 0::INTEGER AS index, 5::INTEGER AS time, '1' AS process,"
+        f" 'invoke' AS type, 'send' AS f, 't' AS topic, '1-0' AS value) TO '{part}'"
+        " (FORMAT parquet)"
+    )
+    result = run_job([run], spark=spark, write=False, prefer="parquet")
+    assert result.runs[0].summary["stats"]["sends"]["invoke"] == 1
