@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,13 +96,32 @@ def start_session(
     if not under_spark_submit():
         builder = builder.config("spark.driver.memory", driver_memory)
     try:
-        spark = builder.getOrCreate()
+        with _stderr_to(log_path()):  # the JVM it may start inherits this stderr
+            spark = builder.getOrCreate()
     except Exception as exc:  # the JVM could not start or reach the master
         raise AnalysisError(
             f"cannot start Spark (master {master or 'default'}): {_short(exc)}"
         ) from exc
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """Point file descriptor 2 at ``path`` for the block: a JVM started inside it writes
+    its own console output (e.g. Java's "Using incubator modules" warning) to Spark's
+    log file for its whole life, not to the user's terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
 
 
 def _short(exc: BaseException) -> str:

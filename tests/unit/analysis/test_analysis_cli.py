@@ -17,6 +17,7 @@ from hist import near_misses  # isort: skip
 
 KCHAOS = [sys.executable, "-m", "harness.cli"]
 TRACE_MARKS = ("Traceback", "\tat org.apache", "at java.", "Py4JJavaError", "Exception in thread")
+JVM_NOISE = ("WARNING: Using incubator modules", "WARN NativeCodeLoader", "log4j")
 
 
 def kchaos(*args: str) -> subprocess.CompletedProcess[str]:
@@ -30,7 +31,7 @@ def assert_clean_error(proc: subprocess.CompletedProcess[str], *words: str) -> N
     assert proc.returncode == 3, proc.stderr
     for word in words:
         assert word in proc.stderr
-    for mark in TRACE_MARKS:
+    for mark in TRACE_MARKS + JVM_NOISE:
         assert mark not in proc.stderr and mark not in proc.stdout
 
 
