@@ -440,9 +440,9 @@ class ListSink:
             index = len(self.events)
             if template.arity > _FIELDS:
                 line = _EVENT % (index, now, template.rest(fields), _NO, _NO)
+                self.events.append(orjson.loads(line))
             else:
-                line = template.text % (index, now, *_padded(template, fields))
-            self.events.append(orjson.loads(line))
+                self.events.append(orjson.loads(template.fill(index, now, fields)))
 
 
 def read_history(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], bool]:

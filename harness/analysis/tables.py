@@ -53,8 +53,9 @@ def build_sends(events: DataFrame, topics: Sequence[str] | None = None) -> DataF
 
     names = sorted(set(topics if topics is not None else send_topics(events)))
     by_id = F.array(*[F.lit(t) for t in names]) if names else F.array().cast("array<string>")
+    outcomes = F.array(*[F.lit(o) for o in OUTCOMES])
     tid = F.array_position(by_id, F.col("topic")).cast("int")  # 1-based; null: no topic
-    code = F.array_position(F.array(*[F.lit(o) for o in OUTCOMES]), F.col("type")).cast("int")
+    code = F.array_position(outcomes, F.col("type")).cast("int")
     send = events.filter(F.col("f") == "send")
     is_inv = F.col("type") == "invoke"
     at_done = F.when(~is_inv, F.col("index"))  # min_by skips the invoke lines (null)
@@ -71,7 +72,6 @@ def build_sends(events: DataFrame, topics: Sequence[str] | None = None) -> DataF
         F.min_by(F.col("offset"), at_done).alias("offset"),
         F.count(at_done).alias("n_done"),
     )
-    outcome = F.try_element_at(F.array(*[F.lit(o) for o in OUTCOMES]), F.col("code"))
     topic = F.coalesce(
         F.try_element_at(by_id, F.col("tid_done")), F.try_element_at(by_id, F.col("tid_invoke"))
     )
@@ -82,7 +82,7 @@ def build_sends(events: DataFrame, topics: Sequence[str] | None = None) -> DataF
         "i_invoke",
         "n_invoke",
         "n_done",
-        F.when(F.col("n_done") > 0, outcome).alias("outcome"),
+        F.try_element_at(outcomes, F.col("code")).alias("outcome"),  # null: in flight
         "t_done",
         "i_done",
         topic.alias("topic"),
