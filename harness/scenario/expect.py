@@ -93,9 +93,12 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     allowed = set(expect.get("allowed") or ()) | set(required) | INFORMATIONAL
     reasons: list[str] = []
     unknown = False
-    if want_valid is not None and verdict != want_valid:
-        reasons.append(f"verdict {verdict_text(verdict)}, expected {verdict_text(want_valid)}")
-        unknown = verdict == "unknown"
+    judged = verdict  # an allowed kind is found "without failing the run":
+    if want_valid is not False:
+        judged = _excused(verdict, found, set(expect.get("allowed") or ()))
+    if want_valid is not None and judged != want_valid:
+        reasons.append(f"verdict {verdict_text(judged)}, expected {verdict_text(want_valid)}")
+        unknown = judged == "unknown"
     missing = [k for k in required if k not in found]
     if missing:
         reasons.append(f"expected anomalies not found: {', '.join(missing)}")
@@ -113,6 +116,16 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     only_unknown = unknown and len(reasons) == 1
     code = EXIT_UNKNOWN if only_unknown else EXIT_UNEXPECTED
     return Outcome(False, code, verdict, tuple(reasons), found, slo)
+
+
+def _excused(verdict: Any, found: tuple[str, ...], allowed: set[str]) -> Any:
+    """The verdict the run would have without the explicitly allowed kinds: an invalid
+    verdict whose every invalidating kind is allowed counts as valid (or unknown, with
+    unseen records). An invalid verdict with no anomaly behind it stays invalid."""
+    invalidating = [k for k in found if k not in INFORMATIONAL and k != "unseen"]
+    if verdict is not False or not invalidating or not set(invalidating) <= allowed:
+        return verdict
+    return "unknown" if "unseen" in found else True
 
 
 def _count(value: Any) -> int:

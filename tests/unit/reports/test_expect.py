@@ -36,6 +36,26 @@ def res(valid, **anomalies):
             EXIT_EXPECTED,
             None,
         ),
+        # "allowed: kinds that may be found without failing the run", valid runs included
+        (
+            {"valid": True, "allowed": ["unclean-election"]},
+            res(False, unclean_election=3),
+            EXIT_EXPECTED,
+            None,
+        ),
+        (
+            {"valid": True, "allowed": ["unclean-election"]},
+            res(False, unclean_election=3, lost_write=1),
+            EXIT_UNEXPECTED,
+            "unexpected anomalies: lost-write",
+        ),
+        (
+            {"valid": True, "allowed": ["unclean-election"]},
+            res(False, unclean_election=1, unseen=2),
+            EXIT_UNKNOWN,
+            "verdict unknown",
+        ),
+        ({"valid": True, "allowed": ["offline"]}, res(False), EXIT_UNEXPECTED, "verdict invalid"),
         ({"valid": "any"}, res(False, lost_write=9, duplicate=1), EXIT_EXPECTED, None),
         ({"valid": None}, res("unknown", unseen=1), EXIT_EXPECTED, None),
         ({}, None, EXIT_UNEXPECTED, "no results.json"),
@@ -58,3 +78,11 @@ def test_failed_slo_makes_the_run_unexpected():
     assert outcome.exit_code == EXIT_UNEXPECTED
     assert outcome.slo == {"max_offline_seconds": False, "x": True}
     assert "SLO failed: max_offline_seconds" in outcome.reasons
+
+
+def test_an_excused_run_keeps_its_own_verdict():
+    outcome = evaluate(
+        {"valid": True, "allowed": ["unclean-election"]}, res(False, unclean_election=1)
+    )
+    assert outcome.expected and outcome.verdict is False
+    assert outcome.found == ("unclean-election",)
