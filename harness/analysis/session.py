@@ -8,6 +8,7 @@ goes to a file, never to the console: a failing job prints one line, not a stack
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import sys
@@ -103,7 +104,25 @@ def start_session(
             f"cannot start Spark (master {master or 'default'}): {_short(exc)}"
         ) from exc
     spark.sparkContext.setLogLevel("ERROR")
+    _python_side_logs_to_file()
     return spark
+
+
+# PySpark's own loggers that print a failed query's context, as JSON, to the console.
+_QUERY_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+
+
+def _python_side_logs_to_file() -> None:
+    """Send the query-context records PySpark logs on every failed query to the Spark
+    log file: the console gets kchaos's one-line error only."""
+    from pyspark.logger import PySparkLogger
+
+    for name in _QUERY_CONTEXT_LOGGERS:
+        logger = PySparkLogger.getLogger(name)
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+        logger.addHandler(logging.FileHandler(log_path()))
+        logger.propagate = False
 
 
 @contextlib.contextmanager

@@ -107,3 +107,19 @@ def test_parquet_ints_narrower_than_the_schema_are_read(spark: Any, tmp_path: Pa
     )
     result = run_job([run], spark=spark, write=False, prefer="parquet")
     assert result.runs[0].summary["stats"]["sends"]["invoke"] == 1
+
+
+@pytest.mark.spark
+def test_a_failed_query_leaves_spark_s_report_in_the_log_not_on_the_console(
+    spark: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from pyspark.sql import functions as F
+
+    from harness.analysis.session import log_path, spark_errors
+    from harness.errors import AnalysisError
+
+    with pytest.raises(AnalysisError, match="Spark log"), spark_errors("the test query"):
+        spark.range(1).select(F.col("no_such_column")).collect()
+    out, err = capfd.readouterr()
+    assert "no_such_column" not in out + err
+    assert "no_such_column" in log_path().read_text()
