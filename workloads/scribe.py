@@ -46,16 +46,16 @@ from typing import Any, BinaryIO
 FRAME = struct.Struct("<IB")
 BATCH, SYNC = ord("B"), ord("S")
 WIDTH = 5  # items per queued line: template, clock, three fields (unused ones b"")
-ARGS = 5  # % arguments per line: index, time, three fields
 
 
 class Renderer:
     """Numbers queued lines in arrival order, repairs times, builds the JSON text.
 
     A batch is a flat list, :data:`WIDTH` items per line. A template has placeholders for
-    index, time and three fields (``%s`` filled with b"" where a line has fewer), so the
-    whole batch is one ``%`` of the joined templates over an argument list put together
-    by C-level slice assignments.
+    index, time and three fields (``%s`` filled with b"" where a line has fewer). Once
+    the templates are taken out, the list itself becomes the arguments (each template's
+    slot gets the line's index, each clock its time, by C-level slice assignments), so
+    the whole batch is one ``%`` of the joined templates.
     """
 
     def __init__(self, t0: int = 0) -> None:
@@ -76,16 +76,12 @@ class Renderer:
             clocks = self._raise_stale(clocks)
         first = self.next_index
         self.next_index, self.last_clock = first + n, clocks[-1]
-        times = list(map(operator.sub, clocks, itertools.repeat(self.t0)))
-        args: list[Any] = [None] * (ARGS * n)
-        args[0::ARGS] = range(first, first + n)
-        args[1::ARGS] = times
-        for i in (2, 3, 4):
-            args[i::ARGS] = flat[i::WIDTH]
+        flat[0::WIDTH] = range(first, first + n)
+        flat[1::WIDTH] = map(operator.sub, clocks, itertools.repeat(self.t0))
         try:
-            return b"".join(templates) % tuple(args)
+            return b"".join(templates) % tuple(flat)
         except (TypeError, ValueError):
-            return self._line_by_line(flat, first, times)
+            return self._line_by_line(templates, flat)
 
     def _raise_stale(self, clocks: list[int]) -> list[int]:
         """A clock read just before a thread switch let another line in first is raised
@@ -96,14 +92,14 @@ class Renderer:
             fixed.append(last)
         return fixed
 
-    def _line_by_line(self, flat: list[Any], first: int, times: list[int]) -> bytes:
+    def _line_by_line(self, templates: list[Any], args: list[Any]) -> bytes:
         parts = []
-        for i, time in enumerate(times):
-            template, _clock, *fields = flat[i * WIDTH : (i + 1) * WIDTH]
+        for i, template in enumerate(templates):
+            line = tuple(args[i * WIDTH : (i + 1) * WIDTH])
             try:
-                parts.append(template % (first + i, time, *fields))
+                parts.append(template % line)
             except (TypeError, ValueError) as exc:
-                self.bad.append(f"index {first + i}: {exc}: {template!r} {fields!r}")
+                self.bad.append(f"index {line[0]}: {exc}: {template!r} {line[2:]!r}")
         return b"".join(parts)
 
 

@@ -80,6 +80,8 @@ def spark_loss(spark: SparkSession, history: Path, via_parquet: bool = False) ->
 
 
 def _loss_count(events: DataFrame) -> int:
+    """Lost writes in ``events`` by the job's own query; the send topics come from one
+    small extra query here, standing in for the job's validation pass that yields them."""
     from pyspark.sql import functions as F
 
     from harness.analysis.anomalies import lost_write

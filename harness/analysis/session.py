@@ -119,8 +119,9 @@ def _python_side_logs_to_file() -> None:
 
     for name in _QUERY_CONTEXT_LOGGERS:
         logger = PySparkLogger.getLogger(name)
-        for handler in list(logger.handlers):
+        for handler in list(logger.handlers):  # the console one, or a previous session's
             logger.removeHandler(handler)
+            handler.close()
         logger.addHandler(logging.FileHandler(log_path()))
         logger.propagate = False
 
