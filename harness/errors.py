@@ -20,6 +20,27 @@ that base class, prints ``str(error)`` (no traceback) and exits with ``error.exi
 
 from __future__ import annotations
 
+from typing import Any
+
+# An error message is one line on a terminal: whatever it quotes is cut to this length.
+MAX_SHOWN = 80
+MAX_MESSAGE = 600
+
+
+def shown(value: Any, limit: int = MAX_SHOWN) -> str:
+    """``repr(value)`` cut to ``limit`` characters, control and binary bytes escaped.
+
+    Long inputs (a 30 MB record value, a binary file) must not reach the console whole:
+    only a prefix is built and the original length is said.
+    """
+    if isinstance(value, str | bytes) and len(value) > limit:
+        text = repr(value[:limit])
+        return f"{text}... ({len(value)} {'characters' if isinstance(value, str) else 'bytes'})"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
 
 class KchaosError(Exception):
     """Base of every error kchaos raises on purpose."""
@@ -49,7 +70,10 @@ class InputError(KchaosError):
             where = file if line is None else f"{file}:{line}"
         prefix = f"{where}: " if where else ""
         if field:
-            prefix += f"{field}: "
+            name = field if field.isprintable() else repr(field)[1:-1]
+            prefix += f"{name[:120]}: "
+        if len(message) > MAX_MESSAGE:  # a message quoting a huge value: never print it all
+            message = message[:MAX_MESSAGE] + f"... ({len(message)} characters)"
         super().__init__(prefix + message)
 
 

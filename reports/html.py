@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import plotly.offline
 
 from harness.scenario.expect import Outcome, evaluate, verdict_text
-from reports import plots
+from reports import plots, timeline
 from reports.rundata import RunData, series
 
 CSS = """
@@ -211,6 +211,7 @@ def render_run(data: RunData, outcome: Outcome | None = None) -> str:
     if any(secs is not None for _, _, secs in data.recovery):
         parts.append(figure_div(plots.recovery(data), "recovery"))
     parts += ["<h2>Faults</h2>", fault_table(data)]
+    parts.append(timeline.render(data.run_dir, data.faults))
     config = escape(json.dumps(data.run, indent=2, sort_keys=True, default=str))
     parts.append(
         f"<h2>Configuration</h2><details><summary>run.json</summary><pre>{config}</pre></details>"

@@ -267,7 +267,27 @@ def load_run(run_dir: str | Path) -> RunData:
             data.events += 1
             scanner.feed(event)
         scanner.finish()
+    checked = _checked_offline(data.results)
+    if checked is not None:
+        data.offline = checked
     return data
+
+
+def _checked_offline(results: Mapping[str, Any] | None) -> list[tuple[str, float, float]] | None:
+    """The checker's offline windows (from the controller's record where the run has
+    one), so the report shows what the verdict rests on; None when results lack them."""
+    stats = (results or {}).get("stats")
+    availability = stats.get("availability") if isinstance(stats, Mapping) else None
+    windows = availability.get("offline_windows") if isinstance(availability, Mapping) else None
+    if not isinstance(windows, list):
+        return None
+    out = []
+    for w in windows:
+        if isinstance(w, Mapping):
+            start, length = w.get("start_s"), w.get("length_s")
+            if isinstance(start, int | float) and isinstance(length, int | float):
+                out.append((f"{w.get('topic')}/{w.get('partition')}", float(start), float(length)))
+    return out
 
 
 @dataclass(frozen=True)

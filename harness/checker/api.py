@@ -7,6 +7,7 @@ does the checking without writing anything.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ import orjson
 
 from harness.checker.availability import check_availability
 from harness.checker.config import RunConfig
+from harness.checker.controller import load_controller, read_controller
 from harness.checker.durability import check_durability
 from harness.checker.examples import add_line_indexes
 from harness.checker.facts import Facts
@@ -60,6 +62,13 @@ def check_facts(
             **facts.counts,
         }
     }
+    if facts.controller is not None:
+        stats["controller"] = {
+            "file": facts.controller.path,
+            "lines": facts.controller.lines,
+            "partitions": len(facts.controller.partitions),
+            "brokers": len(facts.controller.brokers),
+        }
     for name, out in outcomes.items():
         anomalies.update(out.anomalies)
         stats[name] = out.stats
@@ -68,22 +77,51 @@ def check_facts(
     except Exception as exc:  # noqa: BLE001 - examples are a courtesy, the verdict stands
         facts.warnings.append(f"could not look up example lines: {type(exc).__name__}: {exc}")
     stats["check_seconds"] = round(time.perf_counter() - started, 3)
+    valid = combine([o.valid for o in outcomes.values()])
+    reasons = missing_evidence(facts) if valid is not False else []
     return Results(
-        valid=combine([o.valid for o in outcomes.values()]),
+        valid="unknown" if reasons else valid,
         anomalies=anomalies,
         stats=stats,
         checkers=outcomes,
         warnings=list(facts.warnings),
         history=facts.path,
+        reasons=reasons,
     )
 
 
+def missing_evidence(facts: Facts) -> list[str]:
+    """Why a run in which no checker found anything still cannot be called valid.
+
+    Valid needs evidence: sends to judge, and a drain that completed for at least one
+    partition. A run that recorded nothing (an empty or torn history) or never got to
+    its drain is ``unknown``, with these reasons in results.json and on the console.
+    """
+    reasons = []
+    if not facts.counts.get("send"):
+        reasons.append("no sends recorded")
+    if not facts.drain_ends:
+        reasons.append("nothing drained")
+    return reasons
+
+
 def check_history(
-    path: str | Path, run_config: RunConfig | None = None, checkers: Sequence[str] | None = None
+    path: str | Path,
+    run_config: RunConfig | None = None,
+    checkers: Sequence[str] | None = None,
+    controller: str | Path | None = None,
 ) -> Results:
-    """Check one history file (raises HistoryError when it cannot be read)."""
+    """Check one history file (raises HistoryError when it or the controller's record
+    cannot be read). ``controller`` is a controller.jsonl; by default the one beside the
+    history, where there is one."""
     started = time.perf_counter()
     facts = read_history(path)
+    if controller is None:
+        facts.controller = load_controller(Path(path).parent)
+    else:
+        facts.controller = read_controller(controller)
+    if facts.controller is not None:
+        facts.warnings.extend(facts.controller.warnings)
     parsed = time.perf_counter() - started
     results = check_facts(facts, run_config, checkers)
     results.stats["read_seconds"] = round(parsed, 3)
@@ -94,14 +132,29 @@ def check_run(run_dir: str | Path, *, write: bool = True) -> Results:
     """Check ``run_dir/history.jsonl`` with ``run_dir/run.json``; write results.json."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise HistoryError("no such run directory", file=str(run_dir))
+        what = "not a directory" if run_dir.exists() else "no such run directory"
+        raise HistoryError(what, file=str(run_dir))
     history = run_dir / "history.jsonl"
     if not history.exists():
         raise HistoryError("no history.jsonl in the run directory", file=str(run_dir))
+    if not history.is_file():
+        raise HistoryError("is not a regular file", file=str(history))
+    out = run_dir / "results.json"
+    if write and out.is_dir():
+        raise HistoryError("is in the way: not a regular file", file=str(out))
     results = check_history(history, RunConfig.load(run_dir))
     if write:
-        out = run_dir / "results.json"
-        tmp = out.with_suffix(".json.tmp")
+        write_results(out, results)
+    return results
+
+
+def write_results(out: Path, results: Results) -> None:
+    """Write results.json whole or not at all (no ``.tmp`` left behind on failure)."""
+    tmp = out.with_name(out.name + ".tmp")
+    try:
         tmp.write_bytes(orjson.dumps(results.to_json(), option=orjson.OPT_INDENT_2))
         tmp.replace(out)
-    return results
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise HistoryError(f"cannot write: {exc.strerror or exc}", file=str(out)) from None

@@ -61,9 +61,13 @@ def check_availability(facts: Facts, config: RunConfig) -> CheckOutcome:
 
 
 def offline_windows(facts: Facts) -> list[dict[str, Any]]:
-    """Stretches of observations with leader -1, per partition, with start and length."""
-    found = []
+    """Stretches with leader -1, per partition, with start and length: from the
+    controller's record where it describes the partition, else from the samples."""
+    record = facts.controller
+    found = [] if record is None else record.offline_windows(max(facts.last_time, record.last_time))
     for tp, obs in enumerate(facts.observations):
+        if record is not None and record.covers(*facts.tps[tp]):
+            continue
         start = -1
         for i, leader in enumerate(obs.leader):
             if leader < 0 and start < 0:

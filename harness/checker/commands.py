@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from harness.checker.api import check_run
-from harness.checker.model import Results
+from harness.checker.model import Results, clip
 
 
 def summary_lines(results: Results) -> list[str]:
@@ -20,10 +20,13 @@ def summary_lines(results: Results) -> list[str]:
         f"(ok {hist.get('ok', 0)}, fail {hist.get('fail', 0)}, info {hist.get('info', 0)}), "
         f"{hist.get('partitions', 0)} partitions"
     ]
+    lines.extend(f"  reason: {r}" for r in results.reasons)
     for kind, anomaly in results.anomalies.items():
         first = anomaly.examples[0] if anomaly.examples else {}
         where = ", ".join(
-            f"{k}={first[k]}" for k in ("value", "topic", "partition", "offset") if k in first
+            f"{k}={clip(first[k], 60)}"
+            for k in ("value", "topic", "partition", "offset")
+            if k in first
         )
         lines.append(f"  {kind}: {anomaly.count}" + (f"  (e.g. {where})" if where else ""))
     for name, out in results.checkers.items():
@@ -33,7 +36,7 @@ def summary_lines(results: Results) -> list[str]:
     for name, s in slo.items():
         state = "pass" if s["pass"] else "FAIL"
         lines.append(f"  {name}: {state} (observed {s['observed']}, limit {s['threshold']})")
-    lines.extend(f"  warning: {w}" for w in results.warnings)
+    lines.extend(f"  warning: {clip(w)}" for w in results.warnings)
     return lines
 
 

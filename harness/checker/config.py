@@ -17,6 +17,8 @@ Keys looked up, first match wins, at the top level or under ``scenario``:
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from harness.errors import HistoryError
+from harness.errors import HistoryError, shown
 
 _UNCLEAN = "unclean.leader.election.enable"
 _MIN_ISR = "min.insync.replicas"
@@ -81,7 +83,9 @@ class RunConfig:
                     props[_UNCLEAN], source, f"{broker[1]}.{_UNCLEAN}"
                 )
             if _MIN_ISR in props:
-                kwargs["min_insync"] = _int(props[_MIN_ISR], source, f"{broker[1]}.{_MIN_ISR}")
+                kwargs["min_insync"] = _positive(
+                    props[_MIN_ISR], source, f"{broker[1]}.{_MIN_ISR}"
+                )
         topics = find("topics", "workload.topics")
         if topics is not None:
             t_unclean, t_min = _topic_configs(topics[0], source)
@@ -90,12 +94,25 @@ class RunConfig:
         for key in ("max_offline_seconds", "max_time_to_full_isr_seconds"):
             hit = find(f"checks.{key}")
             if hit is not None and hit[0] is not None:
-                if isinstance(hit[0], bool) or not isinstance(hit[0], int | float):
-                    raise HistoryError("expected a number", file=source, field=f"checks.{key}")
+                if (
+                    isinstance(hit[0], bool)
+                    or not isinstance(hit[0], int | float)
+                    or not math.isfinite(hit[0])
+                    or hit[0] < 0
+                ):
+                    raise HistoryError(
+                        f"expected a number of seconds, got {shown(hit[0])}",
+                        file=source,
+                        field=f"checks.{key}",
+                    )
                 kwargs[key] = float(hit[0])
         hit = find("checks.min_ok_sends")
         if hit is not None and hit[0] is not None:
             kwargs["min_ok_sends"] = _int(hit[0], source, "checks.min_ok_sends")
+            if kwargs["min_ok_sends"] < 0:
+                raise HistoryError(
+                    f"must not be negative, got {hit[0]}", file=source, field="checks.min_ok_sends"
+                )
         return cls(**kwargs)
 
     @classmethod
@@ -103,10 +120,14 @@ class RunConfig:
         path = run_dir / "run.json"
         if not path.exists():
             return cls()
+        if not path.is_file():
+            raise HistoryError("is not a regular file", file=str(path))
         try:
             data = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as exc:
             raise HistoryError(f"not JSON: {exc}", file=str(path)) from None
+        except OSError as exc:
+            raise HistoryError(f"cannot read: {exc.strerror}", file=str(path)) from None
         if not isinstance(data, Mapping):
             raise HistoryError("expected a JSON object", file=str(path))
         return cls.from_run_json(data, str(path))
@@ -133,7 +154,7 @@ def _topic_configs(topics: Any, source: str) -> tuple[dict[str, bool], dict[str,
         if _UNCLEAN in configs:
             unclean[name] = _bool(configs[_UNCLEAN], source, f"topics.{name}.{_UNCLEAN}")
         if _MIN_ISR in configs:
-            min_isr[name] = _int(configs[_MIN_ISR], source, f"topics.{name}.{_MIN_ISR}")
+            min_isr[name] = _positive(configs[_MIN_ISR], source, f"topics.{name}.{_MIN_ISR}")
     return unclean, min_isr
 
 
@@ -143,15 +164,25 @@ def _bool(value: Any, source: str, where: str) -> bool:
     text = str(value).strip().lower()
     if text in ("true", "false"):
         return text == "true"
-    raise HistoryError(f"expected true or false, got {value!r}", file=source, field=where)
+    raise HistoryError(f"expected true or false, got {shown(value)}", file=source, field=where)
 
 
 def _int(value: Any, source: str, where: str) -> int:
-    try:
-        if isinstance(value, bool):
-            raise ValueError
+    """An integer, or a string of one (Kafka properties are strings); not 1.5, not "2.0"."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
         return int(value)
-    except (TypeError, ValueError):
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,18}\s*", value):
+        return int(value)
+    raise HistoryError(f"expected an integer, got {shown(value)}", file=source, field=where)
+
+
+def _positive(value: Any, source: str, where: str) -> int:
+    """min.insync.replicas: a whole number of replicas, at least 1."""
+    number = _int(value, source, where)
+    if number < 1:
         raise HistoryError(
-            f"expected an integer, got {value!r}", file=source, field=where
-        ) from None
+            f"expected a positive integer, got {shown(value)}", file=source, field=where
+        )
+    return number

@@ -2,21 +2,26 @@
 
 The first pass keeps no per-line data for reads (that would grow with events). Once the
 checkers have picked their few examples, one regular-expression scan of the raw bytes
-finds the lines that mention an example's values; only those lines are parsed.
+(read in pieces) finds the lines that mention an example's values; only those lines are parsed.
 """
 
 from __future__ import annotations
 
-import mmap
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from harness.checker.model import Anomaly
 
 MAX_NEEDLES = 300
+# A value longer than this is looked for by its first bytes only (a regular expression of
+# a 30 MB literal takes gigabytes to compile); each candidate line is then parsed and the
+# whole value compared, so the indexes found are the same.
+MAX_NEEDLE_CHARS = 256
+CHUNK_BYTES = 1 << 22
 
 
 def add_line_indexes(path: str | Path, anomalies: dict[str, Anomaly]) -> None:
@@ -32,16 +37,17 @@ def add_line_indexes(path: str | Path, anomalies: dict[str, Anomaly]) -> None:
                     wanted.setdefault(v, []).append(ex)
     if not wanted:
         return
-    pattern = re.compile(
-        b'"(?:' + b"|".join(re.escape(orjson.dumps(v)[1:-1]) for v in wanted) + b')"'
-    )
+    needles = []
+    for v in wanted:
+        if len(v) <= MAX_NEEDLE_CHARS:
+            needle = orjson.dumps(v)  # with both quotes, escaped as in the file
+        else:  # the opening quote and the escaped first characters
+            needle = orjson.dumps(v[:MAX_NEEDLE_CHARS])[:-1]
+        needles.append(re.escape(needle))
+    pattern = re.compile(b"(?:" + b"|".join(needles) + b")")
     found: dict[int, set[int]] = {}
     with open(path, "rb") as fh:
-        try:
-            buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        except ValueError:  # empty file
-            return
-        with buf:
+        for buf in _whole_lines(fh):
             done_until = -1
             for match in pattern.finditer(buf):
                 if match.start() < done_until:
@@ -50,15 +56,41 @@ def add_line_indexes(path: str | Path, anomalies: dict[str, Anomaly]) -> None:
                 end = buf.find(b"\n", match.end())
                 end = len(buf) if end < 0 else end
                 done_until = end
-                _note_line(buf[start:end], wanted, found)
+                _note_line(memoryview(buf)[start:end], wanted, found)
     for ex_id, indexes in found.items():
         found_ex = _by_id(anomalies, ex_id)
         if found_ex is not None:
             found_ex["index"] = sorted(set(found_ex.get("index", [])) | indexes)
 
 
+def _whole_lines(fh: BinaryIO, chunk: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """The file in pieces of whole lines (the last one may lack its newline).
+
+    Read piece by piece rather than mapped whole: memory stays near one piece, or one
+    line where a line is longer than a piece, however large the history is.
+    """
+    parts: list[bytes] = []
+    while True:
+        data = fh.read(chunk)
+        if not data:
+            if parts:
+                yield b"".join(parts)
+            return
+        end = data.rfind(b"\n") + 1
+        if end == 0:  # inside a line longer than a piece: gather it
+            parts.append(data)
+            continue
+        rest = data[end:]
+        parts.append(data[:end] if rest else data)
+        del data
+        piece = b"".join(parts) if len(parts) > 1 else parts[0]
+        parts = [rest] if rest else []
+        yield piece
+        del piece
+
+
 def _note_line(
-    line: bytes, wanted: dict[str, list[dict[str, Any]]], found: dict[int, set[int]]
+    line: bytes | memoryview, wanted: dict[str, list[dict[str, Any]]], found: dict[int, set[int]]
 ) -> None:
     try:
         ev = orjson.loads(line)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.checker.controller import ControllerRecord
 
 # send status per value id
 PENDING, OK, FAIL, INFO, READ_ONLY = 0, 1, 2, 3, 4
@@ -78,6 +81,7 @@ _COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("topic", "i", -1),
     ("status", "b", 4),  # READ_ONLY
     ("comp_index", "q", -1),
+    ("comp_time", "q", -1),
     ("ack_tp", "i", -1),
     ("ack_off", "q", -1),
     ("acks_all", "b", -1),  # 1 all, 0 not all, -1 not stated on the send
@@ -107,6 +111,7 @@ class Facts:
     topic: array = field(default_factory=lambda: array("i"))
     status: array = field(default_factory=lambda: array("b"))
     comp_index: array = field(default_factory=lambda: array("q"))
+    comp_time: array = field(default_factory=lambda: array("q"))
     ack_tp: array = field(default_factory=lambda: array("i"))
     ack_off: array = field(default_factory=lambda: array("q"))
     acks_all: array = field(default_factory=lambda: array("b"))
@@ -139,6 +144,8 @@ class Facts:
     # per epoch (by invoke time): completed sends [ok, fail, info] and ok latencies (ns)
     epoch_counts: list[list[int]] = field(default_factory=lambda: [[0, 0, 0]])
     epoch_latency: list[array] = field(default_factory=lambda: [array("q")])
+    # the controller's own record (controller.jsonl), where the run has one
+    controller: ControllerRecord | None = None
     # bookkeeping
     lines: int = 0
     last_time: int = 0

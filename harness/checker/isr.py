@@ -4,22 +4,157 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from itertools import accumulate
+from typing import Any
 
 from harness.checker.config import RunConfig
+from harness.checker.controller import ControllerRecord, PartitionState
 from harness.checker.facts import Facts
 from harness.checker.model import CheckOutcome
 
+# How long before a send's invoke the committed ISR must already have been too small for
+# its acknowledgement to count against the broker: time for the leader to learn of it.
+LEARN_NS = 1_000_000_000
+# Kafka's default min.insync.replicas, where neither run.json nor the monitor states one.
+KAFKA_DEFAULT_MIN_ISR = 1
+
 
 def check_isr(facts: Facts, config: RunConfig) -> CheckOutcome:
-    """acked-below-min-isr: an acks=all send acknowledged although every observation of its
-    partition, from the last one before its invoke to the first one after its completion,
-    showed fewer in-sync replicas than min.insync.replicas.
-    unclean-election (only where unclean leader election is disabled): a new leader in
-    neither the last observed ISR nor the last observed ELR."""
+    """acked-below-min-isr and elections: from controller.jsonl for the partitions it
+    describes, from the monitor's samples for the others (format 1.1)."""
     out = CheckOutcome("isr")
+    record = facts.controller
+    covered = {
+        tp
+        for tp, (topic, part) in enumerate(facts.tps)
+        if record is not None and record.covers(topic, part)
+    }
+    below, partitions_below = _samples_below_min_isr(facts, config, out, covered)
+    allowed = _sample_elections(facts, config, out, covered)
+    out.stats = {
+        "source": "controller.jsonl" if record is not None else "samples",
+        "partitions_from_samples": sum(
+            1 for tp, obs in enumerate(facts.observations) if obs.index and tp not in covered
+        ),
+        "partitions_below_min_isr_observed": partitions_below,
+    }
+    if record is not None:
+        below += _controller_below_min_isr(facts, config, out, record)
+        elections = _controller_elections(config, out, record)
+        allowed += elections["unclean_allowed"]
+        out.stats["elections"] = elections
+    out.stats["acked_below_min_isr"] = below
+    out.stats["unclean_elections_allowed"] = allowed
+    return out.settle()
+
+
+def _controller_elections(
+    config: RunConfig, out: CheckOutcome, record: ControllerRecord
+) -> dict[str, int]:
+    """Every election in the controller's record, classified; unclean ones are reported
+    wherever they happen and invalidate only where unclean election is disabled."""
+    counts = {"clean": 0, "last-known-leader": 0, "unclean": 0, "unclean_allowed": 0}
+    for election in record.elections():
+        counts[election.kind] += 1
+        if election.kind == "clean":
+            continue
+        ex = election.example(record)
+        if election.kind == "last-known-leader":
+            out.anomaly("last-known-leader-election").add(ex)
+            continue
+        permitted = config.unclean_for(election.topic)
+        counts["unclean_allowed"] += permitted
+        if permitted:
+            ex["allowed"] = "unclean.leader.election.enable=true"
+        out.anomaly("unclean-election").add(ex, allowed=permitted)
+    return counts
+
+
+def _controller_below_min_isr(
+    facts: Facts, config: RunConfig, out: CheckOutcome, record: ControllerRecord
+) -> int:
+    """acks=all sends acknowledged while the committed ISR was smaller than min.insync from
+    at least LEARN_NS before the invoke until the acknowledgement."""
+    below = 0
+    default_all = 1 if config.acks_all else 0
+    for tp, (topic, part) in enumerate(facts.tps):
+        states = record.partitions.get((topic, part))
+        if not states or not facts.acked_vid[tp]:
+            continue
+        need = _min_isr(config, facts, tp)
+        runs = _below_runs(states, need)
+        if not runs:
+            continue
+        starts = [r[0] for r in runs]
+        for vid in facts.acked_vid[tp]:
+            acks = facts.acks_all[vid]
+            if (acks if acks >= 0 else default_all) != 1:
+                continue
+            since = facts.inv_time[vid] - LEARN_NS
+            until = facts.comp_time[vid]
+            k = bisect_right(starts, since) - 1
+            if k < 0:
+                continue
+            start, end, first, sizes = runs[k]
+            if end is not None and end.time <= until:
+                continue
+            below += 1
+            out.anomaly("acked-below-min-isr").add(
+                {
+                    "value": facts.value_list[vid],
+                    **facts.where(tp, facts.ack_off[vid]),
+                    "isr_sizes": sizes[:10],
+                    "min_insync": need,
+                    "below_since_s": round(start / 1e9, 6),
+                    "source": "controller.jsonl",
+                    "controller_offsets": [first.offset] + ([end.offset] if end else []),
+                    "index": facts.send_indexes(vid),
+                }
+            )
+    return below
+
+
+def _below_runs(
+    states: list[PartitionState], need: int
+) -> list[tuple[int, PartitionState | None, PartitionState, list[int]]]:
+    """Maximal stretches with ISR below ``need``: (start time, the line that ended it or
+    None, the line that began it, the ISR sizes along it)."""
+    runs: list[tuple[int, PartitionState | None, PartitionState, list[int]]] = []
+    first: PartitionState | None = None
+    sizes: list[int] = []
+    for state in states:
+        if len(state.isr) < need:
+            if first is None:
+                first, sizes = state, []
+            sizes.append(len(state.isr))
+        elif first is not None:
+            runs.append((first.time, state, first, sizes))
+            first = None
+    if first is not None:
+        runs.append((first.time, None, first, sizes))
+    return runs
+
+
+def _min_isr(config: RunConfig, facts: Facts, tp: int) -> int:
+    """run.json's setting, else what the monitor reported, else Kafka's default."""
+    override = config.min_insync_for(facts.tps[tp][0])
+    if override is not None:
+        return override
+    for reported in facts.observations[tp].min_insync:
+        if reported >= 0:
+            return int(reported)
+    return KAFKA_DEFAULT_MIN_ISR
+
+
+def _samples_below_min_isr(
+    facts: Facts, config: RunConfig, out: CheckOutcome, covered: set[int]
+) -> tuple[int, int]:
+    """acked-below-min-isr from the samples: every observation of the partition, from the
+    last one before the invoke to the first one after the completion, below min.insync."""
     # per partition with at least one below-min observation: prefix counts of good ones
     good_prefix: dict[int, list[int]] = {}
     for tp, obs in enumerate(facts.observations):
+        if tp in covered:
+            continue
         override = config.min_insync_for(facts.tps[tp][0])
         good = []
         any_bad = False
@@ -64,13 +199,20 @@ def check_isr(facts: Facts, config: RunConfig) -> CheckOutcome:
                     "index": [inv, comp, *(obs.index[w] for w in window[:10])],
                 }
                 out.anomaly("acked-below-min-isr").add(ex)
+    return below, len(good_prefix)
+
+
+def _sample_elections(facts: Facts, config: RunConfig, out: CheckOutcome, covered: set[int]) -> int:
+    """unclean-election from the samples: a new leader in neither the last observed ISR
+    nor the last observed ELR (reported everywhere, invalid where unclean is disabled)."""
     allowed = 0
     for ch in facts.leader_changes:
-        topic = facts.tps[ch.tp][0]
-        if config.unclean_for(topic):
-            allowed += 1
+        if ch.tp in covered:
             continue
-        ex = {
+        topic = facts.tps[ch.tp][0]
+        permitted = config.unclean_for(topic)
+        allowed += permitted
+        ex: dict[str, Any] = {
             **facts.where(ch.tp),
             "old_leader": ch.old_leader,
             "new_leader": ch.new_leader,
@@ -78,14 +220,12 @@ def check_isr(facts: Facts, config: RunConfig) -> CheckOutcome:
             "previous_elr": ch.previous_elr,
             "time_s": round(ch.time / 1e9, 3),
             "index": [ch.previous_index, ch.index],
+            "source": "samples",
         }
-        out.anomaly("unclean-election").add(ex)
-    out.stats = {
-        "acked_below_min_isr": below,
-        "unclean_elections_allowed": allowed,
-        "partitions_below_min_isr_observed": len(good_prefix),
-    }
-    return out.settle()
+        if permitted:
+            ex["allowed"] = "unclean.leader.election.enable=true"
+        out.anomaly("unclean-election").add(ex, allowed=permitted)
+    return allowed
 
 
 def _bad_runs(prefix: list[int]) -> list[tuple[int, int]]:

@@ -20,26 +20,60 @@ INVALIDATING: tuple[str, ...] = (
     "unclean-election",
 )
 UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)
-REPORTED_ONLY: tuple[str, ...] = ("offline",)
+# Reported, never invalid: offline windows, and elections of the last known leader after
+# every replica was lost (KIP-966; format 1.1, judged from controller.jsonl only).
+REPORTED_ONLY: tuple[str, ...] = ("offline", "last-known-leader-election")
 KINDS: tuple[str, ...] = INVALIDATING + UNKNOWN_MAKING + REPORTED_ONLY
 
 MAX_EXAMPLES = 5
+# Strings in results.json examples and on the console are cut to this many characters: a
+# record value may be megabytes long, and the example only has to let a person find it.
+MAX_EXAMPLE_CHARS = 200
+
+
+def clip(value: Any, limit: int = MAX_EXAMPLE_CHARS) -> Any:
+    """A JSON-ready copy of ``value`` with every long string cut, its length said."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        return f"{value[:limit]}... ({len(value)} characters)"
+    if isinstance(value, dict):
+        return {k: clip(v, limit) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clip(v, limit) for v in value]
+    return value
 
 
 @dataclass
 class Anomaly:
-    """How often one kind was found, with a few examples a person can look up."""
+    """How often one kind was found, with a few examples a person can look up.
+
+    ``allowed`` counts the occurrences the run's own settings permit (an unclean election
+    where unclean leader election is enabled): reported, but not making the run invalid.
+    """
 
     count: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)
+    allowed: int = 0
 
-    def add(self, example: dict[str, Any] | None = None, n: int = 1) -> None:
+    def add(
+        self, example: dict[str, Any] | None = None, n: int = 1, *, allowed: bool = False
+    ) -> None:
         self.count += n
+        if allowed:
+            self.allowed += n
         if example is not None and len(self.examples) < MAX_EXAMPLES:
             self.examples.append(example)
 
+    @property
+    def invalidating(self) -> int:
+        return self.count - self.allowed
+
     def to_json(self) -> dict[str, Any]:
-        return {"count": self.count, "examples": self.examples}
+        out: dict[str, Any] = {"count": self.count, "examples": self.examples}
+        if self.allowed:
+            out["allowed"] = self.allowed
+        return out
 
 
 @dataclass
@@ -63,9 +97,10 @@ class CheckOutcome:
 
     def settle(self) -> CheckOutcome:
         """Derive ``valid`` from the anomalies found (kept False if already False)."""
-        found = {k for k, a in self.anomalies.items() if a.count}
         self.anomalies = {k: a for k, a in self.anomalies.items() if a.count}
-        if self.valid is False or found & set(INVALIDATING):
+        found = set(self.anomalies)
+        invalid = {k for k, a in self.anomalies.items() if a.invalidating}
+        if self.valid is False or invalid & set(INVALIDATING):
             self.valid = False
         elif found & set(UNKNOWN_MAKING):
             self.valid = "unknown"
@@ -100,6 +135,8 @@ class Results:
     checkers: dict[str, CheckOutcome]
     warnings: list[str]
     history: str
+    # Why the verdict is "unknown" although no checker found anything (an empty run).
+    reasons: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -112,7 +149,8 @@ class Results:
     def to_json(self) -> dict[str, Any]:
         return {
             "valid": self.valid,
-            "anomalies": {k: a.to_json() for k, a in self.anomalies.items()},
+            "reasons": self.reasons,
+            "anomalies": {k: clip(a.to_json()) for k, a in self.anomalies.items()},
             "stats": self.stats,
             "checkers": {
                 n: {"valid": o.valid, "error": o.error, "anomalies": sorted(o.anomalies)}

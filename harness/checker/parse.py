@@ -19,7 +19,7 @@ import orjson
 from harness.checker.config import acks_is_all
 from harness.checker.facts import FAIL, INFO, OK, PENDING, READ_ONLY, TP_BITS, DrainEnd, Facts
 from harness.checker.validate import Where, bad_record, metadata, record_fault
-from harness.errors import HistoryError
+from harness.errors import HistoryError, shown
 
 _TYPES = frozenset(("invoke", "ok", "fail", "info"))
 
@@ -51,6 +51,7 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
     status = facts.status
     inv_index, inv_time, topic_col = facts.inv_index, facts.inv_time, facts.topic
     comp_index, ack_tp, ack_off = facts.comp_index, facts.ack_tp, facts.ack_off
+    comp_time = facts.comp_time
     acks_col, epoch_col = facts.acks_all, facts.epoch
     first, dtp = facts.first, facts.drained_tp
     epoch_counts, epoch_latency = facts.epoch_counts, facts.epoch_latency
@@ -73,10 +74,12 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
             try:
                 ev: Any = loads(raw)
             except orjson.JSONDecodeError as exc:
-                if not raw.endswith(b"\n"):
+                # Torn: the last line, cut short while it was written (so it starts as an
+                # event does). Anything else that is not JSON is bad input.
+                if not raw.endswith(b"\n") and raw[:64].lstrip()[:1] == b"{":
                     facts.warnings.append(f"{name}:{no}: torn last line ignored ({len(raw)} bytes)")
                     break
-                where.at(no).fail(f"not JSON ({exc})")
+                where.at(no).fail(f"not JSON ({exc}): {shown(raw)}")
             try:
                 index = ev["index"]
                 time = ev["time"]
@@ -95,7 +98,7 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
                 where.fail(f"time {time} earlier than the previous {last_time}", "time")
             if typ.__class__ is not str or typ not in _TYPES:
                 where.at(no).expect(ev, "type", str)
-                where.fail(f"unknown type {typ!r}", "type")
+                where.fail(f"unknown type {shown(typ)}", "type")
             if type(proc) is not int and type(proc) is not str:
                 where.at(no).expect(ev, "process", (int, str))
             last_index = index
@@ -122,7 +125,8 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
                         value_list.append(value)
                     elif status[vid] != READ_ONLY:
                         where.at(no).fail(
-                            f"value {value!r} sent twice (first at index {inv_index[vid]})", "value"
+                            f"value {shown(value)} sent twice (first at index {inv_index[vid]})",
+                            "value",
                         )
                     status[vid] = PENDING
                     inv_index[vid] = index
@@ -134,16 +138,19 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
                     continue
                 if vid is None or status[vid] != PENDING:
                     where.at(no).fail(
-                        f"{typ} of a send without an invoke (value {value!r})", "value"
+                        f"{typ} of a send without an invoke (value {shown(value)})", "value"
                     )
                 comp_index[vid] = index
+                comp_time[vid] = time
                 e = epoch_col[vid]
                 if typ == "ok":
                     part = ev.get("partition")
                     off = ev.get("offset")
-                    if type(part) is not int or type(off) is not int:
-                        where.at(no).expect(ev, "partition", int)
-                        where.expect(ev, "offset", int)
+                    # offset -1: the client reported none (acks=0); no position at all
+                    if type(part) is not int or type(off) is not int or part < 0 or off < -1:
+                        where.at(no).natural(ev, "partition")
+                        if where.expect(ev, "offset", int) < -1:
+                            where.fail(f"must be -1 (none) or more, got {off}", "offset")
                     topic = ev.get("topic")
                     if topic is None:
                         topic = facts.topics[topic_col[vid]]
@@ -172,7 +179,9 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
                     pending_poll[proc] = index
                     continue
                 if pending_poll.pop(proc, None) is None:
-                    where.at(no).fail(f"poll {typ} without an invoke (process {proc!r})", "process")
+                    where.at(no).fail(
+                        f"poll {typ} without an invoke (process {shown(proc)})", "process"
+                    )
                 if typ != "ok":
                     continue
                 n_poll += 1
@@ -197,10 +206,10 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
                         v = rec["value"]
                     except (KeyError, TypeError):
                         bad_record(where.at(no), rec)
-                    if type(off) is not int or type(v) is not str:
+                    if type(off) is not int or off < 0 or type(v) is not str:
                         bad_record(where.at(no), rec)
                     if p != lp or t != lt:
-                        if type(p) is not int or type(t) is not str:
+                        if type(p) is not int or p < 0 or type(t) is not str:
                             bad_record(where.at(no), rec)
                         if tp >= 0:
                             stretch[tp] = last
@@ -259,10 +268,10 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
                         v = rec["value"]
                     except (KeyError, TypeError):
                         bad_record(where.at(no), rec)
-                    if type(off) is not int or type(v) is not str:
+                    if type(off) is not int or off < 0 or type(v) is not str:
                         bad_record(where.at(no), rec)
                     if p != lp or t != lt:
-                        if type(p) is not int or type(t) is not str:
+                        if type(p) is not int or p < 0 or type(t) is not str:
                             bad_record(where.at(no), rec)
                         tp = tp_ids.get((t, p))
                         if tp is None:
@@ -307,17 +316,22 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
                         or len(pair) != 2
                         or type(pair[0]) is not str
                         or type(pair[1]) is not int
+                        or pair[1] < 0
                     ):
-                        where.fail(f"expected [topic, partition], got {pair!r}"[:80], "partitions")
+                        where.fail(f"expected [topic, partition], got {shown(pair)}", "partitions")
                 stretches[proc] = {}  # a new stretch of reading for every partition
             elif f == "drain-end":
                 if typ != "ok":
                     continue
                 where.at(no)
                 topic = where.expect(ev, "topic", str)
-                part = where.expect(ev, "partition", int)
-                lso = where.expect(ev, "log_start_offset", int)
-                hwm = where.expect(ev, "high_watermark", int)
+                part = where.natural(ev, "partition")
+                lso = where.natural(ev, "log_start_offset")
+                hwm = where.natural(ev, "high_watermark")
+                if lso > hwm:
+                    where.fail(
+                        f"log start offset {lso} above the high watermark {hwm}", "log_start_offset"
+                    )
                 facts.drain_ends[tp_of(topic, part)] = DrainEnd(lso, hwm, index)
             elif f == "fault":
                 if record_fault(facts, where.at(no), ev, index, time, open_faults):

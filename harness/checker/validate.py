@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-import orjson
-
 from harness.checker.facts import Facts, Fault, LeaderChange
-from harness.errors import HistoryError
+from harness.errors import HistoryError, shown
 
 _NAMES = {int: "an integer", str: "a string", list: "a list", dict: "an object"}
 
@@ -34,26 +32,35 @@ class Where:
         kinds = kind if isinstance(kind, tuple) else (kind,)
         if type(value) not in kinds:
             names = " or ".join(_NAMES.get(k, k.__name__) for k in kinds)
-            self.fail(f"expected {names}, got {orjson.dumps(value).decode()[:60]}", key)
+            self.fail(f"expected {names}, got {shown(value, 60)}", key)
         return value
+
+    def natural(self, event: dict[str, Any], key: str) -> int:
+        """``event[key]``, which must be an integer of at least 0 (offsets, partitions)."""
+        value = self.expect(event, key, int)
+        if value < 0:
+            self.fail(f"must not be negative, got {value}", key)
+        return int(value)
 
     def int_list(self, event: dict[str, Any], key: str) -> list[int]:
         items = self.expect(event, key, list)
         for item in items:
             if type(item) is not int:
-                self.fail(f"expected a list of integers, got {item!r}", key)
+                self.fail(f"expected a list of integers, got {shown(item)}", key)
         return items
 
 
 def bad_record(where: Where, rec: Any) -> NoReturn:
     """Name what is wrong with one record of a poll or drain line."""
     if type(rec) is not dict:
-        where.fail(f"expected a record object, got {rec!r}"[:100], "records")
+        where.fail(f"expected a record object, got {shown(rec)}", "records")
     for key, kind in (("topic", str), ("partition", int), ("offset", int), ("value", str)):
         if key not in rec:
             where.fail("a record lacks this field", f"records.{key}")
         if type(rec[key]) is not kind:
-            where.fail(f"expected {_NAMES[kind]}, got {rec[key]!r}"[:100], f"records.{key}")
+            where.fail(f"expected {_NAMES[kind]}, got {shown(rec[key])}", f"records.{key}")
+        if kind is int and rec[key] < 0:
+            where.fail(f"must not be negative, got {rec[key]}", f"records.{key}")
     where.fail("bad record", "records")
 
 
@@ -81,6 +88,10 @@ def metadata(
         where.expect(ev, "topic", str)
         where.expect(ev, "partition", int)
         where.expect(ev, "leader", int)
+    if part < 0:
+        where.natural(ev, "partition")
+    if leader < -1:
+        where.fail(f"must be a node id or -1, got {leader}", "leader")
     if not _ints(isr):
         where.int_list(ev, "isr")
     replicas = ev.get("replicas")
@@ -129,6 +140,8 @@ def record_fault(
 ) -> bool:
     """A fault start or stop; True when the set of open faults changed (a new epoch)."""
     phase = where.expect(ev, "phase", str)
+    if phase not in ("start", "stop"):
+        where.fail(f"unknown phase {shown(phase)} (start or stop)", "phase")
     fid = str(where.expect(ev, "id", (str, int)))
     if phase == "start":
         targets = ev.get("targets")

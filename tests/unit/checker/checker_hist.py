@@ -17,11 +17,21 @@ class H:
     def __init__(self, topic: str = "t") -> None:
         self.topic = topic
         self.events: list[dict[str, Any]] = []
+        self.skipped_ns = 0
 
     def add(self, **event: Any) -> int:
         index = len(self.events)
-        self.events.append({"index": index, "time": (index + 1) * 1_000_000, **event})
+        self.events.append({"index": index, "time": self.now(index), **event})
         return index
+
+    def now(self, index: int | None = None) -> int:
+        """The time (ns) of the line with ``index`` (default: the next line)."""
+        index = len(self.events) if index is None else index
+        return (index + 1) * 1_000_000 + self.skipped_ns
+
+    def wait(self, seconds: float) -> None:
+        """Let ``seconds`` pass before the next line."""
+        self.skipped_ns += int(seconds * 1e9)
 
     # sends ------------------------------------------------------------------------------
     def invoke(self, value: str, process: int = 0, **extra: Any) -> int:
@@ -137,6 +147,67 @@ class H:
 
     def check(self, tmp_path: Path, config: RunConfig | None = None) -> Results:
         return check_history(self.write(tmp_path / "history.jsonl"), config)
+
+
+class C:
+    """Lines of a controller.jsonl (format 1.1): whole states, offsets counted up."""
+
+    def __init__(self, topic: str = "t") -> None:
+        self.topic = topic
+        self.lines: list[dict[str, Any]] = []
+
+    def _add(self, time_ns: int, **line: Any) -> int:
+        offset = 10 * (len(self.lines) + 1)
+        self.lines.append({"offset": offset, "time": time_ns, **line})
+        return offset
+
+    def part(
+        self,
+        time_ns: int,
+        leader: int,
+        isr: list[int],
+        *,
+        partition: int = 0,
+        elr: list[int] | None = None,
+        lke: list[int] | None = None,
+        epoch: int = 0,
+        recovering: bool = False,
+        replicas: list[int] | None = None,
+    ) -> int:
+        return self._add(
+            time_ns,
+            type="partition",
+            topic=self.topic,
+            partition=partition,
+            leader=leader,
+            leader_epoch=epoch,
+            partition_epoch=epoch,
+            isr=isr,
+            elr=elr or [],
+            last_known_elr=lke or [],
+            replicas=replicas or [1, 2, 3],
+            recovering=recovering,
+        )
+
+    def broker(self, time_ns: int, broker: int, epoch: int, *, fenced: bool = False) -> int:
+        return self._add(
+            time_ns,
+            type="broker",
+            broker=broker,
+            broker_epoch=epoch,
+            fenced=fenced,
+            shutting_down=False,
+        )
+
+    def write(self, path: Path) -> Path:
+        path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in self.lines))
+        return path
+
+
+def check_with(h: H, c: C, tmp_path: Path, config: RunConfig | None = None) -> Results:
+    """Write both files into one run directory and check them together."""
+    c.write(tmp_path / "controller.jsonl")
+    return h.check(tmp_path, config)
 
 
 def counts(results: Results) -> dict[str, int]:

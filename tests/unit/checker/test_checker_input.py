@@ -147,7 +147,9 @@ def test_a_missing_file_and_an_empty_one(tmp_path: Path) -> None:
         check_history(tmp_path / "nope.jsonl")
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
-    assert check_history(empty).valid is True
+    r = check_history(empty)  # nothing recorded is no evidence of anything (issue 16)
+    assert r.valid == "unknown"
+    assert r.reasons == ["no sends recorded", "nothing drained"]
 
 
 def test_unknown_event_kinds_and_fields_are_ignored(tmp_path: Path) -> None:

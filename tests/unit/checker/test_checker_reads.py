@@ -41,7 +41,8 @@ def test_uncommitted_needs_a_completed_drain(tmp_path: Path) -> None:
     h.done("x", "info")
     h.poll(5, (0, 0, "x"))  # partition 0 never drained: cannot tell
     r = h.check(tmp_path)
-    assert r.valid is True
+    assert r.anomalies == {}
+    assert r.valid == "unknown" and r.reasons == ["nothing drained"]
 
 
 def test_aborted_read_by_a_poll_or_by_the_drain(tmp_path: Path) -> None:

@@ -166,3 +166,87 @@ def test_report_of_a_generated_history_with_the_real_checker(tmp_path: Path):
     lost = [inj for inj in gen.injected if inj.kind == "lost-write"][0]
     assert ("lost-write", lost.value) in {(m.kind, m.value) for m in rep.data.markers}
     assert rep.data.totals["ok"] > 200 and rep.data.faults
+
+
+def test_report_timeline_from_the_controller_record(tmp_path: Path):
+    """The report tells the KIP-903 story from controller.jsonl: a broker's new epoch,
+    its ISR join, then its election, with the nemesis's faults in between; offline
+    windows come from the checker (hence the controller), not from the samples."""
+    from harness.checker import check_run
+
+    run = make_run(tmp_path / "ctl", results=None)
+    lines = [
+        {
+            "offset": 5,
+            "time": 0,
+            "type": "broker",
+            "broker": 2,
+            "broker_epoch": 10,
+            "fenced": False,
+            "shutting_down": False,
+        },
+        {
+            "offset": 6,
+            "time": 1_000_000_000,
+            "type": "partition",
+            "topic": "t",
+            "partition": 0,
+            "leader": 1,
+            "leader_epoch": 0,
+            "partition_epoch": 0,
+            "isr": [1, 2],
+            "elr": [],
+            "last_known_elr": [],
+            "replicas": [1, 2],
+            "recovering": False,
+        },
+        {
+            "offset": 7,
+            "time": 11_000_000_000,
+            "type": "broker",
+            "broker": 2,
+            "broker_epoch": 31,
+            "fenced": False,
+            "shutting_down": False,
+        },
+        {
+            "offset": 8,
+            "time": 11_500_000_000,
+            "type": "partition",
+            "topic": "t",
+            "partition": 0,
+            "leader": -1,
+            "leader_epoch": 1,
+            "partition_epoch": 1,
+            "isr": [2],
+            "elr": [],
+            "last_known_elr": [],
+            "replicas": [1, 2],
+            "recovering": False,
+        },
+        {
+            "offset": 9,
+            "time": 14_000_000_000,
+            "type": "partition",
+            "topic": "t",
+            "partition": 0,
+            "leader": 2,
+            "leader_epoch": 2,
+            "partition_epoch": 2,
+            "isr": [2],
+            "elr": [],
+            "last_known_elr": [],
+            "replicas": [1, 2],
+            "recovering": False,
+        },
+    ]
+    (run / "controller.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    check_run(run)
+    rep = write_run_reports(run)
+    page = (run / "report.html").read_text()
+    assert "Controller timeline" in page
+    assert "broker 2 registered" in page and "broker epoch 31" in page
+    assert "clean election" in page and "fault f-0 start" in page
+    starts = {(part, start) for part, start, _ in rep.data.offline}
+    assert ("t/0", 11.5) in starts
+    assert ("t/1", 12.0) in starts  # a partition the record lacks keeps its samples
