@@ -1,0 +1,87 @@
+"""hold-controller-requests: which connections it keeps, the rules, the heal (with fakes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from faults_fakes import FakeCluster, make_nodes
+
+from faults import make_fault
+from faults.controller_hold import busy_ports, hold_rules, parse_ss
+from harness.cluster.api import NodeHandle
+from harness.errors import FaultError
+
+# ss -tnie state established (no State column), as iproute2 6.1 prints it
+SS_1 = """Recv-Q Send-Q Local Address:Port  Peer Address:Port Process
+0      0       10.9.0.11:40100      10.9.0.2:19201 uid:0 ino:1 sk:1 <->
+\t cubic wscale:7,7 rto:204 bytes_sent:5000 bytes_acked:5000 segs_out:80 data_segs_out:40
+0      0       10.9.0.11:40200      10.9.0.2:19201 uid:0 ino:2 sk:2 <->
+\t cubic wscale:7,7 rto:204 bytes_sent:900 segs_out:12 data_segs_out:3
+0      0       10.9.0.11:40300      10.9.0.2:19201 uid:0 ino:3 sk:3 <->
+\t cubic wscale:7,7 rto:204 bytes_sent:70000 segs_out:900 data_segs_out:800
+0      0       10.9.0.11:40400      10.9.0.2:19102 uid:0 ino:4 sk:4 <->
+\t cubic wscale:7,7 rto:204 bytes_sent:99999 segs_out:9 data_segs_out:9
+"""
+SS_2 = (
+    SS_1.replace("bytes_sent:5000", "bytes_sent:5100")
+    .replace("bytes_sent:70000", "bytes_sent:71234")
+    .replace("bytes_sent:99999", "bytes_sent:123456")
+)
+
+
+def test_parse_ss_keeps_connections_to_the_controller_ports() -> None:
+    first = parse_ss(SS_1, {19201})
+    assert first == {40100: 5000, 40200: 900, 40300: 70000}  # 40400 is replication
+    assert parse_ss("ESTAB 0 0 10.0.0.1:5 10.0.0.2:19201\n\t segs_out:4\n", {19201}) == {5: 4}
+
+
+def test_busy_ports_are_the_ones_that_sent_between_samples() -> None:
+    assert busy_ports(parse_ss(SS_1, {19201}), parse_ss(SS_2, {19201})) == {40100, 40300}
+
+
+def test_rules_accept_kept_connections_then_drop() -> None:
+    rules = hold_rules("10.9.0.2", [19201, 19202], {40100}, "drop")
+    assert rules[0][-2:] == ["-j", "RETURN"] and "--sport" in rules[0]
+    assert rules[1] == ["-p", "tcp", "-d", "10.9.0.2", "--dport", "19201", "-j", "DROP"]
+    assert len(rules) == 4
+
+
+class SsCluster(FakeCluster):
+    """A fake whose ``ss`` answers with the two samples in turn."""
+
+    def __init__(self, root: Path, samples: list[str]) -> None:
+        super().__init__(2, root)
+        self._nodes = make_nodes(2, root, controllers=1)
+        self.state[101] = "running"
+        self.samples = list(samples)
+
+    def exec(self, node: NodeHandle, cmd: Sequence[str], *, user: str = "root") -> tuple[int, str]:
+        if list(cmd[:1]) == ["ss"]:
+            self._log("exec", node.name, tuple(cmd))
+            return 0, self.samples.pop(0)
+        return super().exec(node, cmd, user=user)
+
+
+def _scripts(cluster: FakeCluster) -> list[str]:
+    return [c[2][2] for c in cluster.calls if c[0] == "exec" and c[2][:2] == ("sh", "-c")]
+
+
+def test_fault_installs_then_heals_its_chain(tmp_path: Path) -> None:
+    # the dedicated controller 101 is reached at 19200 + 101
+    cluster = SsCluster(tmp_path, [SS_1.replace("19201", "19301"), SS_2.replace("19201", "19301")])
+    fault = make_fault(cluster, "hold-controller-requests", "broker-1", sample_s=0.5)
+    with fault:
+        install = _scripts(cluster)[-1]
+        assert "--sport 40100 -j RETURN" in install and "--sport 40300 -j RETURN" in install
+        assert "--dport 19301 -j DROP" in install and "40200" not in install
+        assert fault.detail["held_connections"] == {"broker-1": [40200]}
+    assert "-X KCHAOS-" in _scripts(cluster)[-1]
+
+
+def test_fault_refuses_when_nothing_sent(tmp_path: Path) -> None:
+    cluster = SsCluster(tmp_path, [SS_1.replace("19201", "19301")] * 2)
+    with pytest.raises(FaultError, match="heartbeats would be held too"):
+        make_fault(cluster, "hold-controller-requests", "broker-1", sample_s=0.5).start()
+    assert not any("-j DROP" in s for s in _scripts(cluster))
