@@ -138,7 +138,7 @@ def register(cls: type[Fault]) -> type[Fault]:
 
 def registry() -> dict[str, type[Fault]]:
     """Every fault family by name (importing the family modules on first use)."""
-    from faults import crash, disk, network, partition, pause  # noqa: F401
+    from faults import controller_hold, crash, disk, network, partition, pause  # noqa: F401
 
     return dict(_REGISTRY)
 
