@@ -172,6 +172,11 @@ class Cluster:
     def logs(self, node: NodeHandle, tail: int = 50) -> str:
         return log_tail(self.container(node), tail)
 
+    def full_log(self, node: NodeHandle) -> bytes:
+        """The node's whole container log (the images log to stdout): every line since
+        the container was created, across restarts; also of a stopped container."""
+        return bytes(self.container(node).logs(stdout=True, stderr=True, tail="all"))
+
     # -- extras for runner, tests and faults ------------------------------------------------
     @property
     def client(self) -> docker.DockerClient:

@@ -136,6 +136,8 @@ def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec
     live = _Live()
     nemesis = None
     with HistoryWriter(run_dir / "history.jsonl") as history:
+        # the wall clock of the history's time 0, to align controller.jsonl with it
+        rec.update(history_start_unix_ns=time.time_ns() - history.elapsed_ns())
         spec = translate.workload_spec(sc)
         with Workload.for_cluster(spec, cluster, history, run_dir=run_dir) as workload:
             try:
@@ -169,6 +171,8 @@ def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec
             finally:
                 if nemesis is not None:
                     nemesis.stop()
+                    # faults that failed to start or heal, triggers that never held
+                    rec.update(nemesis_errors=nemesis.errors())
                 abort_all()
                 try:
                     actions = heal_everything(cluster)
@@ -210,16 +214,22 @@ def run_scenario(
             fields = translate.cluster_fields(sc, kafka_version)
             spec = ClusterSpec(images=images, run_id=run_id, **fields)
             cluster = Cluster(spec)
+            started = False
             try:
                 with progress.phase(f"cluster ({sc.cluster.brokers} brokers)"):
                     cluster.start()
+                started = True
                 rec.update(cluster_spec=spec.to_dict(), status="started")
                 _drive(sc, cluster, run_dir, progress, rec)
                 status = "completed"
             finally:
-                if not keep_cluster:
-                    with progress.phase("teardown"):
-                        cluster.stop()
+                try:
+                    if started:
+                        _collect(cluster, run_dir, rec, sc, progress)
+                finally:
+                    if not keep_cluster:
+                        with progress.phase("teardown"):
+                            cluster.stop()
     except KeyboardInterrupt:
         status = "interrupted"
         raise RunInterrupted("interrupted") from None
@@ -240,6 +250,15 @@ def run_scenario(
     return RunResult(
         run_id, run_dir, report.outcome.exit_code, report.summary, report.paths, report
     )
+
+
+def _collect(cluster: Any, run_dir: Path, rec: Any, sc: Scenario, progress: RunProgress) -> None:
+    """controller.jsonl and the nodes' logs, while the containers still exist."""
+    from harness.run.controller_log import collect_after_run, describe
+
+    with progress.phase("controller log and broker logs"):
+        after = collect_after_run(cluster, run_dir, rec, [t.name for t in sc.topics])
+    progress.note(describe(after))
 
 
 def _judge(run_dir: Path, progress: RunProgress, console: Console) -> Any:

@@ -1,0 +1,235 @@
+"""After a run, before teardown: ``RUN_DIR/controller.jsonl`` and ``RUN_DIR/logs/``.
+
+* ``controller.jsonl`` (history format 1.1): ``kafka-dump-log.sh
+  --cluster-metadata-decoder`` runs inside one running controller (or combined) node,
+  through the cluster's ``exec``, on every segment of its ``__cluster_metadata-0``
+  directory (and the newest snapshot where segments were cleaned);
+  :mod:`harness.run.metadata_records` turns the dump into whole-state lines.
+* ``logs/<container-name>/``: each node's own log (the images log to stdout, so this is
+  the container's log, from its first start to now, across restarts) as ``server.log``,
+  and the lines of its controller and state-change loggers as ``controller.log`` and
+  ``state-change.log``.
+
+Neither step may lose the run: a failure is a warning on the console and an entry under
+``after_run`` in run.json, and ``controller.jsonl`` is then absent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.run.metadata_records import (
+    MetadataDumpError,
+    convert,
+    parse_dump,
+    snapshot_to_read,
+)
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "controller.jsonl"
+LOGS_DIR = "logs"
+METADATA_DIR = "__cluster_metadata-0"
+DEFAULT_LOG_DIR = "/var/lib/kafka/data"  # harness.cluster.config.DATA_DIR
+# Loggers whose lines go to controller.log: the KRaft controller and the old ZK one.
+CONTROLLER_LOGGERS = ("org.apache.kafka.controller", "kafka.controller", "kafka.server.Controller")
+STATE_CHANGE_LOGGER = "state.change.logger"
+_DUMP = (
+    "tool=$(command -v kafka-dump-log.sh || echo /opt/kafka/bin/kafka-dump-log.sh); "
+    '"$tool" --cluster-metadata-decoder --files "$1" 2>/tmp/kchaos-dump-log.err; rc=$?; '
+    'if [ $rc -ne 0 ]; then echo "exit code $rc"; tail -n 15 /tmp/kchaos-dump-log.err; fi; '
+    "exit $rc"
+)
+_LOGGER = re.compile(r"\(([^()\s]+)\)\s*$")
+_ENTRY_START = re.compile(r"^\[\d{4}-\d\d-\d\d")
+
+
+def metadata_dir(cluster: Any, node: Any) -> str:
+    """The node's ``__cluster_metadata-0`` directory, from the properties the harness
+    gives it: ``metadata.log.dir``, else the first of ``log.dirs`` (or ``log.dir``)."""
+    props: dict[str, str] = {}
+    try:
+        from harness.cluster.config import node_properties
+
+        props = node_properties(cluster.spec, node.node_id, cluster.toxiproxy_ip)
+    except Exception:  # noqa: BLE001 - a cluster without a spec: the image's default
+        props = {}
+    base = props.get("metadata.log.dir") or props.get("log.dirs") or props.get("log.dir")
+    first = (base or DEFAULT_LOG_DIR).split(",")[0].strip().rstrip("/")
+    return f"{first}/{METADATA_DIR}"
+
+
+def dump_files(directory: str, names: Iterable[str]) -> list[str]:
+    """The files to hand to the tool: every segment in offset order, then the newest
+    snapshot when the first segment does not start at offset 0."""
+    names = [n.strip() for n in names if n.strip()]
+    segments = sorted((n for n in names if re.fullmatch(r"\d+\.log", n)), key=lambda n: int(n[:-4]))
+    snapshot = snapshot_to_read(names)
+    chosen = ([snapshot] if snapshot else []) + segments
+    return [f"{directory}/{n}" for n in chosen]
+
+
+def read_metadata_log(cluster: Any) -> tuple[str, str]:
+    """(node name, dump text) from the first running controller that can give it."""
+    nodes = [n for n in cluster.nodes if n.is_controller]
+    if not nodes:
+        raise RuntimeError("the cluster has no controller node")
+    problems = []
+    for node in nodes:
+        directory = metadata_dir(cluster, node)
+        try:
+            code, listing = cluster.exec(node, ["ls", "-1", directory])
+            if code != 0:
+                problems.append(f"{node.name}: ls {directory}: {listing.strip()[-300:]}")
+                continue
+            files = dump_files(directory, listing.splitlines())
+            if not files:
+                problems.append(f"{node.name}: no segment in {directory}")
+                continue
+            code, text = cluster.exec(node, ["bash", "-c", _DUMP, "kchaos-dump", ",".join(files)])
+        except Exception as exc:  # noqa: BLE001 - a stopped or paused node: try the next
+            problems.append(f"{node.name}: {type(exc).__name__}: {exc}")
+            continue
+        if code != 0:
+            problems.append(f"{node.name}: kafka-dump-log.sh failed: {text.strip()[-600:]}")
+            continue
+        return node.name, text
+    raise RuntimeError("cannot read the metadata log: " + "; ".join(problems))
+
+
+def write_controller_log(
+    cluster: Any, run_dir: Path, *, topics: Sequence[str], origin_unix_ns: int
+) -> dict[str, Any]:
+    """Write ``run_dir/controller.jsonl``; returns what run.json records about it.
+    Raises on failure (the caller records it); never leaves a partial file."""
+    node, text = read_metadata_log(cluster)
+    (run_dir / LOGS_DIR).mkdir(exist_ok=True)
+    (run_dir / LOGS_DIR / "metadata-dump.txt").write_text(text)
+    source = f"kafka-dump-log.sh output on {node} ({LOGS_DIR}/metadata-dump.txt)"
+    result = convert(parse_dump(text, source=source), origin_unix_ns=origin_unix_ns, topics=topics)
+    target = run_dir / FILE_NAME
+    tmp = target.with_suffix(".jsonl.tmp")
+    tmp.write_bytes(result.jsonl())
+    os.replace(tmp, target)
+    return {
+        "status": "written",
+        "file": FILE_NAME,
+        "node": node,
+        "lines": len(result.lines),
+        "records": result.records,
+        "first_offset": result.first_offset,
+        "last_offset": result.last_offset,
+        "origin_unix_ns": origin_unix_ns,
+        "warnings": result.warnings[:20],
+    }
+
+
+def split_log(text: str) -> dict[str, str]:
+    """A node's log as ``server.log`` (all of it), ``controller.log`` and
+    ``state-change.log`` (the entries of those loggers; a stack trace or other
+    continuation line goes with the entry above it)."""
+    controller: list[str] = []
+    state: list[str] = []
+    target: list[str] | None = None
+    for line in text.splitlines(keepends=True):
+        if _ENTRY_START.match(line):
+            match = _LOGGER.search(line)
+            name = match.group(1) if match else ""
+            if name == STATE_CHANGE_LOGGER:
+                target = state
+            elif name.startswith(CONTROLLER_LOGGERS):
+                target = controller
+            else:
+                target = None
+        if target is not None:
+            target.append(line)
+    return {
+        "server.log": text,
+        "controller.log": "".join(controller),
+        "state-change.log": "".join(state),
+    }
+
+
+def copy_logs(cluster: Any, run_dir: Path) -> dict[str, Any]:
+    """Every node's log into ``run_dir/logs/<container-name>/``; per node what was
+    written, or why not."""
+    out: dict[str, Any] = {}
+    for node in cluster.nodes:
+        folder = run_dir / LOGS_DIR / node.container_name
+        try:
+            raw = cluster.full_log(node)
+            text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+            folder.mkdir(parents=True, exist_ok=True)
+            sizes = {}
+            for name, body in split_log(text).items():
+                (folder / name).write_text(body)
+                sizes[name] = len(body)
+            out[node.container_name] = {"node": node.name, "files": sizes}
+        except Exception as exc:  # noqa: BLE001 - one node's log must not stop the others
+            out[node.container_name] = {"node": node.name, "error": f"{type(exc).__name__}: {exc}"}
+            log.warning("logs of %s not copied: %s", node.name, exc)
+    return out
+
+
+def collect_after_run(
+    cluster: Any, run_dir: Path, rec: Any, topics: Sequence[str]
+) -> dict[str, Any]:
+    """Both steps, each on its own; the outcome goes to run.json's ``after_run``.
+    Never raises an ordinary exception (a run is never lost to them)."""
+    after: dict[str, Any] = {}
+    try:
+        after["logs"] = {"dir": LOGS_DIR, "nodes": copy_logs(cluster, run_dir)}
+    except Exception as exc:  # noqa: BLE001
+        after["logs"] = {"error": f"{type(exc).__name__}: {exc}"}
+        log.warning("broker logs not copied: %s", exc)
+    origin = rec.data.get("history_start_unix_ns")
+    if not isinstance(origin, int):
+        after["controller_log"] = {
+            "status": "skipped",
+            "reason": "no history time origin (history_start_unix_ns)",
+        }
+    else:
+        try:
+            after["controller_log"] = write_controller_log(
+                cluster, run_dir, topics=topics, origin_unix_ns=origin
+            )
+        except MetadataDumpError as exc:
+            after["controller_log"] = {"status": "failed", "error": str(exc)}
+            log.warning("%s not written: %s", FILE_NAME, exc)
+        except Exception as exc:  # noqa: BLE001
+            after["controller_log"] = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+            log.warning("%s not written: %s", FILE_NAME, exc)
+    try:
+        rec.update(after_run=after)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("run.json not updated with the after-run collection: %s", exc)
+    return after
+
+
+def describe(after: dict[str, Any]) -> str:
+    """One line for the console."""
+    ctl = after.get("controller_log", {})
+    if ctl.get("status") == "written":
+        text = f"{FILE_NAME}: {ctl['lines']} lines from {ctl['records']} records on {ctl['node']}"
+    else:
+        text = f"{FILE_NAME}: not written ({ctl.get('reason') or ctl.get('error')})"
+    nodes = after.get("logs", {}).get("nodes", {})
+    copied = sum(1 for v in nodes.values() if "files" in v)
+    return text + f"; logs of {copied} node(s) in {LOGS_DIR}/"
+
+
+__all__ = [
+    "collect_after_run",
+    "copy_logs",
+    "describe",
+    "dump_files",
+    "metadata_dir",
+    "read_metadata_log",
+    "split_log",
+    "write_controller_log",
+]

@@ -1,0 +1,317 @@
+"""The metadata-log converter (harness.run.metadata_records): hand-made dumps for each
+replay rule, and dumps captured from real brokers (tests/unit/run/fixtures)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.checker.controller import read_controller
+from harness.run.metadata_records import (
+    BrokerLine,
+    MetadataDumpError,
+    PartitionLine,
+    convert,
+    parse_dump,
+    snapshot_to_read,
+)
+
+T0_MS = 1_700_000_000_000
+ORIGIN = (T0_MS + 1_000) * 1_000_000  # the history started 1 s after the first batch
+TID = "AAAAAAAAAAAAAAAAAAAAAQ"
+OTHER = "AAAAAAAAAAAAAAAAAAAAAg"
+
+
+def batch(offset: int, ms: int, *records: dict) -> str:
+    head = (
+        f"baseOffset: {offset} lastOffset: {offset + len(records) - 1} count: {len(records)} "
+        "baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 "
+        "partitionLeaderEpoch: 1 isTransactional: false isControl: false "
+        f"deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: {ms} size: 100 "
+        "magic: 2 compresscodec: none crc: 1 isvalid: true"
+    )
+    lines = [head]
+    for i, rec in enumerate(records):
+        lines.append(
+            f"| offset: {offset + i} CreateTime: {ms} keySize: -1 valueSize: 10 sequence: -1 "
+            f"headerKeys: [] payload: {json.dumps(rec)}"
+        )
+    return "\n".join(lines)
+
+
+def rec(typ: str, version: int = 0, **data: object) -> dict:
+    return {"type": typ, "version": version, "data": data}
+
+
+def topic(name: str, tid: str = TID) -> dict:
+    return rec("TOPIC_RECORD", name=name, topicId=tid)
+
+
+def partition(part: int = 0, tid: str = TID, **over: object) -> dict:
+    data = {
+        "partitionId": part,
+        "topicId": tid,
+        "replicas": [1, 2, 3],
+        "isr": [1, 2, 3],
+        "removingReplicas": [],
+        "addingReplicas": [],
+        "leader": 1,
+        "leaderEpoch": 0,
+        "partitionEpoch": 0,
+    }
+    data.update(over)
+    return rec("PARTITION_RECORD", **data)
+
+
+def change(part: int = 0, tid: str = TID, version: int = 0, **over: object) -> dict:
+    return rec("PARTITION_CHANGE_RECORD", version, partitionId=part, topicId=tid, **over)
+
+
+def register(broker: int, epoch: int, version: int = 3, **over: object) -> dict:
+    data = {"brokerId": broker, "brokerEpoch": epoch, "incarnationId": "x", "endPoints": []}
+    data.update(over)
+    return rec("REGISTER_BROKER_RECORD", version, **data)
+
+
+def dump(*batches: str, path: str = "/d/__cluster_metadata-0/00000000000000000000.log") -> str:
+    return f"Dumping {path}\nLog starting offset: 0\n" + "\n".join(batches) + "\n"
+
+
+def lines(text: str, topics=("t",)) -> list:
+    return convert(parse_dump(text), origin_unix_ns=ORIGIN, topics=topics).lines
+
+
+def test_partition_record_then_change_deltas():
+    text = dump(
+        batch(0, T0_MS, topic("t"), partition(0), partition(1, isr=[1, 2])),
+        batch(3, T0_MS + 3000, change(0, leader=2, isr=[2, 3])),  # election + ISR shrink
+        batch(4, T0_MS + 4000, change(0, isr=[1, 2, 3])),  # ISR expand, leader absent
+        batch(5, T0_MS + 5000, change(0, leader=-2, leaderRecoveryState=-1)),  # no change
+        batch(6, T0_MS + 6000, change(0, leader=-1, isr=[3])),  # leader lost
+        batch(7, T0_MS + 7000, change(0, leader=3, leaderRecoveryState=1)),  # unclean
+        batch(8, T0_MS + 8000, change(0, leaderRecoveryState=0, isr=None)),
+    )
+    out = [line.to_json() for line in lines(text)]
+    assert [o["offset"] for o in out] == [1, 2, 3, 4, 5, 6, 7, 8]
+    p0 = [o for o in out if o["partition"] == 0]
+    assert p0[0] == {
+        "offset": 1, "time": 0, "type": "partition", "topic": "t", "partition": 0,
+        "leader": 1, "leader_epoch": 0, "partition_epoch": 0, "isr": [1, 2, 3], "elr": [],
+        "last_known_elr": [], "replicas": [1, 2, 3], "recovering": False,
+    }  # fmt: skip
+    assert [(o["leader"], o["leader_epoch"], o["partition_epoch"]) for o in p0] == [
+        (1, 0, 0),
+        (2, 1, 1),
+        (2, 1, 2),
+        (2, 1, 3),
+        (-1, 2, 4),
+        (3, 3, 5),
+        (3, 3, 6),
+    ]
+    assert [o["isr"] for o in p0] == [[1, 2, 3], [2, 3], [1, 2, 3], [1, 2, 3], [3], [3], [3]]
+    assert [o["recovering"] for o in p0] == [False] * 5 + [True, False]
+    # times: ns since the history's start, clamped at 0 before it
+    assert [o["time"] for o in p0] == [0, 2_000_000_000, 3e9, 4e9, 5e9, 6e9, 7e9]
+
+
+def test_elr_fields_and_null_means_unchanged():
+    text = dump(
+        batch(0, T0_MS, topic("t"), partition(0, eligibleLeaderReplicas=None, lastKnownElr=None)),
+        batch(2, T0_MS, change(0, version=2, isr=[1], eligibleLeaderReplicas=[2, 3])),
+        batch(
+            3,
+            T0_MS,
+            change(
+                0, version=2, leader=-1, isr=[], eligibleLeaderReplicas=[2, 3], lastKnownElr=[1]
+            ),
+        ),  # fmt: skip
+        batch(4, T0_MS, change(0, version=2, eligibleLeaderReplicas=None, lastKnownElr=None)),
+        batch(
+            5,
+            T0_MS,
+            change(0, version=2, leader=1, isr=[1], eligibleLeaderReplicas=[], lastKnownElr=[]),
+        ),  # fmt: skip
+    )
+    got = [(p.isr, p.elr, p.last_known_elr, p.leader) for p in lines(text)]
+    assert got == [
+        ((1, 2, 3), (), (), 1),
+        ((1,), (2, 3), (), 1),
+        ((), (2, 3), (1,), -1),
+        ((), (2, 3), (1,), -1),
+        ((1,), (), (), 1),
+    ]
+
+
+def test_only_run_topics_and_every_broker():
+    text = dump(
+        batch(0, T0_MS, register(1, 10), register(2, 11)),
+        batch(
+            2,
+            T0_MS,
+            topic("__consumer_offsets", OTHER),
+            partition(0, OTHER),
+            topic("t"),
+            partition(0),
+        ),  # fmt: skip
+        batch(6, T0_MS, change(0, OTHER, leader=2), change(0, leader=3)),
+    )
+    got = lines(text)
+    assert [type(x).__name__ for x in got] == ["BrokerLine"] * 2 + ["PartitionLine"] * 2
+    assert {x.topic for x in got if isinstance(x, PartitionLine)} == {"t"}
+    # topics=None: every topic but the internal ones
+    everything = convert(parse_dump(text), origin_unix_ns=ORIGIN).lines
+    assert [x.offset for x in everything] == [x.offset for x in got]
+
+
+def test_broker_registration_fence_unfence_and_new_epoch():
+    text = dump(
+        batch(0, T0_MS, register(1, 10)),  # fenced by default
+        batch(
+            1,
+            T0_MS,
+            rec("BROKER_REGISTRATION_CHANGE_RECORD", 2, brokerId=1, brokerEpoch=10, fenced=-1),
+        ),  # fmt: skip
+        batch(
+            2,
+            T0_MS,
+            rec(
+                "BROKER_REGISTRATION_CHANGE_RECORD",
+                2,
+                brokerId=1,
+                brokerEpoch=10,
+                fenced=0,
+                inControlledShutdown=1,
+            ),
+        ),  # fmt: skip
+        batch(
+            3,
+            T0_MS,
+            rec("BROKER_REGISTRATION_CHANGE_RECORD", 2, brokerId=1, brokerEpoch=10, fenced=1),
+        ),  # fmt: skip
+        batch(4, T0_MS, register(1, 44, fenced=True, inControlledShutdown=False)),
+        batch(
+            5,
+            T0_MS,
+            rec(
+                "BROKER_REGISTRATION_CHANGE_RECORD",
+                2,
+                brokerId=1,
+                brokerEpoch=44,
+                fenced=-1,
+                inControlledShutdown=0,
+            ),
+        ),  # fmt: skip
+        batch(6, T0_MS, rec("UNREGISTER_BROKER_RECORD", brokerId=1, brokerEpoch=44)),
+    )
+    got = [(b.broker_epoch, b.fenced, b.shutting_down) for b in lines(text)]
+    assert got == [
+        (10, True, False),
+        (10, False, False),
+        (10, False, True),
+        (10, True, True),
+        (44, True, False),  # a new incarnation: a new epoch, no longer shutting down
+        (44, False, False),
+        (-1, True, False),
+    ]
+    assert all(isinstance(b, BrokerLine) for b in lines(text))
+
+
+def test_old_fence_records_and_register_without_fenced_field():
+    text = dump(
+        batch(0, T0_MS, register(2, 7, version=0)),  # 3.3: no inControlledShutdown
+        batch(1, T0_MS, rec("UNFENCE_BROKER_RECORD", id=2, epoch=7)),
+        batch(2, T0_MS, rec("FENCE_BROKER_RECORD", id=2, epoch=7)),
+        batch(3, T0_MS, rec("FENCE_BROKER_RECORD", id=2, epoch=6)),  # stale epoch: ignored
+    )
+    result = convert(parse_dump(text), origin_unix_ns=ORIGIN, topics=())
+    assert [(b.broker_epoch, b.fenced) for b in result.lines] == [(7, True), (7, False), (7, True)]
+    assert any("epoch 7, not 6" in w for w in result.warnings)
+
+
+def test_removed_topic_and_unknown_partition():
+    text = dump(
+        batch(0, T0_MS, topic("t"), partition(0)),
+        batch(2, T0_MS, rec("REMOVE_TOPIC_RECORD", topicId=TID)),
+        batch(3, T0_MS, change(0, leader=2)),
+    )
+    result = convert(parse_dump(text), origin_unix_ns=ORIGIN, topics=["t"])
+    assert [x.offset for x in result.lines] == [1]
+    assert any("unknown partition" in w for w in result.warnings)
+
+
+def test_snapshot_is_the_starting_state_where_segments_were_cleaned():
+    snap = dump(
+        batch(
+            0,
+            T0_MS,
+            register(1, 10, fenced=False),
+            topic("t"),
+            partition(0, leader=2, leaderEpoch=5, partitionEpoch=9),
+        ),  # fmt: skip
+        path="/d/__cluster_metadata-0/00000000000000000100-0000000002.checkpoint",
+    )
+    seg = dump(
+        batch(90, T0_MS + 2000, change(0, leader=-2, isr=[1, 2])),  # inside the snapshot
+        batch(100, T0_MS + 3000, change(0, leader=3)),
+        path="/d/__cluster_metadata-0/00000000000000000090.log",
+    )
+    result = convert(parse_dump(snap + seg), origin_unix_ns=ORIGIN, topics=["t"])
+    out = [x.to_json() for x in result.lines]
+    assert [(o["offset"], o.get("snapshot", False)) for o in out] == [
+        (98, True),
+        (99, True),
+        (100, False),
+    ]
+    assert out[0]["leader_epoch"] == 5 and out[0]["isr"] == [1, 2, 3]
+    assert out[2]["leader"] == 3 and out[2]["leader_epoch"] == 6 and out[2]["partition_epoch"] == 10
+    assert out[1]["type"] == "broker" and out[1]["fenced"] is False
+    names = ["00000000000000000090.log", "00000000000000000100-0000000002.checkpoint"]
+    assert snapshot_to_read(names) == names[1]
+    assert snapshot_to_read(["00000000000000000000.log", names[1]]) is None
+
+
+def test_times_never_go_back_and_control_records_are_skipped():
+    text = dump(
+        batch(0, T0_MS + 5000, topic("t"), partition(0)),
+        "| offset: 2 CreateTime: 1 keySize: 4 valueSize: 19 sequence: -1 headerKeys: [] "
+        'LeaderChange: {"version":0,"leaderId":1}',
+        batch(3, T0_MS + 4000, change(0, leader=2)),  # a clock step back
+    )
+    got = lines(text)
+    assert [x.time for x in got] == [4_000_000_000, 4_000_000_000]
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("| offset: x CreateTime: 1 payload: {}", "not an integer"),
+        ('| offset: 3 CreateTime: 1 keySize: -1 payload: {"type": ', "not JSON"),
+        ('| offset: 3 CreateTime: 1 keySize: -1 payload: {"version": 0}', "has no type"),
+        (
+            '| offset: 3 CreateTime: 1 payload: {"type":"PARTITION_CHANGE_RECORD","version":0,'
+            '"data":{"partitionId":0,"topicId":"' + TID + '","isr":"1,2"}}',
+            "isr: PARTITION_CHANGE_RECORD at offset 3 of .*: expected a list",
+        ),
+    ],
+)
+def test_a_malformed_line_is_a_clear_error(bad: str, message: str):
+    text = dump(batch(0, T0_MS, topic("t"), partition(0)), bad)
+    with pytest.raises(MetadataDumpError, match=message) as info:
+        convert(parse_dump(text, source="dump.txt"), origin_unix_ns=ORIGIN, topics=["t"])
+    assert str(info.value).startswith("dump.txt:6: ")
+    assert info.value.line == 6
+
+
+def test_output_reads_back_through_the_checkers_reader(tmp_path: Path):
+    text = dump(
+        batch(0, T0_MS, register(1, 10), topic("t"), partition(0)),
+        batch(3, T0_MS + 3000, change(0, leader=2, isr=[2, 3])),
+    )
+    result = convert(parse_dump(text), origin_unix_ns=ORIGIN, topics=["t"])
+    path = tmp_path / "controller.jsonl"
+    path.write_bytes(result.jsonl())
+    record = read_controller(path)
+    assert [e.kind for e in record.elections()] == ["clean"]
+    assert record.brokers[1][0].broker_epoch == 10
