@@ -13,7 +13,16 @@ History lines (format v1, ``f: fault``) go through the sink's ``append``:
 * ``phase: stop`` once it is healed.
 
 A fault that could not start gets a start line with ``error`` and, right after, its stop
-line. After the last fault (or on ``stop()``), the final heal runs
+line.
+
+A step with a trigger (:mod:`faults.trigger`) waits in its worker thread, from its ``at``,
+until its condition holds; the start line then carries ``trigger`` (the condition,
+``held_at`` in ns on the history's clock, ``waited_s``) and the fault stops ``for``
+seconds after it started. A trigger that times out (or is still waiting when the nemesis
+stops) writes no line at all: nothing was started; its record carries the error, and
+:meth:`Nemesis.errors` lists it for run.json.
+
+After the last fault (or on ``stop()``), the final heal runs
 :func:`faults.heal.heal_everything` between two lines of the pseudo-fault ``heal``
 (id ``heal``), the stop line carrying the ``actions`` taken. While it runs, the cluster is
 registered with :mod:`faults.safety`, so SIGINT, SIGTERM and exit heal it too.
@@ -33,7 +42,9 @@ from faults import safety
 from faults.base import Fault, instantiate
 from faults.heal import heal_everything
 from faults.schedule import Schedule, ScheduledFault, from_spec
+from faults.trigger import ClusterState, HandleState, TriggerContext, wait_for
 from harness.cluster.api import ClusterHandle
+from harness.errors import FaultError
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +68,8 @@ class FaultRecord:
     stop_done: float | None = None
     error: str | None = None
     heal_error: str | None = None
+    trigger: dict[str, Any] | None = None  # what the start line's ``trigger`` said
+    trigger_error: str | None = None  # timed out / cancelled: never started
 
     @property
     def start_late(self) -> float | None:
@@ -79,6 +92,7 @@ class Nemesis:
         ready_timeout: float = 120.0,
         protect: bool = True,
         factory: Callable[[ClusterHandle, Any], Fault] = instantiate,
+        state: Callable[[ClusterHandle], ClusterState] = HandleState,
     ) -> None:
         self.cluster = cluster
         self.schedule = schedule
@@ -88,6 +102,7 @@ class Nemesis:
         self.ready_timeout = ready_timeout
         self._protect = protect
         self._factory = factory
+        self._state = state
         self._cancel = threading.Event()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
@@ -195,8 +210,51 @@ class Nemesis:
         except Exception as exc:  # noqa: BLE001 - a broken sink must not leave faults on
             log.error("nemesis: history append failed: %s", exc)
 
+    def _clock_ns(self) -> int:
+        """The history's clock when the sink has one (HistoryWriter, ListSink), else ns
+        since the nemesis started."""
+        own = getattr(self.sink, "elapsed_ns", None)
+        if callable(own):
+            return int(own())
+        return time.monotonic_ns() - int(self._t0 * 1e9)
+
+    def _await_trigger(self, sf: ScheduledFault) -> dict[str, Any] | None:
+        """Wait for the step's condition; its record for the start line, or None when it
+        never held (the error is on the step's record, nothing was started)."""
+        assert sf.trigger is not None
+        rec = self.records[sf.id]
+        state = self._state(self.cluster)
+        try:
+            held = wait_for(
+                sf.trigger,
+                state,
+                clock_ns=self._clock_ns,
+                cancel=self._cancel,
+                label=f"{sf.id} {sf.spec.fault}: ",
+            )
+        except FaultError as exc:
+            rec.trigger_error = rec.error = str(exc)
+            log.warning("nemesis: %s", exc)
+            return None
+        finally:
+            try:
+                state.close()
+            except Exception:  # noqa: BLE001 - a client that will not close is harmless
+                log.debug("nemesis: closing the trigger's client failed", exc_info=True)
+        now = self.elapsed
+        rec.at, rec.until = now, now + sf.duration  # lateness counts from the hold
+        rec.trigger = held.record(sf.trigger)
+        return rec.trigger
+
     def _run_one(self, sf: ScheduledFault) -> None:
         rec = self.records[sf.id]
+        end = sf.end
+        trigger = None
+        if sf.trigger is not None:
+            trigger = self._await_trigger(sf)
+            if trigger is None:
+                return
+            end = rec.until
         rec.start_began = self.elapsed
         fault: Fault | None = None
         try:
@@ -206,14 +264,14 @@ class Nemesis:
         except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
             rec.error = str(exc)
             rec.start_done = self.elapsed  # no stop to be late for: stop_began stays None
-            self._line("start", sf, rec.targets, error=rec.error)
+            self._line("start", sf, rec.targets, error=rec.error, trigger=trigger)
             rec.stop_done = self.elapsed
             self._line("stop", sf, rec.targets)
             log.warning("nemesis: %s %s failed to start: %s", sf.id, sf.spec.fault, exc)
             return
         rec.start_done = self.elapsed
-        self._line("start", sf, rec.targets, detail=_jsonable(fault.detail))
-        self._sleep_until(sf.end)
+        self._line("start", sf, rec.targets, detail=_jsonable(fault.detail), trigger=trigger)
+        self._sleep_until(end)
         rec.stop_began = self.elapsed
         try:
             fault.stop()
@@ -236,6 +294,30 @@ class Nemesis:
         self._emit("stop", "heal", "heal", names, extra)
 
     # --- results ---------------------------------------------------------------------
+
+    def errors(self) -> list[dict[str, Any]]:
+        """Every fault that failed to start, timed out waiting for its trigger, or failed
+        to heal, plus a failed final heal: for run.json (``nemesis_errors``)."""
+        out: list[dict[str, Any]] = []
+        for rec in self.records.values():
+            if rec.trigger_error is not None:
+                out.append(
+                    {
+                        "id": rec.id,
+                        "fault": rec.fault,
+                        "phase": "trigger",
+                        "error": rec.trigger_error,
+                    }
+                )
+            elif rec.error is not None:
+                out.append({"id": rec.id, "fault": rec.fault, "phase": "start", "error": rec.error})
+            if rec.heal_error is not None:
+                out.append(
+                    {"id": rec.id, "fault": rec.fault, "phase": "stop", "error": rec.heal_error}
+                )
+        if self.heal_error is not None:
+            out.append({"id": "heal", "fault": "heal", "phase": "stop", "error": self.heal_error})
+        return out
 
     def lateness(self) -> list[float]:
         """Seconds each start and stop began after its scheduled time."""
@@ -262,10 +344,19 @@ def build_nemesis(
     *,
     seed: int | str | None = None,
     file: str | None = None,
+    context: TriggerContext | None = None,
     **options: Any,
 ) -> Nemesis:
-    """A Nemesis from a schedule spec mapping (see :mod:`faults.schedule`)."""
+    """A Nemesis from a schedule spec mapping (see :mod:`faults.schedule`); triggers are
+    checked against the cluster's broker ids (and ``context``'s topics, when given)."""
     from faults.params import Where
 
-    schedule = from_spec(spec, seed=seed, where=Where(file=file, field="nemesis"))
+    brokers = {n.node_id for n in cluster.brokers}
+    topics = context.topics if context is not None else None
+    schedule = from_spec(
+        spec,
+        seed=seed,
+        where=Where(file=file, field="nemesis"),
+        context=TriggerContext(topics=topics, brokers=brokers),
+    )
     return Nemesis(cluster, schedule, sink, **options)

@@ -14,6 +14,11 @@ Both come from a plain mapping (a scenario's ``nemesis:`` section or a dict in P
         {"fault": "latency", "for": [2, 4],
          "params": {"latency_ms": {"randint": [50, 500]}, "link": "replication"}}]}
 
+Scripted steps may also start on a condition of the cluster instead of a time: ``when``
+(one condition or a list) and ``timeout`` (s), see :mod:`faults.trigger`; ``at`` (default
+0 with ``when``) is then the moment the step becomes eligible, and ``for`` counts from the
+moment the condition held.
+
 Random schedules: each of ``concurrency`` lanes (lane k starting ``k * stagger_s`` later)
 draws a fault by weight, a duration from the entry's ``for`` (number or [lo, hi]) or
 ``fault_s``, a target when ``target`` is a list, and param values written as
@@ -33,8 +38,10 @@ from typing import Any
 
 from faults.base import FaultSpec, fault_spec
 from faults.params import Where
+from faults.trigger import Trigger, TriggerContext, parse_trigger
 
 SCRIPTED_KEYS = {"type", "seed", "faults"}
+STEP_KEYS = {"at", "for", "duration", "fault", "target", "params", "when", "timeout"}
 RANDOM_KEYS = {
     "type",
     "seed",
@@ -50,9 +57,10 @@ RANDOM_KEYS = {
 
 @dataclass(frozen=True)
 class ScheduledFault:
-    at: float  # seconds after the nemesis starts
+    at: float  # seconds after the nemesis starts (with a trigger: when it is eligible)
     duration: float
     spec: FaultSpec
+    trigger: Trigger | None = None  # start when this holds, at or after ``at``
 
     @property
     def id(self) -> str:
@@ -60,10 +68,11 @@ class ScheduledFault:
 
     @property
     def end(self) -> float:
+        """When the fault stops; for a triggered step the earliest it can."""
         return self.at + self.duration
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "at": round(self.at, 6),
             "for": round(self.duration, 6),
@@ -71,6 +80,10 @@ class ScheduledFault:
             "target": self.spec.target,
             "params": dict(self.spec.params),
         }
+        if self.trigger is not None:
+            out["when"] = self.trigger.condition_spec()
+            out["timeout"] = self.trigger.timeout
+        return out
 
 
 @dataclass(frozen=True)
@@ -138,33 +151,50 @@ def _seed(spec: Mapping[str, Any], default: int | str | None, where: Where) -> i
 
 
 def from_spec(
-    spec: Mapping[str, Any], seed: int | str | None = None, where: Where | None = None
+    spec: Mapping[str, Any],
+    seed: int | str | None = None,
+    where: Where | None = None,
+    context: TriggerContext | None = None,
 ) -> Schedule:
-    """Build a Schedule; ``seed`` (e.g. the run's) applies when the spec has none."""
+    """Build a Schedule; ``seed`` (e.g. the run's) applies when the spec has none;
+    ``context`` (topics, broker ids) lets triggers be checked against what exists."""
     where = where or Where(field="nemesis")
     spec = _mapping(spec, where)
     kind = spec.get("type", "scripted")
     if kind == "scripted":
-        return _scripted(spec, _seed(spec, seed, where), where)
+        return _scripted(spec, _seed(spec, seed, where), where, context)
     if kind == "random":
         return _random(spec, _seed(spec, seed, where), where)
     raise where.child("type", spec).error(f"must be scripted or random, got {kind!r}")
 
 
-def _scripted(spec: Mapping[str, Any], seed: int | str, where: Where) -> Schedule:
+def _scripted(
+    spec: Mapping[str, Any], seed: int | str, where: Where, context: TriggerContext | None
+) -> Schedule:
     _check_keys(spec, SCRIPTED_KEYS, where)
     raw = []
     for entry, w in _entries(spec, where):
-        _check_keys(entry, {"at", "for", "duration", "fault", "target", "params"}, w)
-        if "at" not in entry:
+        _check_keys(entry, STEP_KEYS, w)
+        trigger = None
+        if "when" in entry:
+            trigger = parse_trigger(
+                entry["when"],
+                entry.get("timeout"),
+                w.child("when", entry),
+                context,
+                timeout_where=w.child("timeout", entry),
+            )
+        elif "timeout" in entry:
+            raise w.child("timeout", entry).error("a timeout needs a `when` condition")
+        if "at" not in entry and trigger is None:
             raise w.child("at").error("missing (seconds after the nemesis starts)")
-        at = _number(entry["at"], w.child("at", entry))
+        at = _number(entry.get("at", 0), w.child("at", entry))
         dur_key = "for" if "for" in entry else "duration"
         dur = _number(entry.get(dur_key, 0), w.child(dur_key, entry))
-        raw.append((at, dur, entry, w))
+        raw.append((at, dur, entry, w, trigger))
     raw.sort(key=lambda r: r[0])  # stable: equal times keep file order
     faults = []
-    for i, (at, dur, entry, w) in enumerate(raw, start=1):
+    for i, (at, dur, entry, w, trigger) in enumerate(raw, start=1):
         fs = fault_spec(
             entry.get("fault"),  # type: ignore[arg-type]
             entry.get("target"),
@@ -173,7 +203,7 @@ def _scripted(spec: Mapping[str, Any], seed: int | str, where: Where) -> Schedul
             seed=seed,
             where=w,
         )
-        faults.append(ScheduledFault(at, dur, fs))
+        faults.append(ScheduledFault(at, dur, fs, trigger))
     return Schedule(tuple(faults), seed)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from faults.base import registry
 from faults.params import Param
+from faults.trigger import trigger_schema
 
 _KIND_TYPES = {"float": "number", "int": "integer", "bool": "boolean", "str": "string"}
 _NUMBER = {"type": "number", "minimum": 0}
@@ -72,7 +73,7 @@ def nemesis_schema() -> dict[str, Any]:
     target = {"type": ["string", "integer"]}
     scripted_entry = {
         "type": "object",
-        "required": ["at", "fault"],
+        "required": ["fault"],
         "properties": {
             "at": _NUMBER,
             "for": _NUMBER,
@@ -80,9 +81,15 @@ def nemesis_schema() -> dict[str, Any]:
             "fault": {"enum": names},
             "target": target,
             "params": {"type": "object"},
+            "when": trigger_schema(),
+            "timeout": {"type": "number", "exclusiveMinimum": 0},
         },
         "additionalProperties": False,
-        "allOf": _params_by_fault(random=False),
+        "allOf": [
+            {"anyOf": [{"required": ["at"]}, {"required": ["when"]}]},
+            {"dependentRequired": {"timeout": ["when"]}},
+            *_params_by_fault(random=False),
+        ],
     }
     random_entry = {
         "type": "object",

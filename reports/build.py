@@ -23,8 +23,13 @@ class RunReport:
 
 
 def with_fault_errors(outcome: Outcome, data: RunData) -> Outcome:
-    """A fault that never started means the scenario did not test what it says."""
+    """A fault that never started means the scenario did not test what it says; so does a
+    step whose state trigger never held (run.json ``nemesis_errors``, phase ``trigger``:
+    such a step writes no history line)."""
     failed = [f"fault {w.id} ({w.fault}) did not start: {w.error}" for w in data.faults if w.error]
+    for e in data.run.get("nemesis_errors") or ():
+        if isinstance(e, dict) and e.get("phase") == "trigger":
+            failed.append(f"fault {e.get('id')} ({e.get('fault')}) did not start: {e.get('error')}")
     if not failed:
         return outcome
     return replace(

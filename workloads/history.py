@@ -428,6 +428,10 @@ class ListSink:
             self.events.append(stored)
             return stored
 
+    def elapsed_ns(self) -> int:
+        """Nanoseconds since the sink was created (same clock as ``time``)."""
+        return _clock() - self._t0
+
     def record(self, template: LineTemplate, *fields: Any) -> None:
         self._record(template, _clock(), fields)
 

@@ -115,6 +115,8 @@ def nemesis_spec(sc: Scenario) -> Mapping[str, Any] | None:
                     "fault": s.fault,
                     "target": s.target,
                     "params": dict(s.params),
+                    **({"when": s.when} if s.when is not None else {}),
+                    **({"timeout": s.timeout} if s.timeout is not None else {}),
                 }
                 for s in n.steps
             ],

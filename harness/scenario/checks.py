@@ -75,6 +75,28 @@ def _check_target(src: Source, sc: Scenario, path: Path_, target: str) -> None:
             raise src.error(path, f"no node {name!r} in this cluster")
 
 
+def _check_when(src: Source, sc: Scenario, base: Path_, when: Any, timeout: Any) -> None:
+    """A step's state trigger, by the faults package's own parser, against this
+    scenario's topics (partitions, replication factor) and broker ids."""
+    if when is None:
+        raise src.error((*base, "timeout"), "a timeout needs a `when` condition")
+    try:
+        from faults.params import Where
+        from faults.trigger import TriggerContext, parse_trigger
+    except ImportError:  # the faults package is incomplete: nothing more to check here
+        return
+    context = TriggerContext(
+        topics={t.name: (t.partitions, t.replication_factor) for t in sc.topics},
+        brokers=set(range(1, sc.cluster.brokers + 1)),
+    )
+    try:
+        parse_trigger(when, timeout, Where(field="when"), context)
+    except ConfigError as exc:
+        sub = re.findall(r"[^.\[\]]+", exc.field or "when")
+        path: Path_ = tuple(int(p) if p.isdigit() else p for p in sub)
+        raise src.error((*base, *path), exc.detail) from None
+
+
 def _check_topics(src: Source, sc: Scenario) -> set[str]:
     seen: set[str] = set()
     brokers = sc.cluster.brokers
@@ -138,6 +160,8 @@ def semantic_checks(
                 check_fault(step.fault, step.target, step.params)
             except ConfigError as exc:
                 raise _relocate(src, (*base, "fault"), exc) from None
+        if step.when is not None or step.timeout is not None:
+            _check_when(src, sc, base, step.when, step.timeout)
         end = step.at + (step.duration or 0.0)
         if end > duration:
             raise src.error(

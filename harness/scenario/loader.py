@@ -176,12 +176,13 @@ def _build(src: Source, seed: int | None) -> Scenario:
     n = d.get("nemesis", {})
     steps = []
     for i, s in enumerate(n.get("steps", [])):
-        times = _durations(src, ("nemesis", "steps", i), s, ("at", "duration"))
+        times = _durations(src, ("nemesis", "steps", i), s, ("at", "duration", "timeout"))
         steps.append(
             FaultStep(
                 fault=s["fault"],
                 target=str(s.get("target", "random")),
                 params=dict(s.get("params", {})),
+                when=s.get("when"),
                 **times,
             )
         )

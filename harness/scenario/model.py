@@ -79,6 +79,8 @@ class FaultStep:
     duration: float | None = None  # None: an instantaneous fault (e.g. a kill and restart)
     target: str = "random"
     params: Mapping[str, Any] = field(default_factory=dict)
+    when: Any = None  # a state trigger (faults.trigger): start once it holds, after ``at``
+    timeout: float | None = None  # how long ``when`` may wait (None: the default)
 
 
 @dataclass(frozen=True)

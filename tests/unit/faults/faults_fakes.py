@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,14 @@ class FakeCluster:
         self.controller = controller
         self.exec_code = 0
         self.lock = threading.Lock()
+        # cluster state for triggers: ISR per (topic, partition), broker epochs, alive set;
+        # on_observe(cluster, n) runs at every observation (n counts them) to change it
+        self.isr: dict[tuple[str, int], list[int]] = {}
+        self.isr_error: Exception | None = None
+        self.epochs: dict[int, int] = {node.node_id: 10 + node.node_id for node in self._nodes}
+        self.alive: set[int] = {node.node_id for node in self._nodes}
+        self.observations = 0
+        self.on_observe: Callable[[FakeCluster, int], None] | None = None
 
     def _log(self, *call: Any) -> None:
         with self.lock:
@@ -154,6 +162,27 @@ class FakeCluster:
     def active_controller_id(self) -> int:
         return self.controller
 
+    # state read by faults.trigger (HandleState asks the cluster first when it offers these)
+    def partition_isr(self, topic: str, partition: int) -> list[int]:
+        self._observed()
+        if self.isr_error is not None:
+            raise self.isr_error
+        return list(self.isr.get((topic, partition), [n.node_id for n in self.brokers]))
+
+    def broker_epoch(self, broker: int) -> int | None:
+        self._observed()
+        return self.epochs.get(broker)
+
+    def alive_brokers(self) -> set[int]:
+        return set(self.alive)
+
+    def _observed(self) -> None:
+        with self.lock:
+            self.observations += 1
+            n = self.observations
+        if self.on_observe is not None:
+            self.on_observe(self, n)
+
     def names(self, kind: str) -> list[tuple[Any, ...]]:
         return [c for c in self.calls if c[0] == kind]
 
@@ -163,6 +192,9 @@ class FakeSink:
         self.events: list[dict[str, Any]] = []
         self._t0 = time.monotonic_ns()
         self._lock = threading.Lock()
+
+    def elapsed_ns(self) -> int:
+        return time.monotonic_ns() - self._t0
 
     def append(self, event: dict[str, Any]) -> dict[str, Any]:
         with self._lock:

@@ -1,0 +1,500 @@
+"""State triggers: a scripted step that starts when the cluster shows a condition.
+
+A scripted step may carry ``when:`` (one condition, or a list held one after the other)
+and ``timeout:`` (seconds, default 60)::
+
+    {"at": 5, "for": 10, "fault": "kill", "target": "broker-3",
+     "when": {"in_isr": {"broker": 2, "topic": "rejoin", "partition": 0}}, "timeout": 90}
+
+The step becomes *eligible* at ``at``; from then on the nemesis observes the cluster every
+``poll`` seconds (0.15 by default) and starts the fault as soon as the condition holds.
+With a list, the first condition is watched from eligibility, the second from the moment
+the first held, and so on; ``timeout`` bounds the whole wait. Conditions:
+
+=====================================================  ====================================
+``in_isr: {broker, topic, partition}``                 the broker is in the partition's ISR
+``out_of_isr: {broker, topic, partition}``             the broker is not in the ISR
+``isr_below: {topic, partition, size}``                the ISR has fewer than ``size`` members
+``registered: {broker[, unfenced]}``                   the broker registered again (a new
+                                                       broker epoch) since it began to be
+                                                       watched; with ``unfenced: true`` it must
+                                                       also be unfenced (listed as alive)
+=====================================================  ====================================
+
+How each is observed (never from a sleep):
+
+* ISR conditions: a Metadata request through the cluster's client proxies (confluent-kafka
+  ``AdminClient.list_topics`` on ``cluster.bootstrap_servers``), the same view a client has;
+  a fake cluster may answer through ``partition_isr(topic, partition)``.
+* ``registered``: a KRaft broker logs ``Successfully registered broker B with broker epoch
+  E`` when the controller answers its registration, and that answer is sent only once the
+  RegisterBrokerRecord is committed; every (re-)registration gets a new, larger epoch (the
+  record's offset in the metadata log). The trigger reads the broker's own log through the
+  cluster handle (``cluster.logs(node, tail)``; the broker logs to stdout, kept across
+  container restarts) and takes the last epoch it finds. The epoch seen when the condition
+  starts being watched is the baseline; the condition holds when a different epoch shows
+  up. Client metadata cannot do this (it lists unfenced brokers and no epoch), and a
+  restart can fence and unfence a broker between two polls. ``unfenced`` adds the client
+  metadata's list of alive brokers. A fake cluster may answer through
+  ``broker_epoch(broker)`` and ``alive_brokers()``.
+
+When the condition holds, the fault's ``start`` line carries ``trigger``: the condition as
+written, ``held_at`` (nanoseconds since the run started, the history's clock: the moment the
+observation that showed it came back) and ``waited_s`` (from eligibility). A wait that
+times out raises :class:`TriggerTimeout` naming the condition and the last observation.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from faults.params import Where
+from harness.cluster.api import ClusterHandle
+from harness.errors import FaultError
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_POLL_S = 0.15
+LOG_TAIL_LINES = 500  # first read of a broker's log; doubled while lines were missed
+LOG_TAIL_MAX = 64_000
+LOG_ANCHOR_LINES = 3
+
+# condition -> (required fields, optional fields with defaults); field kinds below
+_FIELDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "in_isr": (("broker", "topic", "partition"), {}),
+    "out_of_isr": (("broker", "topic", "partition"), {}),
+    "isr_below": (("topic", "partition", "size"), {}),
+    "registered": (("broker",), {"unfenced": False}),
+}
+_KINDS = {
+    "broker": "int",
+    "partition": "int",
+    "size": "int",
+    "topic": "str",
+    "unfenced": "bool",
+}
+_MINIMUM = {"broker": 0, "partition": 0, "size": 1}
+_REGISTERED = re.compile(r"Successfully registered broker (\d+) with broker epoch (-?\d+)")
+
+
+class TriggerTimeout(FaultError):
+    """A trigger's condition did not hold within its timeout."""
+
+
+class TriggerCancelled(FaultError):
+    """The nemesis was stopped while a trigger was waiting."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    kind: str
+    broker: int | None = None
+    topic: str | None = None
+    partition: int | None = None
+    size: int | None = None
+    unfenced: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        required, optional = _FIELDS[self.kind]
+        body = {name: getattr(self, name) for name in required}
+        body.update({k: getattr(self, k) for k, v in optional.items() if getattr(self, k) != v})
+        return {self.kind: body}
+
+    def describe(self) -> str:
+        where = f"{self.topic}-{self.partition}"
+        if self.kind == "in_isr":
+            return f"broker {self.broker} in the ISR of {where}"
+        if self.kind == "out_of_isr":
+            return f"broker {self.broker} out of the ISR of {where}"
+        if self.kind == "isr_below":
+            return f"ISR of {where} below {self.size}"
+        extra = " and unfenced" if self.unfenced else ""
+        return f"broker {self.broker} registered again{extra}"
+
+
+@dataclass(frozen=True)
+class Trigger:
+    conditions: tuple[Condition, ...]
+    timeout: float = DEFAULT_TIMEOUT_S
+    poll: float = DEFAULT_POLL_S
+
+    def condition_spec(self) -> Any:
+        """The condition(s) in the spec's own shape (a mapping, or a list of them)."""
+        if len(self.conditions) == 1:
+            return self.conditions[0].to_dict()
+        return [c.to_dict() for c in self.conditions]
+
+    def describe(self) -> str:
+        return ", then ".join(c.describe() for c in self.conditions)
+
+    @property
+    def brokers(self) -> set[int]:
+        return {c.broker for c in self.conditions if c.broker is not None}
+
+
+@dataclass(frozen=True)
+class TriggerContext:
+    """What a scenario declares, to reject a trigger naming something that is not there.
+
+    ``topics``: name -> (partitions, replication factor); ``brokers``: broker ids. None
+    leaves that part unchecked (a Python schedule before it meets a cluster)."""
+
+    topics: Mapping[str, tuple[int, int]] | None = None
+    brokers: Collection[int] | None = None
+
+
+# ------------------------------------------------------------------------------ parsing
+
+
+def _value(kind: str, value: Any, where: Where, name: str) -> Any:
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise where.error(f"must be an integer, got {value!r}")
+        if value < _MINIMUM.get(name, 0):
+            raise where.error(f"must be >= {_MINIMUM.get(name, 0)}, got {value!r}")
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise where.error(f"must be true or false, got {value!r}")
+        return value
+    if not isinstance(value, str) or not value:
+        raise where.error(f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def parse_condition(raw: Any, where: Where, context: TriggerContext | None = None) -> Condition:
+    """One ``{kind: {fields}}`` mapping; ConfigError names the field."""
+    known = ", ".join(sorted(_FIELDS))
+    if not isinstance(raw, Mapping) or len(raw) != 1:
+        raise where.error(f"a condition is a mapping with one key ({known}), got {raw!r}")
+    ((kind, body),) = raw.items()
+    w = where.child(str(kind), raw)
+    if kind not in _FIELDS:
+        raise w.error(f"unknown condition {kind!r} (known: {known})")
+    if not isinstance(body, Mapping):
+        raise w.error(f"must be a mapping of fields, got {body!r}")
+    required, optional = _FIELDS[kind]
+    allowed = set(required) | set(optional)
+    for key in body:
+        if key not in allowed:
+            raise w.child(str(key), body).error(
+                f"unknown field {key!r} (this condition takes: {', '.join(sorted(allowed))})"
+            )
+    values: dict[str, Any] = dict(optional)
+    for name in required:
+        if name not in body:
+            raise w.child(name, body).error("missing")
+    for name in body:
+        values[name] = _value(_KINDS[name], body[name], w.child(name, body), name)
+    cond = Condition(str(kind), **values)
+    if context is not None:
+        _check_context(cond, body, w, context)
+    return cond
+
+
+def _check_context(cond: Condition, body: Any, w: Where, ctx: TriggerContext) -> None:
+    if ctx.brokers is not None and cond.broker is not None and cond.broker not in ctx.brokers:
+        ids = ", ".join(str(b) for b in sorted(ctx.brokers))
+        raise w.child("broker", body).error(f"no broker {cond.broker} (brokers: {ids})")
+    if ctx.topics is None or cond.topic is None:
+        return
+    if cond.topic not in ctx.topics:
+        names = ", ".join(sorted(ctx.topics)) or "none"
+        raise w.child("topic", body).error(f"unknown topic {cond.topic!r} (topics: {names})")
+    partitions, rf = ctx.topics[cond.topic]
+    if cond.partition is not None and cond.partition >= partitions:
+        raise w.child("partition", body).error(
+            f"topic {cond.topic!r} has {partitions} partitions, no {cond.partition}"
+        )
+    if cond.size is not None and cond.size > rf:
+        raise w.child("size", body).error(
+            f"an ISR of topic {cond.topic!r} (replication factor {rf}) is always below "
+            f"{cond.size}: the condition would hold at once"
+        )
+
+
+def parse_trigger(
+    when: Any,
+    timeout: Any = None,
+    where: Where | None = None,
+    context: TriggerContext | None = None,
+    *,
+    timeout_where: Where | None = None,
+) -> Trigger:
+    """A step's ``when`` (mapping or non-empty list) and ``timeout`` (seconds > 0)."""
+    where = where or Where(field="when")
+    if isinstance(when, Sequence) and not isinstance(when, str):
+        if not when:
+            raise where.error("an empty list of conditions")
+        conds = tuple(parse_condition(c, where.child(i, when), context) for i, c in enumerate(when))
+    else:
+        conds = (parse_condition(when, where, context),)
+    limit = DEFAULT_TIMEOUT_S
+    if timeout is not None:
+        tw = timeout_where or Where(where.file, "timeout", where.line)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise tw.error(f"must be a number of seconds, got {timeout!r}")
+        if timeout <= 0:
+            raise tw.error(f"must be more than 0 seconds, got {timeout!r}")
+        limit = float(timeout)
+    return Trigger(conds, limit)
+
+
+# ---------------------------------------------------------------------------- observing
+
+
+class ClusterState(Protocol):
+    """What the conditions read; raise on a failed observation (it is retried)."""
+
+    def isr(self, topic: str, partition: int) -> list[int]: ...
+
+    def broker_epoch(self, broker: int) -> int | None: ...
+
+    def alive_brokers(self) -> set[int]: ...
+
+    def close(self) -> None: ...
+
+
+class HandleState:
+    """The cluster's handles: client metadata through the proxies, the broker's own log.
+
+    A cluster object offering ``partition_isr``, ``broker_epoch`` or ``alive_brokers``
+    (fakes in unit tests) answers for itself."""
+
+    def __init__(self, cluster: ClusterHandle, request_timeout: float = 3.0) -> None:
+        self.cluster = cluster
+        self.request_timeout = request_timeout
+        self._admin: Any = None
+        self._logs: dict[int, LogFollower] = {}
+
+    def _client(self) -> Any:
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin = AdminClient(
+                {
+                    "bootstrap.servers": self.cluster.bootstrap_servers,
+                    "socket.timeout.ms": int(self.request_timeout * 1000),
+                    "reconnect.backoff.max.ms": 500,
+                    "log_level": 0,
+                }
+            )
+        return self._admin
+
+    def isr(self, topic: str, partition: int) -> list[int]:
+        own = getattr(self.cluster, "partition_isr", None)
+        if callable(own):
+            return sorted(int(b) for b in own(topic, partition))
+        md = self._client().list_topics(topic=topic, timeout=self.request_timeout)
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            raise FaultError(f"topic {topic!r}: {getattr(t, 'error', None) or 'not in metadata'}")
+        p = t.partitions.get(partition)
+        if p is None:
+            raise FaultError(f"{topic}-{partition}: not in metadata")
+        return sorted(int(b) for b in p.isrs)
+
+    def alive_brokers(self) -> set[int]:
+        own = getattr(self.cluster, "alive_brokers", None)
+        if callable(own):
+            return {int(b) for b in own()}
+        md = self._client().list_topics(timeout=self.request_timeout)
+        return {int(b) for b in md.brokers}
+
+    def broker_epoch(self, broker: int) -> int | None:
+        own = getattr(self.cluster, "broker_epoch", None)
+        if callable(own):
+            got = own(broker)
+            return None if got is None else int(got)
+        if broker not in self._logs:
+            node = self.cluster.node(broker)
+            self._logs[broker] = LogFollower(lambda tail: self.cluster.logs(node, tail=tail))
+        follower = self._logs[broker]
+        for line in follower.new_lines():
+            epoch = last_registration(line, broker)
+            if epoch is not None:
+                follower.epoch = epoch
+        return follower.epoch
+
+    def close(self) -> None:
+        self._admin = None
+        self._logs.clear()
+
+
+class LogFollower:
+    """Reads a log through a ``tail(n) -> text`` call without missing lines: each read
+    ends with the lines that ended the previous one (the anchor) unless more lines came
+    since than the tail held; then the tail is doubled and the read repeated (up to
+    LOG_TAIL_MAX lines). A busy broker logs thousands of lines while it starts, so a fixed
+    tail can miss the one line that matters."""
+
+    def __init__(self, tail: Callable[[int], str], lines: int = LOG_TAIL_LINES) -> None:
+        self._tail = tail
+        self._lines = lines
+        self._anchor: list[str] | None = None
+        self.epoch: int | None = None
+        self.gaps = 0  # reads where even LOG_TAIL_MAX lines did not reach the anchor
+
+    def new_lines(self) -> list[str]:
+        """The lines logged since the previous call (on the first call: the last tail)."""
+        n = self._lines
+        while True:
+            lines = self._tail(n).splitlines()
+            fresh = self._after_anchor(lines)
+            if fresh is not None or self._anchor is None or n >= LOG_TAIL_MAX or len(lines) < n:
+                break
+            n = min(n * 2, LOG_TAIL_MAX)
+        if fresh is None:
+            if self._anchor is not None and len(lines) >= n:
+                self.gaps += 1
+            fresh = lines
+        if lines:
+            self._anchor = lines[-LOG_ANCHOR_LINES:]
+        return fresh
+
+    def _after_anchor(self, lines: list[str]) -> list[str] | None:
+        anchor = self._anchor
+        if anchor is None:
+            return None
+        k = len(anchor)
+        for i in range(len(lines) - k, -1, -1):
+            if lines[i : i + k] == anchor:
+                return lines[i + k :]
+        return None
+
+
+def last_registration(log_text: str, broker: int) -> int | None:
+    """The broker epoch of the last ``Successfully registered broker`` line for ``broker``."""
+    epoch = None
+    for m in _REGISTERED.finditer(log_text):
+        if int(m.group(1)) == broker:
+            epoch = int(m.group(2))
+    return epoch
+
+
+@dataclass
+class _Watch:
+    """One condition being watched: its baseline (for ``registered``) and last sight."""
+
+    cond: Condition
+    baseline: int | None = None
+    has_baseline: bool = False
+    last_seen: str = "nothing observed yet"
+
+    def check(self, state: ClusterState) -> bool:
+        c = self.cond
+        if c.kind in ("in_isr", "out_of_isr", "isr_below"):
+            assert c.topic is not None and c.partition is not None
+            isr = state.isr(c.topic, c.partition)
+            self.last_seen = f"ISR of {c.topic}-{c.partition} = {isr}"
+            if c.kind == "in_isr":
+                return c.broker in isr
+            if c.kind == "out_of_isr":
+                return c.broker not in isr
+            assert c.size is not None
+            return len(isr) < c.size
+        assert c.broker is not None
+        epoch = state.broker_epoch(c.broker)
+        if not self.has_baseline:
+            self.baseline, self.has_baseline = epoch, True
+            self.last_seen = f"broker {c.broker} epoch {epoch} when watching began"
+            return False
+        self.last_seen = f"broker {c.broker} epoch {epoch} (was {self.baseline})"
+        if epoch is None or epoch == self.baseline:
+            return False
+        if c.unfenced:
+            alive = state.alive_brokers()
+            self.last_seen += f", alive brokers {sorted(alive)}"
+            return c.broker in alive
+        return True
+
+
+@dataclass
+class Held:
+    """A trigger that held: when (history clock, ns) and after how long a wait."""
+
+    held_at: int
+    waited_s: float
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def record(self, trigger: Trigger) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "condition": trigger.condition_spec(),
+            "held_at": self.held_at,
+            "waited_s": round(self.waited_s, 3),
+        }
+        if len(self.steps) > 1:
+            out["steps"] = self.steps
+        return out
+
+
+def wait_for(
+    trigger: Trigger,
+    state: ClusterState,
+    *,
+    clock_ns: Callable[[], int],
+    cancel: threading.Event | None = None,
+    label: str = "",
+) -> Held:
+    """Block until every condition held in turn; TriggerTimeout / TriggerCancelled else."""
+    cancel = cancel or threading.Event()
+    began = time.monotonic()
+    deadline = began + trigger.timeout
+    steps: list[dict[str, Any]] = []
+    held_at = 0
+    for cond in trigger.conditions:
+        watch = _Watch(cond)
+        while True:
+            try:
+                held = watch.check(state)
+            except Exception as exc:  # noqa: BLE001 - a failed observation is retried
+                held = False
+                watch.last_seen = f"observation failed: {type(exc).__name__}: {exc}"
+            if held:
+                held_at = clock_ns()
+                steps.append({"condition": cond.to_dict(), "held_at": held_at})
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TriggerTimeout(
+                    f"{label}trigger timed out after {trigger.timeout:g}s waiting for "
+                    f"{cond.describe()}; last observed: {watch.last_seen}"
+                )
+            if cancel.wait(min(trigger.poll, left)):
+                raise TriggerCancelled(
+                    f"{label}not started: the nemesis stopped while waiting for "
+                    f"{cond.describe()}; last observed: {watch.last_seen}"
+                )
+    return Held(held_at, time.monotonic() - began, steps)
+
+
+def trigger_schema() -> dict[str, Any]:
+    """JSON Schema of ``when`` (one condition or a non-empty list)."""
+    types = {"int": {"type": "integer", "minimum": 0}, "str": {"type": "string", "minLength": 1}}
+    types["bool"] = {"type": "boolean"}
+    one = []
+    for kind, (required, optional) in sorted(_FIELDS.items()):
+        props = {name: dict(types[_KINDS[name]]) for name in (*required, *optional)}
+        if "size" in props:
+            props["size"]["minimum"] = 1
+        one.append(
+            {
+                "type": "object",
+                "properties": {
+                    kind: {
+                        "type": "object",
+                        "required": list(required),
+                        "properties": props,
+                        "additionalProperties": False,
+                    }
+                },
+                "required": [kind],
+                "additionalProperties": False,
+            }
+        )
+    condition = {"oneOf": one}
+    return {"anyOf": [condition, {"type": "array", "items": condition, "minItems": 1}]}
