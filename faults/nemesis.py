@@ -18,9 +18,10 @@ line.
 A step with a trigger (:mod:`faults.trigger`) waits in its worker thread, from its ``at``,
 until its condition holds; the start line then carries ``trigger`` (the condition,
 ``held_at`` in ns on the history's clock, ``waited_s``) and the fault stops ``for``
-seconds after it started. A trigger that times out (or is still waiting when the nemesis
-stops) writes no line at all: nothing was started; its record carries the error, and
-:meth:`Nemesis.errors` lists it for run.json.
+seconds after it started. With ``on_timeout: start`` a trigger that times out starts
+the fault anyway (``trigger.timed_out`` true). Otherwise a trigger that times out (or one
+still waiting when the nemesis stops) writes no line at all: nothing was started; its
+record carries the error, and :meth:`Nemesis.errors` lists it for run.json.
 
 After the last fault (or on ``stop()``), the final heal runs
 :func:`faults.heal.heal_everything` between two lines of the pseudo-fault ``heal``
@@ -42,7 +43,7 @@ from faults import safety
 from faults.base import Fault, instantiate
 from faults.heal import heal_everything
 from faults.schedule import Schedule, ScheduledFault, from_spec
-from faults.trigger import ClusterState, HandleState, TriggerContext, wait_for
+from faults.trigger import ClusterState, HandleState, TriggerContext, TriggerTimeout, wait_for
 from harness.cluster.api import ClusterHandle
 from harness.errors import FaultError
 
@@ -232,7 +233,22 @@ class Nemesis:
                 cancel=self._cancel,
                 label=f"{sf.id} {sf.spec.fault}: ",
             )
-        except FaultError as exc:
+        except TriggerTimeout as exc:
+            if sf.trigger.on_timeout != "start":
+                rec.trigger_error = rec.error = str(exc)
+                log.warning("nemesis: %s", exc)
+                return None
+            log.info("nemesis: %s; starting it anyway (on_timeout: start)", exc)
+            now = self.elapsed
+            rec.at, rec.until = now, now + sf.duration
+            rec.trigger = {
+                "condition": sf.trigger.condition_spec(),
+                "timed_out": True,
+                "waited_s": round(sf.trigger.timeout, 3),
+                "last_observed": exc.last_observed,
+            }
+            return rec.trigger
+        except FaultError as exc:  # cancelled: the nemesis is stopping
             rec.trigger_error = rec.error = str(exc)
             log.warning("nemesis: %s", exc)
             return None

@@ -41,7 +41,17 @@ from faults.params import Where
 from faults.trigger import Trigger, TriggerContext, parse_trigger
 
 SCRIPTED_KEYS = {"type", "seed", "faults"}
-STEP_KEYS = {"at", "for", "duration", "fault", "target", "params", "when", "timeout"}
+STEP_KEYS = {
+    "at",
+    "for",
+    "duration",
+    "fault",
+    "target",
+    "params",
+    "when",
+    "timeout",
+    "on_timeout",
+}
 RANDOM_KEYS = {
     "type",
     "seed",
@@ -83,6 +93,8 @@ class ScheduledFault:
         if self.trigger is not None:
             out["when"] = self.trigger.condition_spec()
             out["timeout"] = self.trigger.timeout
+            if self.trigger.on_timeout != "skip":
+                out["on_timeout"] = self.trigger.on_timeout
         return out
 
 
@@ -183,9 +195,13 @@ def _scripted(
                 w.child("when", entry),
                 context,
                 timeout_where=w.child("timeout", entry),
+                on_timeout=entry.get("on_timeout"),
+                on_timeout_where=w.child("on_timeout", entry),
             )
-        elif "timeout" in entry:
-            raise w.child("timeout", entry).error("a timeout needs a `when` condition")
+        else:
+            for key in ("timeout", "on_timeout"):
+                if key in entry:
+                    raise w.child(key, entry).error(f"{key} needs a `when` condition")
         if "at" not in entry and trigger is None:
             raise w.child("at").error("missing (seconds after the nemesis starts)")
         at = _number(entry.get("at", 0), w.child("at", entry))

@@ -83,11 +83,12 @@ def nemesis_schema() -> dict[str, Any]:
             "params": {"type": "object"},
             "when": trigger_schema(),
             "timeout": {"type": "number", "exclusiveMinimum": 0},
+            "on_timeout": {"enum": ["skip", "start"]},
         },
         "additionalProperties": False,
         "allOf": [
             {"anyOf": [{"required": ["at"]}, {"required": ["when"]}]},
-            {"dependentRequired": {"timeout": ["when"]}},
+            {"dependentRequired": {"timeout": ["when"], "on_timeout": ["when"]}},
             *_params_by_fault(random=False),
         ],
     }

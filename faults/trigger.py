@@ -41,7 +41,10 @@ How each is observed (never from a sleep):
 When the condition holds, the fault's ``start`` line carries ``trigger``: the condition as
 written, ``held_at`` (nanoseconds since the run started, the history's clock: the moment the
 observation that showed it came back) and ``waited_s`` (from eligibility). A wait that
-times out raises :class:`TriggerTimeout` naming the condition and the last observation.
+times out raises :class:`TriggerTimeout` naming the condition and the last observation:
+by default (``on_timeout: skip``) the step is then not run and the nemesis records the
+error; with ``on_timeout: start`` the fault starts anyway and the start line's ``trigger``
+says ``"timed_out": true`` (with ``waited_s`` and ``last_observed``, and no ``held_at``).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ DEFAULT_POLL_S = 0.15
 LOG_TAIL_LINES = 500  # first read of a broker's log; doubled while lines were missed
 LOG_TAIL_MAX = 64_000
 LOG_ANCHOR_LINES = 3
+ON_TIMEOUT = ("skip", "start")
 
 # condition -> (required fields, optional fields with defaults); field kinds below
 _FIELDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
@@ -83,6 +87,10 @@ _REGISTERED = re.compile(r"Successfully registered broker (\d+) with broker epoc
 
 class TriggerTimeout(FaultError):
     """A trigger's condition did not hold within its timeout."""
+
+    def __init__(self, message: str, last_observed: str = "") -> None:
+        super().__init__(message)
+        self.last_observed = last_observed
 
 
 class TriggerCancelled(FaultError):
@@ -121,6 +129,7 @@ class Trigger:
     conditions: tuple[Condition, ...]
     timeout: float = DEFAULT_TIMEOUT_S
     poll: float = DEFAULT_POLL_S
+    on_timeout: str = "skip"  # or "start": run the fault anyway when it never held
 
     def condition_spec(self) -> Any:
         """The condition(s) in the spec's own shape (a mapping, or a list of them)."""
@@ -224,8 +233,11 @@ def parse_trigger(
     context: TriggerContext | None = None,
     *,
     timeout_where: Where | None = None,
+    on_timeout: Any = None,
+    on_timeout_where: Where | None = None,
 ) -> Trigger:
-    """A step's ``when`` (mapping or non-empty list) and ``timeout`` (seconds > 0)."""
+    """A step's ``when`` (mapping or non-empty list), ``timeout`` (seconds > 0) and
+    ``on_timeout`` (``skip``, the default, or ``start``)."""
     where = where or Where(field="when")
     if isinstance(when, Sequence) and not isinstance(when, str):
         if not when:
@@ -241,7 +253,13 @@ def parse_trigger(
         if timeout <= 0:
             raise tw.error(f"must be more than 0 seconds, got {timeout!r}")
         limit = float(timeout)
-    return Trigger(conds, limit)
+    action = "skip"
+    if on_timeout is not None:
+        ow = on_timeout_where or Where(where.file, "on_timeout", where.line)
+        if on_timeout not in ON_TIMEOUT:
+            raise ow.error(f"must be one of {', '.join(ON_TIMEOUT)}, got {on_timeout!r}")
+        action = str(on_timeout)
+    return Trigger(conds, limit, on_timeout=action)
 
 
 # ---------------------------------------------------------------------------- observing
@@ -462,7 +480,8 @@ def wait_for(
             if left <= 0:
                 raise TriggerTimeout(
                     f"{label}trigger timed out after {trigger.timeout:g}s waiting for "
-                    f"{cond.describe()}; last observed: {watch.last_seen}"
+                    f"{cond.describe()}; last observed: {watch.last_seen}",
+                    watch.last_seen,
                 )
             if cancel.wait(min(trigger.poll, left)):
                 raise TriggerCancelled(

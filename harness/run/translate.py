@@ -117,6 +117,7 @@ def nemesis_spec(sc: Scenario) -> Mapping[str, Any] | None:
                     "params": dict(s.params),
                     **({"when": s.when} if s.when is not None else {}),
                     **({"timeout": s.timeout} if s.timeout is not None else {}),
+                    **({"on_timeout": s.on_timeout} if s.on_timeout is not None else {}),
                 }
                 for s in n.steps
             ],

@@ -75,11 +75,14 @@ def _check_target(src: Source, sc: Scenario, path: Path_, target: str) -> None:
             raise src.error(path, f"no node {name!r} in this cluster")
 
 
-def _check_when(src: Source, sc: Scenario, base: Path_, when: Any, timeout: Any) -> None:
+def _check_when(
+    src: Source, sc: Scenario, base: Path_, when: Any, timeout: Any, on_timeout: Any
+) -> None:
     """A step's state trigger, by the faults package's own parser, against this
     scenario's topics (partitions, replication factor) and broker ids."""
     if when is None:
-        raise src.error((*base, "timeout"), "a timeout needs a `when` condition")
+        key = "timeout" if timeout is not None else "on_timeout"
+        raise src.error((*base, key), f"{key} needs a `when` condition")
     try:
         from faults.params import Where
         from faults.trigger import TriggerContext, parse_trigger
@@ -90,7 +93,7 @@ def _check_when(src: Source, sc: Scenario, base: Path_, when: Any, timeout: Any)
         brokers=set(range(1, sc.cluster.brokers + 1)),
     )
     try:
-        parse_trigger(when, timeout, Where(field="when"), context)
+        parse_trigger(when, timeout, Where(field="when"), context, on_timeout=on_timeout)
     except ConfigError as exc:
         sub = re.findall(r"[^.\[\]]+", exc.field or "when")
         path: Path_ = tuple(int(p) if p.isdigit() else p for p in sub)
@@ -160,8 +163,8 @@ def semantic_checks(
                 check_fault(step.fault, step.target, step.params)
             except ConfigError as exc:
                 raise _relocate(src, (*base, "fault"), exc) from None
-        if step.when is not None or step.timeout is not None:
-            _check_when(src, sc, base, step.when, step.timeout)
+        if step.when is not None or step.timeout is not None or step.on_timeout is not None:
+            _check_when(src, sc, base, step.when, step.timeout, step.on_timeout)
         end = step.at + (step.duration or 0.0)
         if end > duration:
             raise src.error(

@@ -183,6 +183,7 @@ def _build(src: Source, seed: int | None) -> Scenario:
                 target=str(s.get("target", "random")),
                 params=dict(s.get("params", {})),
                 when=s.get("when"),
+                on_timeout=s.get("on_timeout"),
                 **times,
             )
         )

@@ -81,6 +81,7 @@ class FaultStep:
     params: Mapping[str, Any] = field(default_factory=dict)
     when: Any = None  # a state trigger (faults.trigger): start once it holds, after ``at``
     timeout: float | None = None  # how long ``when`` may wait (None: the default)
+    on_timeout: str | None = None  # "skip" (None: the default) or "start"
 
 
 @dataclass(frozen=True)

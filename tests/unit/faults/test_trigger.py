@@ -257,7 +257,7 @@ def test_build_nemesis_rejects_a_broker_the_cluster_lacks(tmp_path: Path) -> Non
     when = {"registered": {"broker": 4}}
     with pytest.raises(ConfigError, match=r"nemesis.faults\[0\].when.registered.broker: no"):
         build_nemesis(FakeCluster(3, tmp_path), step(when), FakeSink(), protect=False)
-    with pytest.raises(ConfigError, match=r"faults\[0\].timeout: a timeout needs a `when`"):
+    with pytest.raises(ConfigError, match=r"faults\[0\].timeout: timeout needs a `when`"):
         from_spec({"faults": [{"at": 1, "fault": "pause", "timeout": 3}]})
 
 
@@ -382,3 +382,42 @@ def test_registered_through_the_log_of_a_busy_broker(tmp_path: Path) -> None:
         clock_ns=time.monotonic_ns,
     )
     assert held.waited_s < 5
+
+
+def test_on_timeout_start_runs_the_fault_anyway(tmp_path: Path) -> None:
+    cluster = FakeCluster(3, tmp_path)
+    sink = FakeSink()
+    cluster.isr[("t", 0)] = [1, 3]
+    spec = step(IN_ISR, timeout=0.4, on_timeout="start")
+    nemesis = build_nemesis(cluster, spec, sink, protect=False)
+    nemesis.run()
+    lines = fault_lines(sink)
+    assert set(lines) == {"start", "stop"}
+    trigger = lines["start"]["trigger"]
+    assert trigger["timed_out"] is True and "held_at" not in trigger
+    assert trigger["last_observed"] == "ISR of t-0 = [1, 3]"
+    assert cluster.names("pause") == [("pause", "broker-3")]
+    assert nemesis.errors() == []
+    assert from_spec(spec).to_list()[0]["on_timeout"] == "start"
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "message"),
+    [
+        ({"on_timeout": "start"}, "nemesis.faults[0].on_timeout", "needs a `when`"),
+        ({"when": IN_ISR, "on_timeout": "go"}, "nemesis.faults[0].on_timeout", "skip, start"),
+    ],
+)
+def test_on_timeout_is_checked(entry: dict[str, Any], field: str, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        from_spec({"faults": [{"at": 1, "fault": "pause", **entry}]})
+    assert err.value.field == field and message in err.value.detail
+
+
+def test_scenario_on_timeout_is_checked() -> None:
+    text = SCENARIO.format(topic="t", partition=0).replace(
+        "      timeout: 40s\n", "      timeout: 40s\n      on_timeout: later\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        load_scenario("trig.yaml", text=text)
+    assert err.value.field == "nemesis.steps.1.on_timeout" and err.value.line == 27
