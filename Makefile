@@ -6,7 +6,12 @@ KCHAOS := $(VENV)/bin/kchaos
 PYTEST := $(VENV)/bin/pytest
 SCENARIO ?= smoke
 
-.PHONY: setup run test unit docker-tests lint typecheck nightly cleanup clean
+# `make incidents`: the incident library on these Kafka releases (about an hour)
+INCIDENT_VERSIONS ?= 3.4.1,3.5.2,3.9.1,4.4.0
+INCIDENT_SEEDS ?= 1
+INCIDENTS := $(sort $(basename $(notdir $(wildcard harness/scenarios/*.yaml))))
+
+.PHONY: setup run test unit docker-tests lint typecheck nightly incidents cleanup clean
 
 setup:
 	@bash compose/setup.sh
@@ -29,6 +34,9 @@ typecheck:
 
 nightly: setup
 	$(KCHAOS) suite nightly
+
+incidents: setup
+	$(KCHAOS) matrix $(INCIDENTS) --kafka-version $(INCIDENT_VERSIONS) --seeds $(INCIDENT_SEEDS)
 
 cleanup:
 	$(KCHAOS) cleanup

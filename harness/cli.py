@@ -18,6 +18,10 @@ from harness.errors import KchaosError
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("harness.scenario.commands:run_cmd", "Run one scenario against a real cluster."),
     "suite": ("harness.scenario.commands:suite_cmd", "Run several scenarios, one report."),
+    "matrix": (
+        "harness.run.matrix:matrix_cmd",
+        "Run scenarios on several Kafka versions and seeds, one page.",
+    ),
     "scenarios": ("harness.scenario.commands:scenarios_cmd", "List the incident library."),
     "validate": ("harness.scenario.commands:validate_cmd", "Check a scenario file."),
     "report": ("reports.commands:report_cmd", "Write the reports of a run directory."),

@@ -2,13 +2,17 @@
 
 With ``--broker-config`` the page is an SRE's pass/fail matrix: one row per scenario,
 one column per check (anomaly families found or required, SLO thresholds, the outcome).
+
+``kchaos matrix`` (runs of the same scenarios on several Kafka versions and seeds) adds, per
+scenario, a grid of versions by seeds (:func:`version_grid`) above the same table, which
+then names each run's version and seed; junit.xml names its suites likewise.
 """
 
 from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -28,6 +32,8 @@ class SuiteFailure:
     scenario: str
     error: str
     run_dir: str | None = None
+    kafka_version: str | None = None
+    seed: int | None = None
 
 
 def _cell(ok: bool | None, text: str) -> tuple[str, str]:
@@ -36,13 +42,21 @@ def _cell(ok: bool | None, text: str) -> tuple[str, str]:
     return text, "ok" if ok else "bad"
 
 
-def matrix(reports: Sequence[RunReport], failures: Sequence[SuiteFailure], out_dir: Path) -> str:
+def matrix(
+    reports: Sequence[RunReport],
+    failures: Sequence[SuiteFailure],
+    out_dir: Path,
+    columns: Sequence[str] = (),
+) -> str:
+    """The suite's table; ``columns`` ("Kafka", "seed") add the runs' version and seed."""
     kinds = sorted(
         {k for r in reports for k in r.summary["anomalies"]}
         | {k for r in reports for k in r.data.expect.get("anomalies") or ()}
     )
     slos = sorted({k for r in reports for k in r.summary["slo"]})
-    headers = ["scenario", "outcome", "verdict", *kinds, *(f"SLO {s}" for s in slos), "report"]
+    varied = list(columns)
+    headers = ["scenario", *varied, "outcome", "verdict", *kinds]
+    headers += [*(f"SLO {s}" for s in slos), "report"]
     rows = []
     for r in reports:
         s = r.summary
@@ -50,6 +64,7 @@ def matrix(reports: Sequence[RunReport], failures: Sequence[SuiteFailure], out_d
         allowed = set(r.data.expect.get("allowed") or ()) | {"offline"}
         cells = [
             (escape(s["scenario"]), ""),
+            *((escape(str(s.get(_KEYS[v]))), "") for v in varied),
             _cell(s["expected"], "PASS" if s["expected"] else "FAIL"),
             (escape(s["verdict"]), ""),
         ]
@@ -70,14 +85,96 @@ def matrix(reports: Sequence[RunReport], failures: Sequence[SuiteFailure], out_d
         cells.append((f"<a href='{escape(rel)}'>{escape(s['run_id'])}</a>", ""))
         rows.append(cells)
     for f in failures:
-        blanks = [("", "")] * (len(headers) - 3)
-        rows.append([(escape(f.scenario), ""), ("ERROR", "bad"), (escape(f.error), "bad"), *blanks])
+        blanks = [("", "")] * (len(headers) - 3 - len(varied))
+        extra = [(escape(str(getattr(f, _KEYS[v]))), "") for v in varied]
+        rows.append(
+            [(escape(f.scenario), ""), *extra, ("ERROR", "bad"), (escape(f.error), "bad"), *blanks]
+        )
     body = []
     for cells in rows:
         tds = "".join(f"<td class='{c}'>{t}</td>" if c else f"<td>{t}</td>" for t, c in cells)
         body.append(f"<tr>{tds}</tr>")
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+_KEYS = {"Kafka": "kafka_version", "seed": "seed"}
+
+
+def run_label(summary: Mapping[str, Any], varied: Sequence[str]) -> str:
+    """``scenario``, or ``scenario.kafka-3.5.2.seed-904`` with both columns."""
+    parts = [str(summary["scenario"])]
+    if "Kafka" in varied:
+        parts.append(f"kafka-{summary.get('kafka_version')}")
+    if "seed" in varied:
+        parts.append(f"seed-{summary.get('seed')}")
+    return ".".join(parts)
+
+
+def _anomaly_text(anomalies: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {n}" for k, n in sorted(anomalies.items()) if n) or "no anomaly"
+
+
+def version_grid(
+    reports: Sequence[RunReport], failures: Sequence[SuiteFailure], out_dir: Path
+) -> str:
+    """Per scenario, a table of Kafka versions (rows) by seeds (columns): each cell the
+    verdict and the anomaly counts, coloured by the expectation, linking to the run's
+    report.html (a run that failed to produce one: ERROR and its message)."""
+    cells: dict[str, dict[tuple[str, Any], tuple[str, str]]] = {}
+    versions: dict[str, list[str]] = {}
+    seeds: dict[str, list[Any]] = {}
+
+    def place(scenario: str, version: str, seed: Any, cell: tuple[str, str]) -> None:
+        cells.setdefault(scenario, {})[(version, seed)] = cell
+        if version not in versions.setdefault(scenario, []):
+            versions[scenario].append(version)
+        if seed not in seeds.setdefault(scenario, []):
+            seeds[scenario].append(seed)
+
+    for r in reports:
+        s = r.summary
+        rel = escape(os.path.relpath(r.paths["html"], out_dir))
+        outcome = "PASS" if s["expected"] else "FAIL"
+        text = (
+            f"<a href='{rel}'><b>{escape(str(s['verdict']))}</b></a> {outcome}<br>"
+            f"<small>{escape(_anomaly_text(s['anomalies']))}</small>"
+        )
+        place(
+            s["scenario"],
+            str(s.get("kafka_version")),
+            s.get("seed"),
+            (text, _cell(s["expected"], "")[1]),
+        )
+    for f in failures:
+        link = escape(os.path.relpath(f.run_dir, out_dir)) if f.run_dir else ""
+        label = f"<a href='{link}'>ERROR</a>" if link else "ERROR"
+        text = f"<b>{label}</b><br><small>{escape(f.error[:200])}</small>"
+        place(f.scenario, str(f.kafka_version), f.seed, (text, "bad"))
+    parts = []
+    for scenario in cells:
+        order = sorted(versions[scenario], key=_version_key)
+        cols = sorted(seeds[scenario], key=lambda x: (x is None, x))
+        head = "".join(f"<th>seed {escape(str(c))}</th>" for c in cols)
+        body = []
+        for v in order:
+            tds = []
+            for c in cols:
+                text, cls = cells[scenario].get((v, c), ("-", ""))
+                tds.append(f"<td class='{cls}'>{text}</td>" if cls else f"<td>{text}</td>")
+            body.append(f"<tr><th>Kafka {escape(v)}</th>{''.join(tds)}</tr>")
+        parts.append(
+            f"<h2>{escape(scenario)}</h2><table class='grid'><tr><th>version</th>{head}</tr>"
+            f"{''.join(body)}</table>"
+        )
+    return "\n".join(parts)
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in text.split("."))
+    except ValueError:
+        return (1 << 30,)
 
 
 def counts_figure(reports: Sequence[RunReport]) -> go.Figure:
@@ -105,11 +202,17 @@ def write_suite_reports(
     *,
     title: str = "kchaos suite",
     broker_config: str | None = None,
+    sections: Sequence[str] = (),
+    unit: str = "scenarios",
+    columns: Sequence[str] = (),
 ) -> dict[str, str]:
+    """report.html, junit.xml and summary.json; ``sections`` (HTML) go above the table;
+    ``columns`` ("Kafka", "seed": runs of one scenario that differ by these) add them to
+    the table and to junit.xml's suite names."""
     out_dir.mkdir(parents=True, exist_ok=True)
     passed = sum(1 for r in reports if r.outcome.expected)
     total = len(reports) + len(failures)
-    heading = f"{title}: {passed}/{total} scenarios ended as expected"
+    heading = f"{title}: {passed}/{total} {unit} ended as expected"
     parts = [f"<h1>{escape(heading)}</h1>"]
     if broker_config:
         parts.append(
@@ -120,7 +223,8 @@ def write_suite_reports(
         )
     cls = "ok" if passed == total else "bad"
     parts.append(f"<div class='banner {cls}'>{escape(heading)}</div>")
-    parts.append(matrix(reports, failures, out_dir))
+    parts.extend(sections)
+    parts.append(matrix(reports, failures, out_dir, columns))
     if reports:
         parts.append(html.figure_div(counts_figure(reports), "suite-anomalies"))
     for r in reports:
@@ -133,12 +237,24 @@ def write_suite_reports(
         "summary": out_dir / "summary.json",
     }
     paths["html"].write_text(html.page(title, "\n".join(parts)), encoding="utf-8")
-    suites = [junit.run_suite(r.data, r.outcome) for r in reports]
+    varied = list(columns)
+    suites = []
+    for r in reports:
+        suite = junit.run_suite(r.data, r.outcome)
+        if varied:  # one scenario on several versions/seeds: suite names must differ
+            name = f"kchaos.{run_label(r.summary, varied)}"
+            suite.set("name", name)
+            for case in suite.iter("testcase"):
+                case.set("classname", name)
+        suites.append(suite)
     for f in failures:
-        s = ET.Element(
-            "testsuite", name=f"kchaos.{f.scenario}", tests="1", failures="0", errors="1", time="0"
+        label = run_label(
+            {"scenario": f.scenario, "kafka_version": f.kafka_version, "seed": f.seed}, varied
         )
-        case = ET.SubElement(s, "testcase", classname=f"kchaos.{f.scenario}", name="run")
+        s = ET.Element(
+            "testsuite", name=f"kchaos.{label}", tests="1", failures="0", errors="1", time="0"
+        )
+        case = ET.SubElement(s, "testcase", classname=f"kchaos.{label}", name="run")
         ET.SubElement(case, "error", message=f.error, type="kchaos").text = f.error
         suites.append(s)
     paths["junit"].write_bytes(junit.document(suites, name=title))
@@ -149,7 +265,14 @@ def write_suite_reports(
         "total": total,
         "runs": [{**r.summary, "report": r.paths["html"]} for r in reports],
         "failures": [
-            {"scenario": f.scenario, "error": f.error, "run_dir": f.run_dir} for f in failures
+            {
+                "scenario": f.scenario,
+                "kafka_version": f.kafka_version,
+                "seed": f.seed,
+                "error": f.error,
+                "run_dir": f.run_dir,
+            }
+            for f in failures
         ],
     }
     paths["summary"].write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -17,6 +18,28 @@ from harness.scenario.model import ExpectConfig, Scenario
 from reports.build import RunReport
 from reports.console import print_suite
 from reports.suite import SuiteFailure, write_suite_reports
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """One run of a suite: ``label`` names its directory under the suite's (and, where
+    several runs share a scenario, tells them apart)."""
+
+    label: str
+    scenario: Scenario
+
+
+RunFn = Callable[..., Any]  # run_scenario's signature: (sc, *, out, console, command)
+
+
+def suite_dir_for(name: str, out: Path | None, prefix: str = "suite") -> Path:
+    """The suite's output directory: ``out``, or runs/PREFIX-NAME-TIME; it must be new or
+    empty."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    suite_dir = out or runs_dir() / f"{prefix}-{name.replace('/', '_')}-{stamp}"
+    if suite_dir.exists() and any(suite_dir.iterdir()):
+        raise ConfigError("output directory exists and is not empty", file=str(suite_dir))
+    return suite_dir
 
 
 def run_suite(
@@ -33,12 +56,7 @@ def run_suite(
 ) -> int:
     """Run every scenario; 0 when all ended as expected, else the worst exit code."""
     console = console or Console()
-    suite_dir = (
-        out or runs_dir() / f"suite-{name.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
-    )
-    if suite_dir.exists() and any(suite_dir.iterdir()):
-        raise ConfigError("output directory exists and is not empty", file=str(suite_dir))
-    suite_dir.mkdir(parents=True, exist_ok=True)
+    suite_dir = suite_dir_for(name, out)
     # Validate everything first: a typo in the last file should not cost an hour of runs.
     scenarios = [
         load_scenario(
@@ -52,32 +70,61 @@ def run_suite(
     ]
     if broker_config is not None:
         scenarios = [sre_judged(sc) for sc in scenarios]
+    entries = [SuiteEntry(sc.name, sc) for sc in scenarios]
+    suite_dir.mkdir(parents=True, exist_ok=True)
+
+    def write(reports: list[RunReport], failures: list[SuiteFailure]) -> None:
+        _write(suite_dir, name, reports, failures, broker_config, console)
+
+    return run_entries(suite_dir, entries, write, console=console, command=command)
+
+
+def run_entries(
+    suite_dir: Path,
+    entries: Sequence[SuiteEntry],
+    write: Callable[[list[RunReport], list[SuiteFailure]], None],
+    *,
+    console: Console,
+    command: list[str] | None = None,
+    run: RunFn | None = None,
+) -> int:
+    """Run the entries one after another, each on a fresh cluster, into
+    ``suite_dir/LABEL``; ``write(reports, failures)`` at the end (also when interrupted).
+    0 when every run ended as expected, else the worst exit code."""
+    run = run or run_scenario
     reports: list[RunReport] = []
     failures: list[SuiteFailure] = []
     codes: list[int] = []
-    for i, sc in enumerate(scenarios, 1):
-        console.rule(f"[{i}/{len(scenarios)}] {sc.name}")
-        run_dir = suite_dir / sc.name
+    for i, entry in enumerate(entries, 1):
+        sc = entry.scenario
+        console.rule(f"[{i}/{len(entries)}] {entry.label}")
+        run_dir = suite_dir / entry.label
         try:
-            result = run_scenario(sc, out=run_dir, console=console, command=command)
+            result = run(sc, out=run_dir, console=console, command=command)
         except RunInterrupted:
-            failures.append(SuiteFailure(sc.name, "interrupted", str(run_dir)))
-            _write(suite_dir, name, reports, failures, broker_config, console)
+            failures.append(_failure(sc, run_dir, "interrupted"))
+            write(reports, failures)
             raise
         except KchaosError as exc:
-            console.print(f"[red]{sc.name}: {exc}[/]")
-            failures.append(SuiteFailure(sc.name, str(exc), str(run_dir)))
+            console.print(f"[red]{entry.label}: {exc}[/]")
+            failures.append(_failure(sc, run_dir, str(exc)))
             codes.append(exc.exit_code)
             continue
         except Exception as exc:  # noqa: BLE001 - a harness bug: record it, run the rest
             console.print_exception()
-            failures.append(SuiteFailure(sc.name, f"{type(exc).__name__}: {exc}", str(run_dir)))
+            failures.append(_failure(sc, run_dir, f"{type(exc).__name__}: {exc}"))
             codes.append(KchaosError.exit_code)
             continue
         reports.append(result.report)
         codes.append(result.exit_code)
-    _write(suite_dir, name, reports, failures, broker_config, console)
+    write(reports, failures)
     return 0 if all(c == 0 for c in codes) else max(codes)
+
+
+def _failure(sc: Scenario, run_dir: Path, error: str) -> SuiteFailure:
+    return SuiteFailure(
+        sc.name, error, str(run_dir), kafka_version=sc.cluster.kafka_version, seed=sc.seed
+    )
 
 
 def sre_judged(sc: Scenario) -> Scenario:

@@ -1,0 +1,255 @@
+"""``kchaos matrix``: scenarios × Kafka versions × seeds, one run each, one page.
+
+    kchaos matrix kip-903-lost-page-cache-rejoin --kafka-version 3.4.1,3.5.2 --seeds 3
+
+Every combination runs on a fresh cluster, one after another (the suite's machinery:
+:func:`harness.run.suite.run_entries`), into ``OUT/SCENARIO/kafka-V/seed-S/``. The page
+``OUT/report.html`` shows, per scenario, a grid of versions by seeds (verdict, outcome
+against the scenario's ``expect``, anomaly counts; each cell links to its run's report)
+above the suite's table; ``OUT/junit.xml`` has one test suite per run
+(``kchaos.SCENARIO.kafka-V.seed-S``); ``OUT/summary.json`` lists every run.
+
+Seeds: with ``--seeds N``, run i (i = 0 .. N-1) of a scenario uses the scenario's own
+seed + i, so ``--seeds 1`` is the scenario as written and the same matrix replays the same
+fault schedules.
+
+Nothing starts before everything is checked: every scenario is loaded for every version,
+and every version must be a release number kchaos can run (``X.Y.Z``, 3.3.0 or later) and,
+for the offline images (the default), one whose broker jar Maven Central has: the jar
+resolver is asked for ``org.apache.kafka:kafka_2.13:V``'s POM (from its local repository
+when an earlier build fetched it; otherwise one small download).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.errors import ConfigError
+
+SCALA_BINARY = "2.13"  # compose/kafka/pom.xml's scala.binary
+Resolver = Callable[[str], str | None]  # version -> None when found, else why not
+
+
+def parse_versions(text: str) -> list[str]:
+    """``"3.4.1,3.5.2"`` -> ["3.4.1", "3.5.2"]: each a runnable release number, no
+    repeats; ConfigError (field kafka-version) otherwise."""
+    from harness.images.versions import parse_kafka_version
+
+    versions: list[str] = []
+    for raw in text.split(","):
+        item = raw.strip()
+        if not item:
+            raise ConfigError(f"an empty version in {text!r}", field="kafka-version")
+        version = str(parse_kafka_version(item))
+        if version in versions:
+            raise ConfigError(f"{version} is listed twice", field="kafka-version")
+        versions.append(version)
+    return versions
+
+
+def maven_resolver(cache: Path | None = None, timeout: float = 300.0) -> Resolver:
+    """Asks Maven (the image builder's own jar resolver, same local repository) whether
+    Maven Central has Kafka's broker jar in that version."""
+    from harness import paths
+    from harness.images.steps import subprocess_runner
+
+    repo = (cache or paths.cache_dir()) / "m2"
+
+    def resolve(version: str) -> str | None:
+        artifact = f"kafka_{SCALA_BINARY}"
+        local = repo / "org" / "apache" / "kafka" / artifact / version / f"{artifact}-{version}.pom"
+        if local.is_file():
+            return None
+        done = subprocess_runner(
+            [
+                "mvn",
+                "-B",
+                "-q",
+                f"-Dmaven.repo.local={repo}",
+                "dependency:get",
+                f"-Dartifact=org.apache.kafka:{artifact}:{version}:pom",
+                "-Dtransitive=false",
+            ],
+            timeout=timeout,
+        )
+        if done.returncode == 0:
+            return None
+        tail = " ".join(done.output.split()[-40:])
+        if "Could not find artifact" in done.output or "not found" in done.output:
+            return f"Maven Central has no org.apache.kafka:{artifact}:{version}"
+        return f"the jar resolver could not check it (mvn exit {done.returncode}: {tail})"
+
+    return resolve
+
+
+def check_versions(versions: Sequence[str], source: str, resolver: Resolver | None) -> None:
+    """Each version must be buildable (offline images) before any run starts."""
+    if source != "offline" or resolver is None:
+        return
+    for version in versions:
+        why = resolver(version)
+        if why is not None:
+            raise ConfigError(f"Kafka {version} cannot be built: {why}", field="kafka-version")
+
+
+def plan(
+    refs: Sequence[str],
+    versions: Sequence[str],
+    seeds: int,
+    *,
+    overrides: Sequence[str] = (),
+) -> list[Any]:
+    """Every (scenario, version, seed) as a SuiteEntry, scenario by scenario, then version,
+    then seed; each scenario loaded (and so validated) once per version."""
+    from harness.run.suite import SuiteEntry
+    from harness.scenario import library
+
+    if seeds < 1:
+        raise ConfigError(f"must be at least 1, got {seeds}", field="seeds")
+    entries = []
+    seen: set[str] = set()
+    for ref in refs:
+        for version in versions:
+            sc = library.load(ref, overrides=overrides, kafka_version=version)
+            if version == versions[0]:
+                if sc.name in seen:
+                    raise ConfigError(f"scenario {sc.name!r} is listed twice", file=ref)
+                seen.add(sc.name)
+            for i in range(seeds):
+                seed = sc.seed + i
+                label = f"{sc.name}/kafka-{version}/seed-{seed}"
+                entries.append(SuiteEntry(label, replace(sc, seed=seed)))
+    return entries
+
+
+def run_matrix(
+    refs: Sequence[str],
+    versions_text: str,
+    *,
+    seeds: int = 1,
+    out: Path | None = None,
+    overrides: Sequence[str] = (),
+    console: Any = None,
+    command: list[str] | None = None,
+    run: Callable[..., Any] | None = None,
+    resolver: Resolver | None = None,
+) -> int:
+    """Run the matrix; 0 when every run ended as its scenario expects, else the worst
+    exit code of `kchaos run`."""
+    from rich.console import Console
+
+    from harness.run.suite import run_entries, suite_dir_for
+    from harness.run.translate import image_source
+
+    console = console or Console()
+    if not refs:
+        raise ConfigError("name at least one scenario", field="SCENARIO")
+    versions = parse_versions(versions_text)
+    entries = plan(refs, versions, seeds, overrides=overrides)
+    if any(image_source(e.scenario) == "offline" for e in entries):
+        check_versions(versions, "offline", resolver or maven_resolver())
+    name = "+".join(sorted({e.scenario.name for e in entries}))
+    suite_dir = suite_dir_for(name if len(name) < 60 else "scenarios", out, prefix="matrix")
+    suite_dir.mkdir(parents=True, exist_ok=True)
+    title = f"kchaos matrix {name}"
+    console.print(
+        f"{len(entries)} runs: {len(refs)} scenario(s) x Kafka {', '.join(versions)} x "
+        f"{seeds} seed(s) -> {suite_dir}"
+    )
+
+    def write(reports: list[Any], failures: list[Any]) -> None:
+        write_matrix(suite_dir, title, reports, failures, console)
+
+    return run_entries(suite_dir, entries, write, console=console, command=command, run=run)
+
+
+def write_matrix(
+    suite_dir: Path, title: str, reports: list[Any], failures: list[Any], console: Any
+) -> dict[str, str]:
+    from reports.console import print_suite
+    from reports.suite import version_grid, write_suite_reports
+
+    paths = write_suite_reports(
+        suite_dir,
+        reports,
+        failures,
+        title=title,
+        sections=[version_grid(reports, failures, suite_dir)],
+        unit="runs",
+        columns=("Kafka", "seed"),
+    )
+    rows = [
+        {
+            **r.summary,
+            "scenario": f"{r.summary['scenario']} {r.summary.get('kafka_version')} "
+            f"seed {r.summary.get('seed')}",
+        }
+        for r in reports
+    ]
+    rows += [
+        {
+            "scenario": f"{f.scenario} {f.kafka_version} seed {f.seed}",
+            "verdict": "error",
+            "expected": False,
+            "run_id": "",
+        }
+        for f in failures
+    ]
+    print_suite(rows, console, title)
+    console.print(f"matrix report: {paths['html']}\njunit: {paths['junit']}")
+    return paths
+
+
+@click.command("matrix")
+@click.argument("scenarios", nargs=-1, required=True, metavar="SCENARIO...")
+@click.option(
+    "--kafka-version",
+    "versions",
+    required=True,
+    metavar="V1,V2,...",
+    help="Kafka releases to run every scenario on, comma-separated, e.g. 3.4.1,3.5.2.",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Runs per scenario and version; run i uses the scenario's seed + i.",
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a field of every scenario by dotted path (repeatable).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Output directory (default: runs/matrix-NAMES-TIME).",
+)
+def matrix_cmd(
+    scenarios: tuple[str, ...],
+    versions: str,
+    seeds: int,
+    overrides: tuple[str, ...],
+    out: Path | None,
+) -> int:
+    """Run SCENARIO... on every Kafka version, SEEDS times each, and write one page.
+
+    SCENARIO is a library scenario name or a YAML file. Every combination runs on a fresh
+    cluster, one after another. Writes OUT/report.html (per scenario a grid of versions by
+    seeds, each cell linking to its run's report), OUT/junit.xml and OUT/summary.json.
+    Bad input (a scenario, a malformed or unknown version) is reported before any run.
+    Exit code: 0 when every run ended as its scenario expects, otherwise the worst exit
+    code of `kchaos run`.
+    """
+    return run_matrix(
+        list(scenarios), versions, seeds=seeds, out=out, overrides=overrides, command=sys.argv
+    )
