@@ -23,6 +23,13 @@ release from 3.3 to 4.4:
   ``FENCE_BROKER_RECORD`` / ``UNFENCE_BROKER_RECORD`` (older controllers) fence / unfence.
 * ``UNREGISTER_BROKER_RECORD``: fenced, broker epoch -1.
 * ``TOPIC_RECORD`` names a topic id; ``REMOVE_TOPIC_RECORD`` forgets the topic (no line).
+* ``CLEAR_ELR_RECORD`` (4.x): the ELR and last-known ELR of the named topic's partitions
+  (every topic's when the name is empty) become empty, partition epoch + 1, for each
+  partition that had any (as ``ReplicationControlManager`` does in 4.4).
+* ``BEGIN_`` / ``END_`` / ``ABORT_TRANSACTION_RECORD`` (KIP-868): what an aborted
+  transaction changed is undone, its lines dropped.
+* A record the tool could not decode (it prints ``Error at N, skipping.``) is left out
+  with a warning; every other record type is not about partitions or brokers.
 
 A snapshot (``*.checkpoint``) holds whole records; when the dump has one, its records
 are the starting state and the run's partitions and brokers get one line each for it,
@@ -49,6 +56,7 @@ RECOVERY_NO_CHANGE = -1  # PartitionChangeRecord.leaderRecoveryState
 RECOVERING = 1
 FENCE, UNFENCE = 1, -1  # BrokerRegistrationChangeRecord.fenced (0: no change)
 IN_CONTROLLED_SHUTDOWN = 1  # BrokerRegistrationChangeRecord.inControlledShutdown (0: none)
+UNDECODABLE = "UNDECODABLE"  # DumpRecord.type of a record the tool printed an error for
 INTERNAL_PREFIX = "__"  # __consumer_offsets, __transaction_state, __share_group_state
 
 _DUMPING = re.compile(r"^Dumping (\S+)")
@@ -227,7 +235,13 @@ def parse_dump(text: str, *, source: str = "kafka-dump-log output") -> list[Dump
         if created is None and batch_time is None:
             raise MetadataDumpError("a record with no CreateTime", file=source, line=no)
         create_ms = int(created) if created is not None else int(batch_time or 0)
-        typ, version, data = _payload(line[at + len(_PAYLOAD) :], source, no)
+        body = line[at + len(_PAYLOAD) :]
+        data: Mapping[str, Any]
+        if body.startswith(("Error at ", "Unknown record type ")):
+            # the tool could not decode this record (e.g. a newer record version)
+            typ, version, data = UNDECODABLE, -1, {"error": body}
+        else:
+            typ, version, data = _payload(body, source, no)
         if not files:
             files.append(("", []))
         files[-1][1].append(
@@ -299,6 +313,7 @@ class _Replay:
         self.out = Conversion()
         self.last_time = 0
         self.last_offset = -1
+        self.saved: tuple[Any, ...] | None = None  # the state at BEGIN_TRANSACTION_RECORD
 
     # time and offset along the file
     def _time(self, create_ms: int) -> int:
@@ -359,6 +374,9 @@ class _Replay:
             if self.out.first_offset is None:
                 self.out.first_offset = record.offset
             self.out.last_offset = record.offset
+        if record.type == UNDECODABLE:
+            self.out.warnings.append(f"offset {record.offset}: {record.data['error']}")
+            return
         handler = _HANDLERS.get(record.type)
         if handler is None:
             return
@@ -372,6 +390,60 @@ class _Replay:
 
     def _topic(self, r: DumpRecord, d: _Fields) -> None:
         self.names[d.string("topicId")] = d.string("name")
+
+    def _begin(self, r: DumpRecord, d: _Fields) -> None:
+        self.saved = (
+            dict(self.names),
+            dict(self.partitions),
+            dict(self.brokers),
+            len(self.out.lines),
+            self.last_time,
+            self.last_offset,
+        )
+
+    def _end(self, r: DumpRecord, d: _Fields) -> None:
+        self.saved = None
+
+    def _abort(self, r: DumpRecord, d: _Fields) -> None:
+        """An aborted metadata transaction (KIP-868): its records never took effect."""
+        if self.saved is None:
+            raise _Skip("abort without a transaction")
+        names, parts, brokers, count, last_time, last_offset = self.saved
+        self.names, self.partitions, self.brokers = names, parts, brokers
+        del self.out.lines[count:]
+        self.last_time, self.last_offset = last_time, last_offset
+        self.saved = None
+
+    def _clear_elr(self, r: DumpRecord, d: _Fields) -> ControllerLine | None:
+        """4.x: empty the ELR and last-known ELR of one topic's partitions (every topic's
+        when the name is empty), each changed partition's epoch + 1. One record can change
+        several partitions but a line has one offset: a line is written when exactly one
+        run partition changed, else their next lines show the change (and a warning)."""
+        name = d.optional_string("topicName")
+        changed = []
+        for key, old in sorted(self.partitions.items()):
+            if name and self.names.get(key[0]) != name:
+                continue
+            if not old.elr and not old.last_known_elr:
+                continue
+            new = _Partition(
+                old.leader,
+                old.leader_epoch,
+                old.partition_epoch + 1,
+                old.isr,
+                (),
+                (),
+                old.replicas,
+                old.recovering,
+            )
+            self.partitions[key] = new
+            if self._wanted(key[0]) is not None:
+                changed.append((key, new))
+        if len(changed) == 1:
+            return self._partition_out(r, *changed[0])
+        if changed:
+            raise _Skip(f"cleared the ELRs of {len(changed)} run partitions (no line each)")
+        return None
 
     def _remove_topic(self, r: DumpRecord, d: _Fields) -> None:
         tid = d.string("topicId")
@@ -534,6 +606,12 @@ class _Fields:
             self._fail(name, f"expected true or false, got {value!r}")
         return bool(value)
 
+    def optional_string(self, name: str) -> str:
+        value = self._get(name, "")
+        if not isinstance(value, str):
+            self._fail(name, f"expected a string, got {value!r}")
+        return str(value)
+
     def string(self, name: str) -> str:
         value = self._get(name, _MISSING)
         if not isinstance(value, str):
@@ -559,6 +637,10 @@ _HANDLERS: dict[str, Any] = {
     "FENCE_BROKER_RECORD": lambda self, r, d: self._fence(r, d, True),
     "UNFENCE_BROKER_RECORD": lambda self, r, d: self._fence(r, d, False),
     "UNREGISTER_BROKER_RECORD": _Replay._unregister,
+    "CLEAR_ELR_RECORD": _Replay._clear_elr,
+    "BEGIN_TRANSACTION_RECORD": _Replay._begin,
+    "END_TRANSACTION_RECORD": _Replay._end,
+    "ABORT_TRANSACTION_RECORD": _Replay._abort,
 }
 
 

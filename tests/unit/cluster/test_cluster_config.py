@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.cluster.config import (
+    JVM_ENV_VARS,
     env_to_property,
     new_cluster_id,
     node_environment,
@@ -126,10 +127,11 @@ def test_environment_holds_cluster_id_heap_and_every_property() -> None:
     back = {
         env_to_property(k): v
         for k, v in env.items()
-        if k.startswith("KAFKA_") and k not in ("KAFKA_HEAP_OPTS", "KAFKA_JVM_PERFORMANCE_OPTS")
+        if k.startswith("KAFKA_") and k not in JVM_ENV_VARS
     }
     assert back == props
     assert env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == "1"
+    assert env["KAFKA_LOG4J_LOGGERS"] == "state.change.logger=INFO"  # RUN_DIR/logs
 
 
 def test_quorum_voters_for_one_broker() -> None:

@@ -315,3 +315,82 @@ def test_output_reads_back_through_the_checkers_reader(tmp_path: Path):
     record = read_controller(path)
     assert [e.kind for e in record.elections()] == ["clean"]
     assert record.brokers[1][0].broker_epoch == 10
+
+
+def test_clear_elr_record_empties_elr_and_bumps_the_partition_epoch():
+    text = dump(
+        batch(0, T0_MS, topic("t"), partition(0, eligibleLeaderReplicas=[2], lastKnownElr=[3])),
+        batch(2, T0_MS, rec("CLEAR_ELR_RECORD", topicName="other")),  # not this topic
+        batch(3, T0_MS, rec("CLEAR_ELR_RECORD", topicName="t")),
+        batch(4, T0_MS, rec("CLEAR_ELR_RECORD", topicName="")),  # nothing left to clear
+    )
+    got = [(p.offset, p.elr, p.last_known_elr, p.partition_epoch) for p in lines(text)]
+    assert got == [(1, (2,), (3,), 0), (3, (), (), 1)]
+
+
+def test_an_aborted_metadata_transaction_has_no_effect():
+    text = dump(
+        batch(0, T0_MS, topic("t"), partition(0)),
+        batch(
+            2,
+            T0_MS,
+            rec("BEGIN_TRANSACTION_RECORD", name="x"),
+            change(0, leader=2),
+            rec("ABORT_TRANSACTION_RECORD"),
+        ),  # fmt: skip
+        batch(
+            5,
+            T0_MS,
+            rec("BEGIN_TRANSACTION_RECORD", name="y"),
+            change(0, leader=3),
+            rec("END_TRANSACTION_RECORD"),
+        ),  # fmt: skip
+    )
+    got = [(p.offset, p.leader, p.leader_epoch) for p in lines(text)]
+    assert got == [(1, 1, 0), (6, 3, 1)]
+
+
+def test_a_record_the_tool_could_not_decode_is_a_warning():
+    text = dump(
+        batch(0, T0_MS, topic("t"), partition(0)),
+        "| offset: 2 CreateTime: 1 keySize: -1 valueSize: 9 sequence: -1 headerKeys: [] "
+        "payload: Error at 2, skipping. Unknown metadata id 99",
+    )
+    result = convert(parse_dump(text), origin_unix_ns=ORIGIN, topics=["t"])
+    assert len(result.lines) == 1
+    assert result.warnings == ["offset 2: Error at 2, skipping. Unknown metadata id 99"]
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_real_dump_kafka_4_4_0_leader_kill():
+    """Captured from `kchaos/kafka:4.4.0` (tests/integration/test_controller_log.py):
+    3 combined nodes, topic ctl (1 partition, RF 3), its leader broker 1 SIGKILLed 5.4 s
+    into the run and restarted."""
+    text = (FIXTURES / "kafka-4.4.0-leader-kill.dump.txt").read_text()
+    origin = 1795432376690597314  # run.json history_start_unix_ns of that run
+    result = convert(parse_dump(text), origin_unix_ns=origin, topics=["ctl"])
+    assert result.warnings == []
+    out = [line.to_json() for line in result.lines]
+    parts = [o for o in out if o["type"] == "partition"]
+    assert [(o["offset"], o["leader"], o["leader_epoch"], o["partition_epoch"], o["isr"])
+            for o in parts] == [
+        (34, 1, 0, 0, [1, 2, 3]),  # created before the history started: time 0
+        (60, 2, 1, 1, [2, 3]),  # election after the kill, and ISR shrink
+        (85, 2, 1, 2, [1, 2, 3]),  # ISR expand; the record has no leader: unchanged
+    ]  # fmt: skip
+    assert [o["time"] for o in parts] == [0, 13_300_402_686, 20_303_402_686]
+    b1 = [(o["offset"], o["broker_epoch"], o["fenced"]) for o in out if o.get("broker") == 1]
+    assert b1 == [
+        (10, 10, True),  # registered fenced
+        (12, 10, True),  # a registration change with no fencing change (log dirs)
+        (16, 10, False),  # unfenced
+        (64, 10, True),  # fenced after its session timed out
+        (78, 78, True),  # registered again after the restart: a new broker epoch
+        (81, 78, True),
+        (82, 78, False),
+    ]
+    assert {o["broker"] for o in out if o["type"] == "broker"} == {1, 2, 3}
+    offsets = [o["offset"] for o in out]
+    assert offsets == sorted(set(offsets))
