@@ -204,7 +204,7 @@ def _build(src: Source, seed: int | None) -> Scenario:
         min_ok_sends=k.get("min_ok_sends"),
         **_durations(src, ("checks",), k, ("max_offline_seconds", "max_time_to_full_isr_seconds")),
     )
-    e = d.get("expect", {})
+    e = expect_for_version(d.get("expect", {}), cluster.kafka_version)
     valid = e.get("valid", True)
     expect = ExpectConfig(
         valid=None if valid == "any" else valid,
@@ -271,3 +271,18 @@ def load_scenario(
     scenario = _build(src, seed)
     semantic_checks(src, scenario, fault_validator)
     return scenario
+
+def expect_for_version(expect: dict[str, Any], kafka_version: str | None) -> dict[str, Any]:
+    """The ``expect`` section that applies to the run's Kafka release: the entry of
+    ``before`` with the lowest bound above it, else the section itself."""
+    before = expect.get("before") or {}
+    if not before:
+        return expect
+    from harness.images.versions import parse_kafka_version
+
+    version = parse_kafka_version(kafka_version)
+    bounds = sorted((parse_kafka_version(k), k) for k in before)
+    for bound, key in bounds:
+        if version < bound:
+            return dict(before[key])
+    return {k: v for k, v in expect.items() if k != "before"}

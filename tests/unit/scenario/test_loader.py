@@ -222,3 +222,21 @@ def test_random_schedule_and_not_both():
     assert err.field == "nemesis.random" and "not both" in str(err)
     err = error_of(text.replace("broker-2", "broker-9"))
     assert err.field == "nemesis.random.targets.1" and "no node" in str(err)
+
+
+def test_expectation_before_a_fix_release_applies_to_older_versions() -> None:
+    from harness.scenario.loader import expect_for_version
+
+    expect = {
+        "valid": True,
+        "allowed": ["offline"],
+        "before": {
+            "3.5.0": {"valid": False, "anomalies": ["lost-write"]},
+            "3.4.0": {"valid": "any"},
+        },
+    }
+    assert expect_for_version(expect, "3.4.1") == {"valid": False, "anomalies": ["lost-write"]}
+    assert expect_for_version(expect, "3.3.2") == {"valid": "any"}  # the lowest bound above
+    assert expect_for_version(expect, "3.5.0") == {"valid": True, "allowed": ["offline"]}
+    assert expect_for_version(expect, None)["valid"] is True  # the default, newest release
+    assert expect_for_version({"valid": True}, "3.4.1") == {"valid": True}
