@@ -177,9 +177,9 @@ def _version_key(text: str) -> tuple[int, ...]:
         return (1 << 30,)
 
 
-def counts_figure(reports: Sequence[RunReport]) -> go.Figure:
+def counts_figure(reports: Sequence[RunReport], columns: Sequence[str] = ()) -> go.Figure:
     kinds = sorted({k for r in reports for k in r.summary["anomalies"]})
-    names = [r.summary["scenario"] for r in reports]
+    names = [run_label(r.summary, columns) for r in reports]
     fig = go.Figure()
     for kind in kinds:
         fig.add_trace(
@@ -224,13 +224,16 @@ def write_suite_reports(
     cls = "ok" if passed == total else "bad"
     parts.append(f"<div class='banner {cls}'>{escape(heading)}</div>")
     parts.extend(sections)
+    if sections:
+        parts.append("<h2>Every run</h2>")
     parts.append(matrix(reports, failures, out_dir, columns))
     if reports:
-        parts.append(html.figure_div(counts_figure(reports), "suite-anomalies"))
+        parts.append(html.figure_div(counts_figure(reports, columns), "suite-anomalies"))
     for r in reports:
         if r.outcome.reasons:
             reasons = "; ".join(r.outcome.reasons)
-            parts.append(f"<p><b>{escape(r.summary['scenario'])}</b>: {escape(reasons)}</p>")
+            who = escape(run_label(r.summary, columns))
+            parts.append(f"<p><b>{who}</b>: {escape(reasons)}</p>")
     paths = {
         "html": out_dir / "report.html",
         "junit": out_dir / "junit.xml",
