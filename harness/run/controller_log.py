@@ -146,6 +146,8 @@ def split_log(text: str) -> dict[str, str]:
                 target = controller
             else:
                 target = None
+        elif line.startswith("["):  # the image's launcher ("[kchaos] ..."), not a log entry
+            target = None
         if target is not None:
             target.append(line)
     return {

@@ -141,9 +141,10 @@ def test_every_node_log_is_copied(run_dir: Path):
         server = (logs / name / "server.log").read_text()
         assert "Kafka Server started" in server or "KafkaRaftServer" in server
         controller = (logs / name / "controller.log").read_text()
-        assert controller and all(
-            "controller" in line.lower() for line in controller.splitlines() if line.startswith("[")
-        )
+        entries = [ln for ln in controller.splitlines() if re.match(r"\[\d{4}-", ln)]
+        assert entries and all("controller" in ln.lower() for ln in entries)
+        assert "[kchaos]" not in controller
+        assert "(state.change.logger)" in (logs / name / "state-change.log").read_text()
     assert (logs / "metadata-dump.txt").stat().st_size > 0
     run = json.loads((run_dir / "run.json").read_text())
     assert set(run["after_run"]["logs"]["nodes"]) == set(nodes)

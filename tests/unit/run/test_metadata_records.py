@@ -394,3 +394,23 @@ def test_real_dump_kafka_4_4_0_leader_kill():
     assert {o["broker"] for o in out if o["type"] == "broker"} == {1, 2, 3}
     offsets = [o["offset"] for o in out]
     assert offsets == sorted(set(offsets))
+
+
+def test_real_dump_kafka_3_4_1_leader_kill():
+    """Captured from `kchaos/kafka:3.4.1` by the same docker test: the leader, broker 3,
+    SIGKILLed 5.5 s into the run. PartitionChangeRecord version 0 (no ELR fields),
+    RegisterBrokerRecord version 2, control records printed as ``controlType: ...``."""
+    text = (FIXTURES / "kafka-3.4.1-leader-kill.dump.txt").read_text()
+    origin = 1795432901192135225
+    result = convert(parse_dump(text), origin_unix_ns=origin, topics=["ctl"])
+    assert result.warnings == []
+    parts = [x for x in result.lines if isinstance(x, PartitionLine)]
+    assert [(p.offset, p.leader, p.leader_epoch, p.partition_epoch, p.isr) for p in parts] == [
+        (18, 3, 0, 0, (3, 1, 2)),
+        (42, 1, 1, 1, (1, 2)),
+        (65, 1, 1, 2, (1, 2, 3)),
+    ]
+    assert all(p.elr == () and p.last_known_elr == () and not p.recovering for p in parts)
+    b3 = [(b.offset, b.broker_epoch, b.fenced) for b in result.lines
+          if isinstance(b, BrokerLine) and b.broker == 3]  # fmt: skip
+    assert b3 == [(4, 4, True), (7, 4, False), (46, 4, True), (58, 58, True), (61, 58, False)]
