@@ -6,7 +6,9 @@ import functools
 import json
 from collections.abc import Iterable, Sequence
 from html import escape
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import plotly.graph_objects as go
 import plotly.offline
@@ -188,6 +190,27 @@ def fault_table(data: RunData) -> str:
     return table(headers, rows, classes)
 
 
+def files_section(run_dir: Path) -> str:
+    """Links to what Kafka itself recorded: controller.jsonl and each node's logs
+    (relative links: the report sits in the run directory)."""
+    links = []
+    if (run_dir / "controller.jsonl").is_file():
+        links.append(
+            "<li><a href='controller.jsonl'>controller.jsonl</a> (KRaft metadata log)</li>"
+        )
+    logs = run_dir / "logs"
+    nodes = sorted(p for p in logs.iterdir() if p.is_dir()) if logs.is_dir() else []
+    for node in nodes:
+        files = [
+            f"<a href='logs/{quote(node.name)}/{quote(f.name)}'>{escape(f.name)}</a>"
+            for f in sorted(node.glob("*.log"))
+        ]
+        links.append(f"<li>{escape(node.name)}: {' '.join(files)}</li>")
+    if not links:
+        return ""
+    return "<h2>Kafka's own records</h2><ul>" + "".join(links) + "</ul>"
+
+
 def render_run(data: RunData, outcome: Outcome | None = None) -> str:
     outcome = outcome or evaluate(data.expect, data.results)
     s = series(data)
@@ -212,6 +235,7 @@ def render_run(data: RunData, outcome: Outcome | None = None) -> str:
         parts.append(figure_div(plots.recovery(data), "recovery"))
     parts += ["<h2>Faults</h2>", fault_table(data)]
     parts.append(timeline.render(data.run_dir, data.faults))
+    parts.append(files_section(data.run_dir))
     config = escape(json.dumps(data.run, indent=2, sort_keys=True, default=str))
     parts.append(
         f"<h2>Configuration</h2><details><summary>run.json</summary><pre>{config}</pre></details>"

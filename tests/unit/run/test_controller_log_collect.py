@@ -152,3 +152,17 @@ def test_failures_are_recorded_not_raised(tmp_path: Path):
     after = collect_after_run(object(), tmp_path, record(tmp_path), ["ctl"])
     assert after["controller_log"]["status"] == "skipped"
     assert "error" in after["logs"]
+
+
+def test_report_links_the_controller_record_and_logs(tmp_path: Path):
+    from reports.html import files_section
+
+    assert files_section(tmp_path) == ""
+    (tmp_path / "controller.jsonl").write_text("")
+    node = tmp_path / "logs" / "kchaos-r-broker-1"
+    node.mkdir(parents=True)
+    for name in ("server.log", "state-change.log"):
+        (node / name).write_text("x")
+    html = files_section(tmp_path)
+    assert "href='controller.jsonl'" in html
+    assert "href='logs/kchaos-r-broker-1/state-change.log'" in html
