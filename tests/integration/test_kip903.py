@@ -1,0 +1,85 @@
+"""KIP-903 caught on purpose: lost acknowledged writes on Kafka 3.4.1, none on 4.4.0.
+
+The library scenario forces the race (a held AlterPartition, a follower rebooted with a
+lost page cache, a kill of the leader triggered by the follower's ISR join). On 3.4.1 the
+controller accepts the stale ISR expansion; the controller's own record must show why:
+the follower's new broker epoch, then its ISR join, then its election. On 4.4.0 the
+leader's broker log shows the expansion refused and nothing acknowledged is lost.
+Each run takes about two and a half minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.checker.controller import read_controller
+from harness.paths import REPO_ROOT
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+SCENARIO = "kip-903-lost-page-cache-rejoin"
+
+
+def run(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "harness.cli", "run", SCENARIO, "--out", str(out), "--quiet"]
+    return subprocess.run([*cmd, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+
+
+def _story(out: Path) -> tuple[int, int, int]:
+    """Offsets in the metadata log of: broker 2's last re-registration before the
+    election, its ISR join after that, and its election."""
+    record = read_controller(out / "controller.jsonl")
+    states = record.partitions[("rejoin", 0)]
+    election = next(s for s in states if s.leader == 2)
+    reg = record.registration_before(2, election.offset)
+    assert reg is not None and reg.broker_epoch != record.registrations(2)[0].broker_epoch
+    join = next(s for s in states if s.offset > reg.offset and 2 in s.isr)
+    return reg.offset, join.offset, election.offset
+
+
+def test_kip_903_loses_acknowledged_writes_on_3_4_1(tmp_path: Path) -> None:
+    out = tmp_path / "341"
+    proc = run(out, "--kafka-version", "3.4.1")
+    # expect.before "3.5.0": invalid with lost writes is what this release must show
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["valid"] is False
+    assert results["anomalies"]["lost-write"]["count"] > 0
+    registered, joined, elected = _story(out)
+    assert registered < joined < elected
+    # the kill was started by the trigger, on the controller's ISR holding broker 2
+    faults = [
+        json.loads(line)
+        for line in (out / "history.jsonl").read_text().splitlines()
+        if '"f":"fault"' in line
+    ]
+    kill = next(f for f in faults if f["fault"] == "term" and f["phase"] == "start")
+    assert kill["trigger"]["condition"] == {
+        "in_isr": {"broker": 2, "topic": "rejoin", "partition": 0}
+    }
+    assert "held_at" in kill["trigger"] and not kill["trigger"].get("timed_out")
+    assert "controller timeline" in (out / "report.html").read_text().lower()
+
+
+def test_kip_903_is_fixed_on_4_4_0(tmp_path: Path) -> None:
+    out = tmp_path / "440"
+    proc = run(out, "--kafka-version", "4.4.0")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["valid"] is True
+    assert "lost-write" not in results["anomalies"]
+    record = read_controller(out / "controller.jsonl")
+    states = record.partitions[("rejoin", 0)]
+    rereg = record.registrations(2)[-1]
+    # after broker 2 came back with a new epoch, no line put it in the ISR while its
+    # replication from the leader was cut, and it was never elected
+    assert len(record.registrations(2)) >= 2
+    assert all(s.leader != 2 for s in states)
+    # the leader's log shows the refused expansion
+    logs = "".join(p.read_text(errors="replace") for p in (out / "logs").rglob("server.log"))
+    assert "the controller rejected the request with INELIGIBLE_REPLICA" in logs
+    assert rereg.broker_epoch > 0
