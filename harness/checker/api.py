@@ -25,6 +25,9 @@ from harness.checker.model import Anomaly, CheckOutcome, Results, combine
 from harness.checker.ordering import check_ordering
 from harness.checker.parse import read_history
 from harness.checker.reads import check_reads
+from harness.checker.reread import FILE_NAME as REREAD_FILE
+from harness.checker.reread import KIND as REREAD_KIND
+from harness.checker.reread import compare_reread
 from harness.errors import HistoryError
 
 Checker = Callable[[Facts, RunConfig], CheckOutcome]
@@ -125,6 +128,17 @@ def check_history(
     parsed = time.perf_counter() - started
     results = check_facts(facts, run_config, checkers)
     results.stats["read_seconds"] = round(parsed, 3)
+    disagreement = compare_reread(facts, Path(path).parent / REREAD_FILE)
+    if disagreement is not None:
+        results.stats["independent_reader"] = {"disagreements": disagreement.count}
+        if disagreement.count:
+            results.harness_errors[REREAD_KIND] = disagreement
+            results.reasons.append(
+                f"the independent reader disagrees with the drain at {disagreement.count}"
+                " position(s): the harness's evidence is in doubt"
+            )
+            if results.valid is True:
+                results.valid = "unknown"
     return results
 
 

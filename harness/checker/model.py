@@ -137,6 +137,9 @@ class Results:
     history: str
     # Why the verdict is "unknown" although no checker found anything (an empty run).
     reasons: list[str] = field(default_factory=list)
+    # Errors of the harness itself, not of Kafka (e.g. the independent reader disagrees
+    # with the drain), by name; never anomaly kinds.
+    harness_errors: dict[str, Anomaly] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -151,12 +154,13 @@ class Results:
             "valid": self.valid,
             "reasons": self.reasons,
             "anomalies": {k: clip(a.to_json()) for k, a in self.anomalies.items()},
-            "stats": self.stats,
+            "stats": clip(self.stats),
             "checkers": {
                 n: {"valid": o.valid, "error": o.error, "anomalies": sorted(o.anomalies)}
                 for n, o in self.checkers.items()
             },
-            "warnings": self.warnings,
+            "warnings": clip(self.warnings),
+            "harness_errors": {k: clip(a.to_json()) for k, a in self.harness_errors.items()},
             "history": self.history,
             "format": 1,
         }

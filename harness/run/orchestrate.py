@@ -25,7 +25,7 @@ from rich.console import Console
 from harness.errors import ConfigError, KchaosError
 from harness.labels import new_run_id
 from harness.paths import runs_dir
-from harness.run import record, translate
+from harness.run import record, reread, translate
 from harness.run.progress import RunProgress
 from harness.run.topics import create_topics
 from harness.scenario.model import Scenario
@@ -168,6 +168,8 @@ def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec
                 with progress.phase("drain"):
                     result = workload.drain()
                 rec.update(drain=result)
+                with progress.phase("independent reader"):
+                    reread.collect(cluster, run_dir, rec, result)
             finally:
                 if nemesis is not None:
                     nemesis.stop()

@@ -1,0 +1,122 @@
+"""A second read of every run topic by a reader kchaos did not write.
+
+After the drain, Kafka's own console consumer (``kafka-console-consumer.sh`` from the
+broker image) reads each run topic from the beginning, inside a broker container on the
+cluster network, through the same client proxies the harness uses. Its records go to
+``RUN_DIR/reread.jsonl`` (one JSON object per record: topic, partition, offset, value;
+the first line names the reader). ``kchaos check`` compares them with the drain record
+by record (:mod:`harness.checker.reread`): a difference means the harness misread Kafka,
+not that Kafka lost something.
+
+A failure of the reader never fails the run: it is recorded in run.json
+(``reread.error``) and the file is left out, so the check says nothing about it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "reread.jsonl"
+TOOL = "/opt/kafka/bin/kafka-console-consumer.sh"
+IDLE_MS = 10_000  # the reader stops after this long without a record
+
+
+def command(bootstrap: str, topic: str, expected: int) -> list[str]:
+    """The console consumer reading ``topic`` whole, printing partition and offset."""
+    cmd = [
+        TOOL,
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--isolation-level",
+        "read_committed",
+        "--timeout-ms",
+        str(IDLE_MS),
+        "--property",
+        "print.partition=true",
+        "--property",
+        "print.offset=true",
+        "--property",
+        "print.key=false",
+        "--property",
+        "print.timestamp=false",
+    ]
+    if expected > 0:
+        cmd += ["--max-messages", str(expected)]
+    return cmd
+
+
+def parse_output(topic: str, text: str) -> Iterable[dict[str, Any]]:
+    """Records from the console consumer's lines ``Partition:P<TAB>Offset:O<TAB>VALUE``
+    (other lines, such as its closing count or a log line, are skipped)."""
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) < 3 or not fields[0].startswith("Partition:"):
+            continue
+        part = fields[0][len("Partition:") :]
+        off = fields[1][len("Offset:") :] if fields[1].startswith("Offset:") else ""
+        if not (part.isdigit() and off.isdigit()):
+            continue
+        yield {
+            "topic": topic,
+            "partition": int(part),
+            "offset": int(off),
+            "value": "\t".join(fields[2:]),
+        }
+
+
+def reread(
+    cluster: Any, run_dir: Path, topics: Sequence[str], expected: dict[str, int]
+) -> dict[str, Any]:
+    """Read every topic with the console consumer; write reread.jsonl; a summary."""
+    broker = next(n for n in cluster.brokers)
+    started = time.monotonic()
+    out = run_dir / FILE_NAME
+    counts: dict[str, int] = {}
+    tmp = out.with_name(out.name + ".tmp")
+    with tmp.open("wb") as fh:
+        fh.write(orjson.dumps({"reader": TOOL, "node": broker.name}) + b"\n")
+        for topic in topics:
+            code, text = cluster.exec(
+                broker, command(cluster.bootstrap_servers, topic, expected.get(topic, 0))
+            )
+            if code != 0:
+                raise RuntimeError(f"{TOOL} for {topic} exited {code}: {text.strip()[-300:]}")
+            n = 0
+            for rec in parse_output(topic, text):
+                fh.write(orjson.dumps(rec) + b"\n")
+                n += 1
+            counts[topic] = n
+    tmp.replace(out)
+    return {"records": counts, "seconds": round(time.monotonic() - started, 1)}
+
+
+def expected_counts(drain: Any) -> dict[str, int]:
+    """Records per topic between each partition's log start offset and high watermark, by
+    the drain's DrainResult ((topic, partition) -> (low, high, records read)): the reader
+    stops once it has that many, or after IDLE_MS without a record."""
+    counts: dict[str, int] = {}
+    for tp, (low, high, _n) in getattr(drain, "drained", {}).items():
+        counts[tp[0]] = counts.get(tp[0], 0) + max(int(high) - int(low), 0)
+    return counts
+
+
+def collect(cluster: Any, run_dir: Path, rec: Any, drain: Any) -> None:
+    """Read the topics the drain read; never raise (the verdict does not need it)."""
+    topics = sorted({tp[0] for tp in getattr(drain, "drained", {})})
+    try:
+        summary = reread(cluster, run_dir, topics, expected_counts(drain))
+        rec.update(reread=summary)
+    except Exception as exc:  # noqa: BLE001 - an optional cross-check, recorded
+        log.warning("independent reader failed: %s", exc)
+        rec.update(reread={"error": f"{type(exc).__name__}: {exc}"})
