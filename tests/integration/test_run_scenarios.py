@@ -53,6 +53,13 @@ def test_smoke_runs_end_to_end(tmp_path: Path):
     assert ("pause", "start") in faults and ("kill", "stop") in faults
     assert any(e["f"] == "drain-end" for e in events)
     assert "as expected" in proc.stdout
+    # Kafka's own console consumer read the topics again and agrees with the drain
+    reread = (out / "reread.jsonl").read_text().splitlines()
+    drained = sum(len(e["records"]) for e in events if e["f"] == "drain")
+    assert len(reread) - 1 == drained > 1000
+    results = json.loads((out / "results.json").read_text())
+    assert results["stats"]["independent_reader"] == {"disagreements": 0}
+    assert not results["harness_errors"]
 
 
 def test_power_loss_negative_control_is_detected(tmp_path: Path):
