@@ -44,7 +44,10 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, title: str) -> int:
     reports: list[RunReport] = []
     for run_dir in run_dirs:
         if not run_dir.is_dir():
-            raise HistoryError("no such run directory", file=str(run_dir))
+            raise HistoryError(
+                "not a directory" if run_dir.exists() else "no such run directory",
+                file=str(run_dir),
+            )
         ensure_results(run_dir, console)
         rep = write_run_reports(run_dir)
         print_run(rep.summary, rep.paths, console)

@@ -247,7 +247,9 @@ def load_run(run_dir: str | Path) -> RunData:
     """Read a run directory; HistoryError when it is not one."""
     path = Path(run_dir)
     if not path.is_dir():
-        raise HistoryError("no such run directory", file=str(path))
+        raise HistoryError(
+            "not a directory" if path.exists() else "no such run directory", file=str(path)
+        )
     history = path / "history.jsonl"
     run = read_json(path / "run.json")
     if run is None and not history.is_file():

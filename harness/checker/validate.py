@@ -153,7 +153,9 @@ def record_fault(
     elif phase == "stop":
         pos = open_faults.pop(fid, None)
         if pos is None:
-            facts.warnings.append(f"{where.path}:{where.no}: fault stop without a start ({fid})")
+            facts.warnings.append(
+                f"{where.path}:{where.no}: fault stop without a start ({shown(fid)})"
+            )
             return False
         facts.faults[pos].stop_index = index
         facts.faults[pos].stop_time = time

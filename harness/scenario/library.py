@@ -27,6 +27,10 @@ def resolve(ref: str) -> Path:
     """A scenario reference: a path to a file, or the name of a library scenario."""
     path = Path(ref)
     if path.suffix in SUFFIXES or "/" in ref:
+        if path.is_dir():
+            raise ConfigError("is a directory, not a scenario file", file=ref)
+        if path.exists() and not path.is_file():
+            raise ConfigError("is not a regular file", file=ref)
         if not path.is_file():
             raise ConfigError("no such scenario file", file=ref)
         return path
@@ -36,6 +40,8 @@ def resolve(ref: str) -> Path:
             return candidate
     if path.is_file():
         return path
+    if path.is_dir():
+        raise ConfigError("is a directory, not a scenario file", file=ref)
     raise ConfigError(
         f"no scenario named {ref!r} in the library ({', '.join(library_names())}) and no such file",
         file=ref,

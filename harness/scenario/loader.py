@@ -18,6 +18,7 @@ import jsonschema
 
 from harness.errors import ConfigError
 from harness.scenario.checks import FaultValidator, faults_validator, semantic_checks
+from harness.scenario.feasible import check_schedule
 from harness.scenario.model import (
     ChecksConfig,
     ClusterConfig,
@@ -31,7 +32,8 @@ from harness.scenario.model import (
     TopicConfig,
     WorkloadConfig,
 )
-from harness.scenario.properties import load_properties
+from harness.scenario.properties import load_properties_lines
+from harness.scenario.sanity import check_durations, check_values
 from harness.scenario.yamlsrc import Path_, Source, apply_override, load_yaml
 
 _DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$")
@@ -257,7 +259,7 @@ def load_scenario(
         src.data.setdefault("cluster", {})["kafka_version"] = kafka_version
         src.origins[("cluster", "kafka_version")] = "--kafka-version"
     if broker_config is not None:
-        overlay = load_properties(broker_config)
+        overlay, overlay_lines = load_properties_lines(broker_config)
         cluster = src.data.setdefault("cluster", {})
         if not isinstance(cluster, dict):
             raise src.error(("cluster",), "must be a mapping")
@@ -267,10 +269,16 @@ def load_scenario(
         for key, value in overlay.items():
             props[key] = value
             src.origins[("cluster", "server_properties", key)] = str(broker_config)
+            src.origin_lines[("cluster", "server_properties", key)] = overlay_lines[key]
+    check_values(src)
     validate_schema(src)
     scenario = _build(src, seed)
+    check_durations(src, scenario)
     semantic_checks(src, scenario, fault_validator)
+    if fault_validator is faults_validator:  # the faults package's own run-time checks
+        check_schedule(src, scenario)
     return scenario
+
 
 def expect_for_version(expect: dict[str, Any], kafka_version: str | None) -> dict[str, Any]:
     """The ``expect`` section that applies to the run's Kafka release: the entry of

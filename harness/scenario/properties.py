@@ -9,9 +9,13 @@ backslash before any other character stands for that character. Later keys win.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, shown
+
+# What Kafka property names look like (and what the scenario schema allows).
+_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
 _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 _WHITESPACE = " \t\f"
@@ -87,19 +91,57 @@ def _split(line: str) -> tuple[str, str]:
 
 def parse_properties(text: str, *, file: str = "<properties>") -> dict[str, str]:
     """Parse the text of a properties file into an ordered dict."""
+    return parse_properties_lines(text, file=file)[0]
+
+
+def parse_properties_lines(
+    text: str, *, file: str = "<properties>"
+) -> tuple[dict[str, str], dict[str, int]]:
+    """The properties and the line each was (last) set on."""
     result: dict[str, str] = {}
+    lines: dict[str, int] = {}
     for lineno, line in _logical_lines(text):
         raw_key, raw_value = _split(line)
         key = _unescape(raw_key, file=file, line=lineno)
         if not key:
             raise ConfigError("a property has an empty key", file=file, line=lineno)
         result[key] = _unescape(raw_value, file=file, line=lineno)
-    return result
+        lines[key] = lineno
+    return result, lines
+
+
+def _check_kafka_config(text: str, props: dict[str, str], lines: dict[str, int], file: str) -> None:
+    """A Kafka broker configuration is text with property names Kafka can have: a NUL
+    byte or another control character means a binary file given by mistake, refused
+    without echoing it; a name outside Kafka's alphabet is named with its line."""
+    bad = re.search(r"[\x00-\x08\x0b\x0e-\x1f\x7f]", text)
+    if bad is not None:
+        raise ConfigError(
+            f"not a properties file: control character {bad.group()!r} (binary content?)",
+            file=file,
+            line=text.count("\n", 0, bad.start()) + 1,
+        )
+    for key in props:
+        if not _NAME.match(key):
+            raise ConfigError(
+                f"{shown(key)} is not a Kafka property name (letters, digits, '.', '_', '-')",
+                file=file,
+                line=lines[key],
+            )
 
 
 def load_properties(path: str | Path) -> dict[str, str]:
     """Read a properties file (ISO-8859-1 as Java does, UTF-8 accepted when it decodes)."""
+    return load_properties_lines(path)[0]
+
+
+def load_properties_lines(path: str | Path) -> tuple[dict[str, str], dict[str, int]]:
+    """:func:`load_properties` with the line of each property, for error messages."""
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError("is a directory, not a broker config file", file=str(p))
+    if p.exists() and not p.is_file():
+        raise ConfigError("is not a regular file", file=str(p))
     try:
         data = p.read_bytes()
     except OSError as exc:
@@ -108,4 +150,6 @@ def load_properties(path: str | Path) -> dict[str, str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode("latin-1")
-    return parse_properties(text, file=str(p))
+    props, lines = parse_properties_lines(text, file=str(p))
+    _check_kafka_config(text, props, lines, str(p))
+    return props, lines

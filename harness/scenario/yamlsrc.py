@@ -14,8 +14,10 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
+from ruamel.yaml.reader import ReaderError
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, shown
 
 Path_ = tuple[str | int, ...]
 
@@ -38,13 +40,15 @@ class Source:
     file: str
     lines: dict[Path_, int] = field(default_factory=dict)
     origins: dict[Path_, str] = field(default_factory=dict)  # path -> "--set" etc.
+    # path -> line within its origin (a property's line in a --broker-config file)
+    origin_lines: dict[Path_, int] = field(default_factory=dict)
 
     def where(self, path: Path_) -> tuple[str, int | None]:
         """(file, line) of the nearest part of ``path`` that has a known origin."""
         for n in range(len(path), -1, -1):
             prefix = path[:n]
             if prefix in self.origins:
-                return self.origins[prefix], None
+                return self.origins[prefix], self.origin_lines.get(prefix)
             if prefix in self.lines:
                 return self.file, self.lines[prefix]
         return self.file, None
@@ -58,21 +62,89 @@ def dotted(path: Path_) -> str:
     return ".".join(str(p) for p in path)
 
 
-def _plain(node: Any, path: Path_, lines: dict[Path_, int]) -> Any:
+# A scenario is a few levels deep; anything much deeper is a mistake or an attack, and
+# ruamel.yaml's constructor (recursive) would end in a RecursionError at a few hundred.
+MAX_DEPTH = 40
+# Aliases can repeat a collection many times over (a "billion laughs"): the plain copy of
+# a scenario may hold at most this many values.
+MAX_NODES = 20_000
+_MAX_NUMBER = 1000  # characters of an unquoted number (Python refuses ints of 4300 digits)
+
+
+def _shape(text: str, file: str) -> None:
+    """Refuse, from the event stream (an iterative parse), the YAML that the constructor
+    cannot take: nesting deeper than MAX_DEPTH and an alias inside its own anchor."""
+    open_anchors: list[Any] = []
+    for event in YAML(typ="rt").parse(text):
+        if isinstance(event, CollectionStartEvent):
+            open_anchors.append(event.anchor)
+            if len(open_anchors) > MAX_DEPTH:
+                raise ConfigError(
+                    f"nested more than {MAX_DEPTH} levels deep",
+                    file=file,
+                    line=event.start_mark.line + 1,
+                )
+        elif isinstance(event, CollectionEndEvent):
+            open_anchors.pop()
+        elif (
+            isinstance(event, ScalarEvent)
+            and not event.style
+            and len(event.value) > _MAX_NUMBER
+            and event.value.lstrip("+-.")[:1].isdigit()
+        ):
+            raise ConfigError(
+                f"a number of {len(event.value)} characters is out of range",
+                file=file,
+                line=event.start_mark.line + 1,
+            )
+        elif isinstance(event, AliasEvent) and event.anchor in open_anchors:
+            raise ConfigError(
+                f"alias *{shown(str(event.anchor), 40)[1:-1]} refers to a collection that "
+                "contains it (a recursive alias)",
+                file=file,
+                line=event.start_mark.line + 1,
+            )
+
+
+def _yaml_error(exc: Exception, text: str, file: str) -> ConfigError:
+    """A ruamel.yaml error as one line naming the file and, where it can, the line."""
+    if isinstance(exc, MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        return ConfigError(f"invalid YAML: {problem}", file=file, line=line)
+    if isinstance(exc, ReaderError):
+        position = exc.position if isinstance(exc.position, int) else 0
+        line = text.count("\n", 0, max(0, position)) + 1
+        char = exc.character
+        code = f"#x{char:04x}" if isinstance(char, int) else shown(char)
+        return ConfigError(
+            f"invalid YAML: character {code} is not allowed in a YAML file", file=file, line=line
+        )
+    return ConfigError(f"invalid YAML: {shown(str(exc), 200)}", file=file)
+
+
+def _plain(node: Any, path: Path_, lines: dict[Path_, int], count: list[int] | None = None) -> Any:
+    count = count if count is not None else [0]
+    count[0] += 1
+    if count[0] > MAX_NODES:
+        raise ConfigError(
+            f"more than {MAX_NODES} values once aliases are expanded", field=dotted(path) or None
+        )
     if isinstance(node, CommentedMap):
         out: dict[str, Any] = {}
         for key, value in node.items():
             child = (*path, str(key))
             with contextlib.suppress(KeyError, TypeError, AttributeError):
                 lines[child] = node.lc.key(key)[0] + 1
-            out[str(key)] = _plain(value, child, lines)
+            out[str(key)] = _plain(value, child, lines, count)
         return out
     if isinstance(node, CommentedSeq):
         items = []
         for i, value in enumerate(node):
             with contextlib.suppress(KeyError, TypeError, AttributeError):
                 lines[(*path, i)] = node.lc.item(i)[0] + 1
-            items.append(_plain(value, (*path, i), lines))
+            items.append(_plain(value, (*path, i), lines, count))
         return items
     if isinstance(node, str):
         return str(node)
@@ -83,18 +155,21 @@ def load_yaml(text: str, file: str) -> Source:
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     try:
+        _shape(text, file)
         node = yaml.load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise ConfigError(f"invalid YAML: {problem}", file=file, line=line) from None
     except YAMLError as exc:
-        raise ConfigError(f"invalid YAML: {exc}", file=file) from None
+        raise _yaml_error(exc, text, file) from None
+    except RecursionError:  # _shape bounds the depth; this is a last line of defence
+        raise ConfigError("invalid YAML: nested too deeply", file=file) from None
+    except ValueError as exc:  # a value the constructor cannot convert
+        raise ConfigError(f"invalid YAML: {shown(str(exc), 200)}", file=file) from None
     if not isinstance(node, CommentedMap):
         raise ConfigError("a scenario must be a YAML mapping", file=file, line=1)
     lines: dict[Path_, int] = {(): 1}
-    data = _plain(node, (), lines)
+    try:
+        data = _plain(node, (), lines)
+    except ConfigError as exc:
+        raise ConfigError(exc.detail, file=file, field=exc.field) from None
     return Source(data=data, file=file, lines=lines)
 
 
@@ -103,8 +178,9 @@ def _parse_value(text: str) -> Any:
     if text == "":
         return ""
     try:
+        _shape(text, "--set")
         value = YAML(typ="safe").load(text)
-    except YAMLError:
+    except (YAMLError, RecursionError, ValueError):
         return text
     return text if value is None and text not in ("null", "~") else value
 

@@ -1,0 +1,214 @@
+"""Can the nemesis do what the scenario says? The faults package's own run-time checks,
+run at validation against the cluster the scenario describes, before any container starts.
+
+At run time a fault resolves its target spec against the live cluster
+(:func:`faults.targets.resolve`), is built (:class:`faults.base.Fault` refuses too few
+targets) and starts (a toxic needs a proxy of the chosen link on its targets, a
+reassignment a topic). Here the same functions run against :class:`PlannedCluster`, the
+nodes and proxies that :mod:`harness.cluster.topology` will create for this scenario,
+with the active controller and each partition's leader taken as the first candidate, so
+that a schedule the run would refuse (more random targets than brokers, a node that does
+not exist, a crash fault with no target, a reassignment of an unknown topic) is refused
+now, with the scenario's file and line. A random schedule that cannot place a single
+fault in the workload is refused too: it would silently run without faults.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.errors import ClusterError, ConfigError, FaultError, shown
+from harness.scenario.model import Scenario
+from harness.scenario.yamlsrc import Path_, Source
+
+_SUBNET = "172.31.0.0/24"  # any subnet: only names, ids and proxies are looked at
+
+
+class PlannedCluster:
+    """A ClusterHandle's look-ups, answered from the plan of the cluster (no containers)."""
+
+    run_id = "validate"
+    subnet = _SUBNET
+    bootstrap_servers = ""
+    toxiproxy_url = ""
+
+    def __init__(self, sc: Scenario) -> None:
+        from harness.cluster.spec import FALLBACK_KAFKA_VERSION, ClusterSpec
+        from harness.cluster.topology import plan_nodes, toxiproxy_ip
+
+        spec = ClusterSpec(
+            brokers=sc.cluster.brokers,
+            controllers=sc.cluster.controllers,
+            kafka_version=sc.cluster.kafka_version or FALLBACK_KAFKA_VERSION,
+        )
+        self.toxiproxy_ip = toxiproxy_ip(_SUBNET)
+        self.nodes = sorted(plan_nodes(spec, self.run_id, _SUBNET), key=lambda n: n.node_id)
+        self.brokers = [n for n in self.nodes if n.is_broker]
+        self.controllers = [n for n in self.nodes if n.is_controller]
+        self.topics = {t.name: t for t in sc.topics}
+
+    def node(self, key: int | str) -> Any:
+        for n in self.nodes:  # as harness.cluster.Cluster.node matches
+            if key in (n.node_id, n.name, n.container_name) or str(key) == str(n.node_id):
+                return n
+        raise ClusterError(f"no node {key!r}")
+
+    def active_controller_id(self) -> int:
+        return int(self.controllers[0].node_id)
+
+    def partition_leader(self, topic: str, partition: int) -> int:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= partition < t.partitions:
+            raise FaultError(f"leader:{topic}:{partition}: no such partition")
+        if t.assignment:
+            return int(t.assignment[partition][0])
+        return int(self.brokers[0].node_id)
+
+    def describe(self) -> str:
+        brokers = ", ".join(n.name for n in self.brokers)
+        if self.controllers == self.brokers or not self.controllers:
+            return f"brokers {brokers} (combined with the controllers)"
+        return f"brokers {brokers}; controllers {', '.join(n.name for n in self.controllers)}"
+
+
+def check_schedule(src: Source, sc: Scenario) -> None:
+    """Raise ConfigError (file, line, field) for a fault the run would refuse or skip."""
+    try:
+        from faults.base import fault_spec, registry
+        from harness.run import moves  # noqa: F401  (registers the leadership operations)
+
+        registry()
+    except Exception:  # the faults package is incomplete: nothing to check against
+        return
+    try:
+        cluster = PlannedCluster(sc)
+    except ConfigError as exc:  # e.g. a Kafka release the cluster cannot run
+        raise src.error(("cluster", exc.field or "kafka_version"), exc.detail) from None
+    if sc.nemesis.empty:
+        return
+    for i, step in enumerate(sc.nemesis.steps):
+        base: Path_ = ("nemesis", "steps", i)
+        spec = fault_spec(step.fault, step.target, step.params)
+        _check_fault(src, sc, cluster, spec, (*base, "params"), (*base, "target"))
+    rnd = sc.nemesis.random
+    if rnd is None:
+        return
+    rbase: Path_ = ("nemesis", "random")
+    probe = random.Random(0)
+    for fault in rnd.faults:
+        params = _draw(rnd.params.get(fault, {}), probe)
+        for j, target in enumerate(rnd.targets):
+            spec = fault_spec(fault, target, params)
+            where: Path_ = (*rbase, "params", fault)
+            _check_fault(src, sc, cluster, spec, where, (*rbase, "targets", j))
+    _check_random_fits(src, sc)
+
+
+def _draw(params: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
+    """One draw of a random schedule's params, as faults.schedule draws them."""
+    from faults.params import Where
+    from faults.schedule import _draw_param
+
+    return {k: _draw_param(v, rng, Where(field=f"params.{k}")) for k, v in params.items()}
+
+
+def _check_fault(
+    src: Source,
+    sc: Scenario,
+    cluster: PlannedCluster,
+    spec: Any,
+    params_path: Path_,
+    target_path: Path_,
+) -> None:
+    """One fault spec: its targets resolved and the fault built as the nemesis would;
+    ``params_path`` is where its params are, ``target_path`` where its target is."""
+    from faults.base import fault_class
+    from faults.targets import resolve
+
+    cls = fault_class(spec.fault)
+    params: Mapping[str, Any] = spec.params
+    try:
+        targets = resolve(cluster, spec.target, spec.rng())  # type: ignore[arg-type]
+        cls(cluster, targets, params, fault_id=spec.id, rng=spec.rng())  # type: ignore[arg-type]
+        _check_proxies(cls, targets, params)
+    except (FaultError, ClusterError) as exc:
+        raise src.error(
+            target_path,
+            f"{spec.fault} on {shown(spec.target)[1:-1]}: {exc}; this cluster has "
+            f"{cluster.describe()}",
+        ) from None
+    if spec.fault == "cut":
+        try:
+            resolve(cluster, params["to"], spec.rng())  # type: ignore[arg-type]
+        except (FaultError, ClusterError) as exc:
+            raise src.error(
+                (*params_path, "to"), f"{exc}; this cluster has {cluster.describe()}"
+            ) from None
+    if spec.fault in ("reassign", "preferred-election"):
+        topic = str(params.get("topic") or "")
+        path: Path_ = (*params_path, "topic")
+        if not topic and spec.fault == "reassign":
+            raise src.error(path, "reassign needs the topic whose partitions move")
+        if topic and topic not in cluster.topics:
+            known = ", ".join(sorted(cluster.topics))
+            raise src.error(path, f"unknown topic {shown(topic)} (topics: {known})")
+
+
+def _check_proxies(cls: type, targets: Sequence[Any], params: Mapping[str, Any]) -> None:
+    """Toxics need a proxy of their link on the targets (controller-only nodes have no
+    client or replication proxy); a client cut needs client proxies."""
+    from faults.network import ToxicFault, proxy_names
+    from faults.partition import ClientCut
+
+    if issubclass(cls, ToxicFault):
+        link = params.get("link", "all")
+        if not [p for n in targets for p in proxy_names(n, link)]:
+            names = ", ".join(n.name for n in targets)
+            raise FaultError(f"no {link} proxy on {names}")
+    if (
+        issubclass(cls, ClientCut)
+        and targets
+        and not [p for n in targets for p in proxy_names(n, "client")]
+    ):
+        names = ", ".join(n.name for n in targets)
+        raise FaultError(f"clients do not connect to {names} (no client proxy)")
+
+
+def _check_random_fits(src: Source, sc: Scenario) -> None:
+    """The random schedule the run will draw (same seed) must hold at least one fault."""
+    from faults.schedule import from_spec
+    from harness.run.translate import nemesis_spec
+
+    rnd = sc.nemesis.random
+    assert rnd is not None
+    duration = sc.workload.duration
+    rbase: Path_ = ("nemesis", "random")
+    if rnd.start >= duration:
+        raise src.error(
+            (*rbase, "start"),
+            f"the random schedule starts at {rnd.start:g} s, when the {duration:g} s "
+            "workload has ended",
+        )
+    room = duration - rnd.start - rnd.quiet
+    if rnd.min_duration > room:
+        raise src.error(
+            (*rbase, "min_duration"),
+            f"no fault of at least {rnd.min_duration:g} s fits: the workload leaves "
+            f"{max(room, 0):g} s after start ({rnd.start:g} s) and the final quiet period "
+            f"({rnd.quiet:g} s)",
+        )
+    spec = nemesis_spec(sc)
+    if spec is None:
+        return
+    try:
+        schedule = from_spec(spec, seed=sc.seed)
+    except ConfigError as exc:
+        raise src.error(rbase, exc.detail) from None
+    if not schedule.faults:
+        raise src.error(
+            rbase,
+            f"with seed {sc.seed} the random schedule places no fault in the workload's "
+            f"{duration:g} s; lower start, quiet or min_duration",
+        )
