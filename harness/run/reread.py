@@ -4,9 +4,10 @@ After the drain, Kafka's own console consumer (``kafka-console-consumer.sh`` fro
 broker image) reads each run topic from the beginning, inside a broker container on the
 cluster network, through the same client proxies the harness uses. Its records go to
 ``RUN_DIR/reread.jsonl`` (one JSON object per record: topic, partition, offset, value;
-the first line names the reader). ``kchaos check`` compares them with the drain record
-by record (:mod:`harness.checker.reread`): a difference means the harness misread Kafka,
-not that Kafka lost something.
+the first line names the reader; ``value`` is decoded from the record's bytes as the
+workloads encode it, ``size`` is the record's length). ``kchaos check`` compares them
+with the drain record by record (:mod:`harness.checker.reread`): a difference means
+the harness misread Kafka, not that Kafka lost something.
 
 A failure of the reader never fails the run: it is recorded in run.json
 (``reread.error``) and the file is left out, so the check says nothing about it.
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from workloads.values import value_of
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +70,15 @@ def parse_output(topic: str, text: str) -> Iterable[dict[str, Any]]:
         off = fields[1][len("Offset:") :] if fields[1].startswith("Offset:") else ""
         if not (part.isdigit() and off.isdigit()):
             continue
+        raw = "\t".join(fields[2:])
         yield {
             "topic": topic,
             "partition": int(part),
             "offset": int(off),
-            "value": "\t".join(fields[2:]),
+            # the record's bytes are the value, "|" and padding (workloads.values): the
+            # value is what the history records
+            "value": value_of(raw.encode()),
+            "size": len(raw),
         }
 
 

@@ -15,15 +15,15 @@ def test_command_reads_the_whole_topic_with_positions() -> None:
 
 def test_parse_output_skips_what_is_not_a_record() -> None:
     text = (
-        "Partition:0\tOffset:0\t1-1\n"
+        "Partition:0\tOffset:0\t1-1|xxxx\n"
         "[2026-11-23 11:00:00,000] WARN something (org.apache.kafka)\n"
         "Partition:2\tOffset:17\tvalue\twith a tab\n"
         "Processed a total of 2 messages\n"
         "Partition:x\tOffset:1\tbad\n"
     )
     assert list(parse_output("t", text)) == [
-        {"topic": "t", "partition": 0, "offset": 0, "value": "1-1"},
-        {"topic": "t", "partition": 2, "offset": 17, "value": "value\twith a tab"},
+        {"topic": "t", "partition": 0, "offset": 0, "value": "1-1", "size": 8},
+        {"topic": "t", "partition": 2, "offset": 17, "value": "value\twith a tab", "size": 16},
     ]
 
 
