@@ -90,7 +90,7 @@ def check_schedule(src: Source, sc: Scenario) -> None:
         return
     for i, step in enumerate(sc.nemesis.steps):
         base: Path_ = ("nemesis", "steps", i)
-        spec = fault_spec(step.fault, step.target, step.params)
+        spec = _placed(src, (*base, "fault"), fault_spec, step.fault, step.target, step.params)
         _check_fault(src, sc, cluster, spec, (*base, "params"), (*base, "target"))
     rnd = sc.nemesis.random
     if rnd is None:
@@ -98,12 +98,22 @@ def check_schedule(src: Source, sc: Scenario) -> None:
     rbase: Path_ = ("nemesis", "random")
     probe = random.Random(0)
     for fault in rnd.faults:
-        params = _draw(rnd.params.get(fault, {}), probe)
+        where: Path_ = (*rbase, "params", fault)
+        params = _placed(src, where, _draw, rnd.params.get(fault, {}), probe)
         for j, target in enumerate(rnd.targets):
-            spec = fault_spec(fault, target, params)
-            where: Path_ = (*rbase, "params", fault)
+            spec = _placed(src, (*rbase, "targets", j), fault_spec, fault, target, params)
             _check_fault(src, sc, cluster, spec, where, (*rbase, "targets", j))
     _check_random_fits(src, sc)
+
+
+def _placed(src: Source, path: Path_, fn: Any, *args: Any) -> Any:
+    """``fn(*args)``; a ConfigError from it that names no file is placed at ``path``."""
+    try:
+        return fn(*args)
+    except ConfigError as exc:
+        if exc.file is not None:
+            raise
+        raise src.error(path, exc.detail) from None
 
 
 def _draw(params: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
