@@ -84,7 +84,8 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if version:
         cmd += ["--kafka-version", version]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=420)
-    if not (out / "run.json").is_file() or proc.returncode not in (0, 1):
+    # 0, 1, 2: the run went through (its verdict is not what this file tests)
+    if not (out / "run.json").is_file() or proc.returncode not in (0, 1, 2):
         pytest.fail(f"kchaos run failed ({proc.returncode}):\n{proc.stdout[-4000:]}"
                     f"\n{proc.stderr[-4000:]}")  # fmt: skip
     return out
