@@ -83,9 +83,7 @@ class RunConfig:
                     props[_UNCLEAN], source, f"{broker[1]}.{_UNCLEAN}"
                 )
             if _MIN_ISR in props:
-                kwargs["min_insync"] = _positive(
-                    props[_MIN_ISR], source, f"{broker[1]}.{_MIN_ISR}"
-                )
+                kwargs["min_insync"] = _positive(props[_MIN_ISR], source, f"{broker[1]}.{_MIN_ISR}")
         topics = find("topics", "workload.topics")
         if topics is not None:
             t_unclean, t_min = _topic_configs(topics[0], source)
