@@ -149,3 +149,15 @@ def test_every_node_log_is_copied(run_dir: Path):
     assert (logs / "metadata-dump.txt").stat().st_size > 0
     run = json.loads((run_dir / "run.json").read_text())
     assert set(run["after_run"]["logs"]["nodes"]) == set(nodes)
+
+
+def test_the_verdict_judges_elections_from_the_record(run_dir: Path):
+    """kchaos check used controller.jsonl: the kill's election is clean, so no
+    `allowed: [unclean-election]` is needed (duplicates from the client are another
+    matter, docs/findings.md, and are not what this file tests)."""
+    results = json.loads((run_dir / "results.json").read_text())
+    isr = results["stats"]["isr"]
+    assert isr["source"] == "controller.jsonl"
+    assert isr["elections"]["clean"] >= 1 and isr["elections"]["unclean"] == 0
+    assert "unclean-election" not in results["anomalies"]
+    assert results["stats"]["independent_reader"] == {"disagreements": 0}
