@@ -253,13 +253,13 @@ def _partition(
         offset=offset,
         time=time,
         leader=leader,
-        leader_epoch=_int(where, line, "leader_epoch", -1),
-        partition_epoch=_int(where, line, "partition_epoch", -1),
+        leader_epoch=_optional(where, line, "leader_epoch", -1),
+        partition_epoch=_optional(where, line, "partition_epoch", -1),
         isr=isr,
         elr=_ids(where, line, "elr"),
         last_known_elr=_ids(where, line, "last_known_elr"),
         replicas=_ids(where, line, "replicas"),
-        recovering=_bool(where, line, "recovering", False),
+        recovering=_optional(where, line, "recovering", False),
     )
 
 
@@ -272,9 +272,9 @@ def _broker(where: Where, line: dict[str, Any], no: int, offset: int, time: int)
         offset=offset,
         time=time,
         broker=broker,
-        broker_epoch=_int(where, line, "broker_epoch", -1),
-        fenced=_bool(where, line, "fenced", False),
-        shutting_down=_bool(where, line, "shutting_down", False),
+        broker_epoch=_optional(where, line, "broker_epoch", -1),
+        fenced=_optional(where, line, "fenced", False),
+        shutting_down=_optional(where, line, "shutting_down", False),
     )
 
 
@@ -290,15 +290,8 @@ def _ids(
     return tuple(items)
 
 
-def _int(where: Where, line: dict[str, Any], key: str, default: int) -> int:
+def _optional(where: Where, line: dict[str, Any], key: str, default: Any) -> Any:
+    """``line[key]`` of exactly the default's type (int or bool), or the default."""
     if key not in line:
         return default
-    value: int = where.expect(line, key, int)
-    return value
-
-
-def _bool(where: Where, line: dict[str, Any], key: str, default: bool) -> bool:
-    if key not in line:
-        return default
-    value: bool = where.expect(line, key, bool)
-    return value
+    return where.expect(line, key, type(default))

@@ -210,5 +210,14 @@ def check_with(h: H, c: C, tmp_path: Path, config: RunConfig | None = None) -> R
     return h.check(tmp_path, config)
 
 
+def good() -> H:
+    """A small history that is valid: two sends, both drained."""
+    h = H()
+    h.send("a", 0, 0)
+    h.send("b", 0, 1)
+    h.drain_all(0, ["a", "b"])
+    return h
+
+
 def counts(results: Results) -> dict[str, int]:
     return {kind: a.count for kind, a in results.anomalies.items()}

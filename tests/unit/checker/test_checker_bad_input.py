@@ -16,19 +16,11 @@ from pathlib import Path
 
 import orjson
 import pytest
-from checker_hist import H
+from checker_hist import H, good
 
 from harness.checker import RunConfig, check_history, check_run
 from harness.cli import main
 from harness.errors import HistoryError
-
-
-def _good() -> H:
-    h = H()
-    h.send("a", 0, 0)
-    h.send("b", 0, 1)
-    h.drain_all(0, ["a", "b"])
-    return h
 
 
 def _write(path: Path, h: H) -> Path:
@@ -90,7 +82,7 @@ def test_reads_and_a_drain_without_sends_are_unknown(tmp_path: Path) -> None:
 
 
 def test_a_real_run_with_sends_and_a_drain_stays_valid(tmp_path: Path) -> None:
-    r = _good().check(tmp_path)
+    r = good().check(tmp_path)
     assert r.valid is True and r.reasons == []
 
 
@@ -107,7 +99,7 @@ def test_an_invalid_run_stays_invalid_without_a_drain(tmp_path: Path) -> None:
 
 
 def _mutated(tmp_path: Path, line: int, **changes: object) -> HistoryError:
-    h = _good()
+    h = good()
     h.events[line - 1].update(changes)
     path = _write(tmp_path / "history.jsonl", h)
     with pytest.raises(HistoryError) as err:
@@ -135,7 +127,7 @@ def test_negative_positions_and_an_inverted_drain_end(
 
 @pytest.mark.parametrize("key", ["offset", "partition"])
 def test_negative_positions_in_read_records(tmp_path: Path, key: str) -> None:
-    h = _good()
+    h = good()
     h.events[4]["records"][1][key] = -1  # the drain line
     path = _write(tmp_path / "history.jsonl", h)
     with pytest.raises(HistoryError) as err:
@@ -144,7 +136,7 @@ def test_negative_positions_in_read_records(tmp_path: Path, key: str) -> None:
 
 
 def test_an_unknown_fault_phase(tmp_path: Path) -> None:
-    h = _good()
+    h = good()
     h.fault("begin")
     path = _write(tmp_path / "history.jsonl", h)
     with pytest.raises(HistoryError) as err:
@@ -178,7 +170,7 @@ def test_a_valid_min_insync_replicas_is_read(tmp_path: Path) -> None:
 
 
 def test_run_json_that_is_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _write(tmp_path / "history.jsonl", _good())
+    _write(tmp_path / "history.jsonl", good())
     (tmp_path / "run.json").mkdir()
     code, _, err = _cli(["check", str(tmp_path)], capsys)
     assert code == 3 and "run.json" in err and "Traceback" not in err
@@ -187,7 +179,7 @@ def test_run_json_that_is_a_directory(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_results_json_that_is_a_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _write(tmp_path / "history.jsonl", _good())
+    _write(tmp_path / "history.jsonl", good())
     (tmp_path / "results.json").mkdir()
     code, _, err = _cli(["check", str(tmp_path)], capsys)
     assert code == 3 and "results.json" in err
@@ -195,7 +187,7 @@ def test_results_json_that_is_a_directory(
 
 
 def test_a_results_tmp_that_cannot_be_written_leaves_nothing(tmp_path: Path) -> None:
-    _write(tmp_path / "history.jsonl", _good())
+    _write(tmp_path / "history.jsonl", good())
     (tmp_path / "results.json.tmp").mkdir()  # in the way of the atomic write
     with pytest.raises(HistoryError) as err:
         check_run(tmp_path)
@@ -206,7 +198,7 @@ def test_a_results_tmp_that_cannot_be_written_leaves_nothing(tmp_path: Path) -> 
 def test_a_file_given_as_the_run_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = _write(tmp_path / "history.jsonl", _good())
+    path = _write(tmp_path / "history.jsonl", good())
     code, _, err = _cli(["check", str(path)], capsys)
     assert code == 3 and "not a directory" in err
 
@@ -249,7 +241,7 @@ def test_one_huge_value_is_truncated_and_memory_stays_near_the_line(tmp_path: Pa
     big_dir = tmp_path / "big"
     _write(big_dir / "history.jsonl", h)
     small_dir = tmp_path / "small"
-    _write(small_dir / "history.jsonl", _good())
+    _write(small_dir / "history.jsonl", good())
     base = _peak_kb(small_dir, tmp_path / "small.out")
     peak = _peak_kb(big_dir, tmp_path / "big.out")
     above_line_mb = (peak - base) / 1024 - size / 2**20

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from checker_hist import H
+from checker_hist import H, good
 
 from harness.checker import check_history
 from harness.errors import HistoryError
@@ -15,14 +15,6 @@ from harness.errors import HistoryError
 
 def _lines(h: H) -> list[bytes]:
     return [orjson.dumps(e) for e in h.events]
-
-
-def _good() -> H:
-    h = H()
-    h.send("a", 0, 0)
-    h.send("b", 0, 1)
-    h.drain_all(0, ["a", "b"])
-    return h
 
 
 def _fails(tmp_path: Path, data: bytes) -> HistoryError:
@@ -36,7 +28,7 @@ def _fails(tmp_path: Path, data: bytes) -> HistoryError:
 
 
 def test_a_line_that_is_not_json(tmp_path: Path) -> None:
-    lines = _lines(_good())
+    lines = _lines(good())
     lines[1] = b'{"index": 1, "time": '
     err = _fails(tmp_path, b"\n".join(lines) + b"\n")
     assert err.line == 2 and "not JSON" in str(err)
@@ -60,7 +52,7 @@ def test_a_json_value_that_is_not_an_object(tmp_path: Path) -> None:
     ],
 )
 def test_missing_or_mistyped_fields(tmp_path: Path, line: int, field: str, words: str) -> None:
-    h = _good()
+    h = good()
     if words == "missing":
         del h.events[line - 1][field]
     elif field == "process":
@@ -74,7 +66,7 @@ def test_missing_or_mistyped_fields(tmp_path: Path, line: int, field: str, words
 
 
 def test_a_bad_record_inside_a_poll(tmp_path: Path) -> None:
-    h = _good()
+    h = good()
     h.poll(5, (0, 0, "a"))
     h.events[-1]["records"][0]["offset"] = "0"
     err = _fails(tmp_path, b"\n".join(_lines(h)) + b"\n")
@@ -104,19 +96,19 @@ def test_a_value_sent_twice(tmp_path: Path) -> None:
 
 
 def test_index_and_time_must_move_forward(tmp_path: Path) -> None:
-    h = _good()
+    h = good()
     h.events[2]["index"] = 1
     assert "not greater" in str(_fails(tmp_path, b"\n".join(_lines(h)) + b"\n"))
-    h = _good()
+    h = good()
     h.events[2]["time"] = 1
     assert "earlier" in str(_fails(tmp_path, b"\n".join(_lines(h)) + b"\n"))
 
 
 def test_unknown_type_and_bad_metadata(tmp_path: Path) -> None:
-    h = _good()
+    h = good()
     h.events[0]["type"] = "maybe"
     assert "unknown type" in str(_fails(tmp_path, b"\n".join(_lines(h)) + b"\n"))
-    h = _good()
+    h = good()
     h.meta(0, 1, [1, 2])
     h.events[-1]["isr"] = [1, "2"]
     err = _fails(tmp_path, b"\n".join(_lines(h)) + b"\n")
@@ -124,7 +116,7 @@ def test_unknown_type_and_bad_metadata(tmp_path: Path) -> None:
 
 
 def test_a_torn_last_line_is_ignored_and_reported(tmp_path: Path) -> None:
-    lines = _lines(_good())
+    lines = _lines(good())
     path = tmp_path / "history.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n" + lines[-1][:17])
     r = check_history(path)
@@ -134,7 +126,7 @@ def test_a_torn_last_line_is_ignored_and_reported(tmp_path: Path) -> None:
 
 
 def test_a_complete_last_line_without_newline_counts(tmp_path: Path) -> None:
-    h = _good()
+    h = good()
     h.send("c", 0, 2)  # acknowledged, never drained: lost, on the unterminated last line
     path = tmp_path / "history.jsonl"
     path.write_bytes(b"\n".join(_lines(h)))
@@ -153,7 +145,7 @@ def test_a_missing_file_and_an_empty_one(tmp_path: Path) -> None:
 
 
 def test_unknown_event_kinds_and_fields_are_ignored(tmp_path: Path) -> None:
-    h = _good()
+    h = good()
     h.add(process="monitor", type="ok", f="broker-metrics", under_replicated=0)
     h.events[0]["extra"] = {"anything": 1}
     assert h.check(tmp_path).valid is True
