@@ -26,11 +26,11 @@ unit: setup
 	$(PYTEST) -m "not docker" -q
 
 lint:
-	$(VENV)/bin/ruff check harness faults workloads reports tests
-	$(VENV)/bin/ruff format --check harness faults workloads reports tests
+	$(VENV)/bin/ruff check harness faults workloads reports compose tests
+	$(VENV)/bin/ruff format --check harness faults workloads reports compose tests
 
 typecheck:
-	$(VENV)/bin/mypy harness faults workloads reports
+	@bash .ci/typecheck
 
 nightly: setup
 	$(KCHAOS) suite nightly

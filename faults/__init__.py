@@ -2,7 +2,7 @@
 
 Public API::
 
-    from faults import make_fault, heal_everything, build_nemesis, from_spec, Nemesis
+    from kchaos.faults import make_fault, heal_everything, build_nemesis, from_spec, Nemesis
 
     with make_fault(cluster, "pause", "leader:t:0", mode="freezer"):
         ...                                    # the fault is in effect in the block
@@ -13,12 +13,12 @@ Public API::
 
     heal_everything(cluster)                    # stateless: heals whatever is left
 
-Families, their params and target specs: docs/faults.md, ``faults.registry()``.
+Families, their params and target specs: docs/faults.md, ``kchaos.faults.registry()``.
 """
 
 from __future__ import annotations
 
-from faults.base import (
+from kchaos.faults.base import (
     Fault,
     FaultSpec,
     abort_all,
@@ -28,12 +28,12 @@ from faults.base import (
     make_fault,
     registry,
 )
-from faults.heal import heal_everything
-from faults.nemesis import FaultRecord, Nemesis, build_nemesis
-from faults.safety import protect, protected, unprotect
-from faults.schedule import Schedule, ScheduledFault, from_spec, scripted
-from faults.schema import nemesis_schema
-from faults.targets import TargetSpec, parse_target, resolve
+from kchaos.faults.heal import heal_everything
+from kchaos.faults.nemesis import FaultRecord, Nemesis, build_nemesis
+from kchaos.faults.safety import protect, protected, unprotect
+from kchaos.faults.schedule import Schedule, ScheduledFault, from_spec, scripted
+from kchaos.faults.schema import nemesis_schema
+from kchaos.faults.targets import TargetSpec, parse_target, resolve
 
 __all__ = [
     "Fault",

@@ -6,7 +6,7 @@ choices are resolved by :func:`instantiate` at the moment the fault is about to 
 
 Every started fault is tracked in this process until stopped, so exit paths (signal
 handlers, atexit, the nemesis's final heal) can stop background duty cycles before
-:func:`faults.heal.heal_everything` repairs the cluster without relying on that memory.
+:func:`kchaos.faults.heal.heal_everything` repairs the cluster without relying on that memory.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar
 
-from faults.params import Param, Where, validate_params
-from faults.targets import parse_target, resolve
-from harness.cluster.api import ClusterHandle, NodeHandle
-from harness.errors import FaultError
+from kchaos.faults.params import Param, Where, validate_params
+from kchaos.faults.targets import parse_target, resolve
+from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
+from kchaos.harness.errors import FaultError
 
 _REGISTRY: dict[str, type[Fault]] = {}
 _ACTIVE: set[Fault] = set()
@@ -138,7 +138,7 @@ def register(cls: type[Fault]) -> type[Fault]:
 
 def registry() -> dict[str, type[Fault]]:
     """Every fault family by name (importing the family modules on first use)."""
-    from faults import controller_hold, crash, disk, network, partition, pause  # noqa: F401
+    from kchaos.faults import controller_hold, crash, disk, network, partition, pause  # noqa: F401
 
     return dict(_REGISTRY)
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import click
 
-from faults.base import Fault, FaultSpec
-from faults.nemesis import Nemesis
-from faults.schedule import Schedule, from_spec
-from harness.cluster.api import ClusterHandle
+from kchaos.faults.base import Fault, FaultSpec
+from kchaos.faults.nemesis import Nemesis
+from kchaos.faults.schedule import Schedule, from_spec
+from kchaos.harness.cluster.api import ClusterHandle
 
 
 def bench_spec(faults: int) -> dict[str, Any]:
@@ -110,7 +110,7 @@ def run_bench(cluster: ClusterHandle, faults: int = 60, seed: int = 1) -> dict[s
 @click.option("--run", "run_id", default=None, help="use this live run's cluster")
 def bench_faults_cmd(count: int, seed: int, run_id: str | None) -> int:
     """Nemesis start/stop lateness against its schedule (p50, p99, max)."""
-    from harness.cluster import Cluster, attach
+    from kchaos.harness.cluster import Cluster, attach
 
     if run_id:
         result = run_bench(attach(run_id), count, seed)

@@ -21,7 +21,7 @@ stops (if the client has not timed it out first: keep the hold shorter than
 connection, which carries the same pending request).
 
 The rules live in the fault's own iptables chain in the target's container (see
-:mod:`faults.iptables`), so heal-everything removes them like any partition's.
+:mod:`kchaos.faults.iptables`), so heal-everything removes them like any partition's.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ import re
 import time
 from typing import ClassVar
 
-from faults import iptables
-from faults.base import Fault, register
-from faults.params import Param
-from harness.cluster.api import PROXY_PORT_BASE, NodeHandle
-from harness.errors import FaultError
+from kchaos.faults import iptables
+from kchaos.faults.base import Fault, register
+from kchaos.faults.params import Param
+from kchaos.harness.cluster.api import PROXY_PORT_BASE, NodeHandle
+from kchaos.harness.errors import FaultError
 
 # one socket line: [State] Recv-Q Send-Q Local:Port Peer:Port (no State with a state filter)
 _LOCAL = re.compile(r"^(?:[A-Z-]+\s+)?\d+\s+\d+\s+\S+:(\d+)\s+\S+:(\d+)")

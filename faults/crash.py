@@ -22,11 +22,11 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from faults import hostfs
-from faults.base import Fault, register
-from faults.params import Param
-from harness.cluster.api import NodeHandle
-from harness.errors import FaultError, HealError
+from kchaos.faults import hostfs
+from kchaos.faults.base import Fault, register
+from kchaos.faults.params import Param
+from kchaos.harness.cluster.api import NodeHandle
+from kchaos.harness.errors import FaultError, HealError
 
 WAIT = Param("wait", "bool", True, "on stop, wait until the restarted node(s) are ready")
 TIMEOUT = Param("timeout_s", "float", 90.0, "how long that wait may take", minimum=1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from harness.errors import HealError
+from kchaos.harness.errors import HealError
 
 
 class DutyCycle:

@@ -11,11 +11,11 @@ A frozen filesystem makes its writers unkillable: every exit path thaws first.
 
 from __future__ import annotations
 
-from faults import hostfs
-from faults.base import Fault, register
-from faults.cycle import DutyCycle
-from faults.params import Param
-from harness.errors import HealError
+from kchaos.faults import hostfs
+from kchaos.faults.base import Fault, register
+from kchaos.faults.cycle import DutyCycle
+from kchaos.faults.params import Param
+from kchaos.harness.errors import HealError
 
 
 class _FreezeBase(Fault):

@@ -23,11 +23,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from faults import hostfs, iptables
-from faults.base import abort_all
-from faults.toxiproxy import Toxiproxy
-from harness.cluster.api import ClusterHandle, NodeHandle
-from harness.errors import HealError
+from kchaos.faults import hostfs, iptables
+from kchaos.faults.base import abort_all
+from kchaos.faults.toxiproxy import Toxiproxy
+from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
+from kchaos.harness.errors import HealError
 
 
 def _proc_state(cluster: ClusterHandle, node: NodeHandle) -> str | None:

@@ -1,12 +1,12 @@
-"""Start faults on an existing run's cluster and hold them: ``python -m faults.hold``.
+"""Start faults on an existing run's cluster and hold them: ``python -m kchaos.faults.hold``.
 
-    python -m faults.hold --run RUN_ID pause:broker-2:mode=freezer latency:1:latency_ms=500
+    python -m kchaos.faults.hold --run RUN_ID pause:broker-2:mode=freezer latency:1:latency_ms=500
 
 Each argument is ``FAULT[:TARGET[:K=V,K=V...]]``. The faults start in order; the process
 prints ``STARTED <id> <fault> <targets>`` per fault and ``HOLDING`` then sleeps for
 ``--hold`` seconds and stops them in reverse order (``--no-protect`` skips the exit-path
 heal). Tests use it as "the harness" they SIGKILL in the middle of a fault, after which
-``kchaos cleanup`` / ``faults.heal_everything`` must leave the cluster healed. Params are
+``kchaos cleanup`` / ``kchaos.faults.heal_everything`` must leave the cluster healed. Params are
 parsed as JSON when possible (numbers, true/false), else kept as strings.
 """
 
@@ -18,8 +18,8 @@ import sys
 import time
 from typing import Any
 
-from faults.base import Fault, make_fault
-from faults.safety import protect
+from kchaos.faults.base import Fault, make_fault
+from kchaos.faults.safety import protect
 
 
 def parse_fault(text: str) -> tuple[str, str | None, dict[str, Any]]:
@@ -36,7 +36,7 @@ def parse_fault(text: str) -> tuple[str, str | None, dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m faults.hold")
+    ap = argparse.ArgumentParser(prog="python -m kchaos.faults.hold")
     ap.add_argument("--run", required=True, help="run id of a live cluster")
     ap.add_argument("--hold", type=float, default=600.0, help="seconds to hold the faults")
     ap.add_argument("--seed", default="0")
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("faults", nargs="+", help="FAULT[:TARGET[:K=V,...]]")
     args = ap.parse_args(argv)
 
-    from harness.cluster import attach
+    from kchaos.harness.cluster import attach
 
     cluster = attach(args.run)
     if not args.no_protect:

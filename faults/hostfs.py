@@ -1,7 +1,7 @@
 """Host-side operations on a node's own ext4 filesystem (at ``NodeHandle.mount_path``).
 
 Freezing, thawing, shutting down and remounting a node's data filesystem are operations on
-the host mount, not on Docker. Where the cluster offers them (``harness.cluster.Cluster``
+the host mount, not on Docker. Where the cluster offers them (``kchaos.harness.cluster.Cluster``
 has ``freeze_fs``, ``thaw_fs``, ``shutdown_fs``, ``remount_fs``, ``is_mounted``; they are
 not part of the ClusterHandle protocol), we use its methods; otherwise we do them here
 with ioctls and mount(8).
@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.api import ClusterHandle, NodeHandle
-from harness.errors import FaultError, HealError
+from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
+from kchaos.harness.errors import FaultError, HealError
 
 FIFREEZE = 0xC0045877
 FITHAW = 0xC0045878

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from harness.cluster.api import PROXY_PORT_BASE, ClusterHandle, NodeHandle
-from harness.errors import FaultError, HealError
+from kchaos.harness.cluster.api import PROXY_PORT_BASE, ClusterHandle, NodeHandle
+from kchaos.harness.errors import FaultError, HealError
 
 MAIN_CHAIN = "KCHAOS"
 PEER_LINKS = ("replication", "controller")

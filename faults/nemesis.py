@@ -15,7 +15,7 @@ History lines (format v1, ``f: fault``) go through the sink's ``append``:
 A fault that could not start gets a start line with ``error`` and, right after, its stop
 line.
 
-A step with a trigger (:mod:`faults.trigger`) waits in its worker thread, from its ``at``,
+A step with a trigger (:mod:`kchaos.faults.trigger`) waits in its worker thread, from its ``at``,
 until its condition holds; the start line then carries ``trigger`` (the condition,
 ``held_at`` in ns on the history's clock, ``waited_s``) and the fault stops ``for``
 seconds after it started. With ``on_timeout: start`` a trigger that times out starts
@@ -24,9 +24,9 @@ still waiting when the nemesis stops) writes no line at all: nothing was started
 record carries the error, and :meth:`Nemesis.errors` lists it for run.json.
 
 After the last fault (or on ``stop()``), the final heal runs
-:func:`faults.heal.heal_everything` between two lines of the pseudo-fault ``heal``
+:func:`kchaos.faults.heal.heal_everything` between two lines of the pseudo-fault ``heal``
 (id ``heal``), the stop line carrying the ``actions`` taken. While it runs, the cluster is
-registered with :mod:`faults.safety`, so SIGINT, SIGTERM and exit heal it too.
+registered with :mod:`kchaos.faults.safety`, so SIGINT, SIGTERM and exit heal it too.
 """
 
 from __future__ import annotations
@@ -39,13 +39,19 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol
 
-from faults import safety
-from faults.base import Fault, instantiate
-from faults.heal import heal_everything
-from faults.schedule import Schedule, ScheduledFault, from_spec
-from faults.trigger import ClusterState, HandleState, TriggerContext, TriggerTimeout, wait_for
-from harness.cluster.api import ClusterHandle
-from harness.errors import FaultError
+from kchaos.faults import safety
+from kchaos.faults.base import Fault, instantiate
+from kchaos.faults.heal import heal_everything
+from kchaos.faults.schedule import Schedule, ScheduledFault, from_spec
+from kchaos.faults.trigger import (
+    ClusterState,
+    HandleState,
+    TriggerContext,
+    TriggerTimeout,
+    wait_for,
+)
+from kchaos.harness.cluster.api import ClusterHandle
+from kchaos.harness.errors import FaultError
 
 log = logging.getLogger(__name__)
 
@@ -363,9 +369,9 @@ def build_nemesis(
     context: TriggerContext | None = None,
     **options: Any,
 ) -> Nemesis:
-    """A Nemesis from a schedule spec mapping (see :mod:`faults.schedule`); triggers are
+    """A Nemesis from a schedule spec mapping (see :mod:`kchaos.faults.schedule`); triggers are
     checked against the cluster's broker ids (and ``context``'s topics, when given)."""
-    from faults.params import Where
+    from kchaos.faults.params import Where
 
     brokers = {n.node_id for n in cluster.brokers}
     topics = context.topics if context is not None else None

@@ -22,11 +22,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
-from faults.base import Fault, register
-from faults.params import Param
-from faults.toxiproxy import TOXIC_PREFIX, Toxiproxy
-from harness.cluster.api import LINK_CLASSES, NodeHandle
-from harness.errors import FaultError
+from kchaos.faults.base import Fault, register
+from kchaos.faults.params import Param
+from kchaos.faults.toxiproxy import TOXIC_PREFIX, Toxiproxy
+from kchaos.harness.cluster.api import LINK_CLASSES, NodeHandle
+from kchaos.harness.errors import FaultError
 
 COMMON: tuple[Param, ...] = (
     Param(

@@ -2,7 +2,7 @@
 
 Every fault family declares its parameters as a tuple of :class:`Param`. Validation turns a
 raw mapping (from a scenario file or from Python) into a plain dict with defaults filled in,
-and raises :class:`harness.errors.ConfigError` naming the offending field, e.g.
+and raises :class:`kchaos.harness.errors.ConfigError` naming the offending field, e.g.
 ``nemesis.faults[2].params.latency_ms: must be >= 0, got -5``.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import ConfigError
+from kchaos.harness.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class Param:
             if self.choices and value not in self.choices:
                 raise where.error(f"must be one of {', '.join(self.choices)}; got {value!r}")
             if self.kind == "target":
-                from faults.targets import parse_target
+                from kchaos.faults.targets import parse_target
 
                 parse_target(value, where)
             return value

@@ -1,6 +1,6 @@
 """Network partitions with iptables inside the node containers, and client cuts.
 
-What a cut means in this topology is explained in :mod:`faults.iptables`: a rule in node
+What a cut means in this topology is explained in :mod:`kchaos.faults.iptables`: a rule in node
 A's container drops what A sends to node B's replication and controller proxy ports, so A
 can no longer open (or use) connections to B; B's connections to A still work unless the
 cut is both ways. Clients (the harness on the host) reach brokers through the client
@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from faults import iptables
-from faults.base import Fault, register
-from faults.network import proxy_names
-from faults.params import Param
-from faults.targets import resolve
-from faults.toxiproxy import TOXIC_PREFIX, Toxiproxy
-from harness.errors import HealError
+from kchaos.faults import iptables
+from kchaos.faults.base import Fault, register
+from kchaos.faults.network import proxy_names
+from kchaos.faults.params import Param
+from kchaos.faults.targets import resolve
+from kchaos.faults.toxiproxy import TOXIC_PREFIX, Toxiproxy
+from kchaos.harness.errors import HealError
 
 ACTION = Param(
     "action",

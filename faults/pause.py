@@ -13,11 +13,11 @@ freezer (``docker pause``) of the whole container.
 
 from __future__ import annotations
 
-from faults.base import Fault, register
-from faults.cycle import DutyCycle
-from faults.params import Param
-from harness.cluster.api import NodeHandle
-from harness.errors import HealError
+from kchaos.faults.base import Fault, register
+from kchaos.faults.cycle import DutyCycle
+from kchaos.faults.params import Param
+from kchaos.harness.cluster.api import NodeHandle
+from kchaos.harness.errors import HealError
 
 
 @register

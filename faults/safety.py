@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-from harness.cluster.api import ClusterHandle
+from kchaos.harness.cluster.api import ClusterHandle
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def protected(cluster: ClusterHandle) -> Iterator[ClusterHandle]:
 
 
 def heal_registered(clusters: list[ClusterHandle] | None = None) -> list[str]:
-    from faults.heal import heal_everything
+    from kchaos.faults.heal import heal_everything
 
     with _lock:
         targets = list(_clusters.values()) if clusters is None else clusters
@@ -71,7 +71,7 @@ def heal_registered(clusters: list[ClusterHandle] | None = None) -> list[str]:
 
 
 def _at_exit() -> None:
-    from faults.base import refuse_new_faults
+    from kchaos.faults.base import refuse_new_faults
 
     refuse_new_faults()
     with _lock:
@@ -82,7 +82,7 @@ def _at_exit() -> None:
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    from faults.base import refuse_new_faults
+    from kchaos.faults.base import refuse_new_faults
 
     refuse_new_faults()
     with _lock:

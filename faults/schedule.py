@@ -15,7 +15,7 @@ Both come from a plain mapping (a scenario's ``nemesis:`` section or a dict in P
          "params": {"latency_ms": {"randint": [50, 500]}, "link": "replication"}}]}
 
 Scripted steps may also start on a condition of the cluster instead of a time: ``when``
-(one condition or a list) and ``timeout`` (s), see :mod:`faults.trigger`; ``at`` (default
+(one condition or a list) and ``timeout`` (s), see :mod:`kchaos.faults.trigger`; ``at`` (default
 0 with ``when``) is then the moment the step becomes eligible, and ``for`` counts from the
 moment the condition held.
 
@@ -36,9 +36,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from faults.base import FaultSpec, fault_spec
-from faults.params import Where
-from faults.trigger import Trigger, TriggerContext, parse_trigger
+from kchaos.faults.base import FaultSpec, fault_spec
+from kchaos.faults.params import Where
+from kchaos.faults.trigger import Trigger, TriggerContext, parse_trigger
 
 SCRIPTED_KEYS = {"type", "seed", "faults"}
 STEP_KEYS = {

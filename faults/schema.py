@@ -1,6 +1,6 @@
 """A JSON Schema of the nemesis spec, generated from the fault registry.
 
-For scenario files (``nemesis:``) and editors. :func:`faults.schedule.from_spec` remains
+For scenario files (``nemesis:``) and editors. :func:`kchaos.faults.schedule.from_spec` remains
 the authority (it also checks target specs and ranges, with field paths and lines); the
 schema catches the same structural mistakes earlier and documents every param.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from faults.base import registry
-from faults.params import Param
-from faults.trigger import trigger_schema
+from kchaos.faults.base import registry
+from kchaos.faults.params import Param
+from kchaos.faults.trigger import trigger_schema
 
 _KIND_TYPES = {"float": "number", "int": "integer", "bool": "boolean", "str": "string"}
 _NUMBER = {"type": "number", "minimum": 0}

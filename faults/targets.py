@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import requests
 
-from faults.params import Where
-from harness.cluster.api import ClusterHandle, NodeHandle
-from harness.errors import FaultError
+from kchaos.faults.params import Where
+from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
+from kchaos.harness.errors import FaultError
 
 _KEYWORDS = ("all", "brokers", "controllers", "minority", "majority", "controller", "none")
 _TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]+$")

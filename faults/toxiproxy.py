@@ -14,7 +14,7 @@ from typing import Any
 
 import requests
 
-from harness.errors import FaultError, HealError
+from kchaos.harness.errors import FaultError, HealError
 
 TOXIC_PREFIX = "kchaos-"
 

@@ -56,9 +56,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from faults.params import Where
-from harness.cluster.api import ClusterHandle
-from harness.errors import FaultError
+from kchaos.faults.params import Where
+from kchaos.harness.cluster.api import ClusterHandle
+from kchaos.harness.errors import FaultError
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_POLL_S = 0.15

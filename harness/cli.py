@@ -12,33 +12,36 @@ from typing import Any
 
 import click
 
-from harness.errors import KchaosError
+from kchaos.harness.errors import KchaosError
 
 # command name -> ("module:attribute" of a click.Command, one-line help for the listing)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("harness.scenario.commands:run_cmd", "Run one scenario against a real cluster."),
-    "suite": ("harness.scenario.commands:suite_cmd", "Run several scenarios, one report."),
+    "run": ("kchaos.harness.scenario.commands:run_cmd", "Run one scenario against a real cluster."),
+    "suite": ("kchaos.harness.scenario.commands:suite_cmd", "Run several scenarios, one report."),
     "matrix": (
-        "harness.run.matrix:matrix_cmd",
+        "kchaos.harness.run.matrix:matrix_cmd",
         "Run scenarios on several Kafka versions and seeds, one page.",
     ),
-    "scenarios": ("harness.scenario.commands:scenarios_cmd", "List the incident library."),
-    "validate": ("harness.scenario.commands:validate_cmd", "Check a scenario file."),
-    "report": ("reports.commands:report_cmd", "Write the reports of a run directory."),
-    "check": ("harness.checker.commands:check_cmd", "Judge a run's history."),
-    "analyze": ("harness.analysis.commands:analyze_cmd", "Spark loss analysis of runs."),
-    "export": ("harness.analysis.commands:export_cmd", "Write a Parquet copy of a history."),
-    "cleanup": ("harness.cluster.cleanup:cleanup_cmd", "Heal and remove what runs left."),
-    "cluster": ("harness.cluster.commands:cluster_cmd", "Bring a cluster up or down by hand."),
-    "images": ("harness.images.commands:images_cmd", "Build or fetch the kchaos images."),
+    "scenarios": ("kchaos.harness.scenario.commands:scenarios_cmd", "List the incident library."),
+    "validate": ("kchaos.harness.scenario.commands:validate_cmd", "Check a scenario file."),
+    "report": ("kchaos.reports.commands:report_cmd", "Write the reports of a run directory."),
+    "check": ("kchaos.harness.checker.commands:check_cmd", "Judge a run's history."),
+    "analyze": ("kchaos.harness.analysis.commands:analyze_cmd", "Spark loss analysis of runs."),
+    "export": ("kchaos.harness.analysis.commands:export_cmd", "Write a Parquet copy of a history."),
+    "cleanup": ("kchaos.harness.cluster.cleanup:cleanup_cmd", "Heal and remove what runs left."),
+    "cluster": (
+        "kchaos.harness.cluster.commands:cluster_cmd",
+        "Bring a cluster up or down.",
+    ),
+    "images": ("kchaos.harness.images.commands:images_cmd", "Build or fetch the kchaos images."),
 }
 
 BENCH_COMMANDS: dict[str, tuple[str, str]] = {
-    "produce": ("workloads.bench:produce_cmd", "Recording producer vs perf-test."),
-    "cluster": ("harness.cluster.bench:bench_cluster_cmd", "Cluster start and set-up time."),
-    "check": ("harness.checker.bench:bench_check_cmd", "Checker vs plain JSON parsing."),
-    "analyze": ("harness.analysis.bench:bench_analyze_cmd", "Spark job vs DuckDB."),
-    "faults": ("faults.bench:bench_faults_cmd", "Nemesis start/stop lateness vs schedule."),
+    "produce": ("kchaos.workloads.bench:produce_cmd", "Recording producer vs perf-test."),
+    "cluster": ("kchaos.harness.cluster.bench:bench_cluster_cmd", "Cluster start and set-up time."),
+    "check": ("kchaos.harness.checker.bench:bench_check_cmd", "Checker vs plain JSON parsing."),
+    "analyze": ("kchaos.harness.analysis.bench:bench_analyze_cmd", "Spark job vs DuckDB."),
+    "faults": ("kchaos.faults.bench:bench_faults_cmd", "Nemesis start/stop lateness vs schedule."),
 }
 
 

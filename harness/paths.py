@@ -1,12 +1,18 @@
-"""Locations inside the source tree (kchaos runs from an editable install)."""
+"""Where kchaos finds its shipped assets, its build caches and its run outputs.
+
+Assets are package data (found with :mod:`importlib.resources`), so an installed copy
+(``pip install .``) works from any directory, as the source tree does. They must be on the
+filesystem (a regular install, not a zip), because Docker reads the build contexts.
+"""
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-COMPOSE_DIR = REPO_ROOT / "compose"
+#: image build contexts, compose file and set-up script (the ``compose/`` folder)
+COMPOSE_DIR = Path(str(resources.files("kchaos.compose")))
 
 
 def cache_dir() -> Path:
@@ -19,5 +25,8 @@ def cache_dir() -> Path:
 
 
 def runs_dir() -> Path:
-    """Default parent of run directories (``runs/RUN_ID``); git-ignored."""
-    return Path(os.environ.get("KCHAOS_RUNS_DIR", REPO_ROOT / "runs"))
+    """Default parent of run directories: ``runs/`` under the current directory.
+
+    Never inside the package; ``KCHAOS_RUNS_DIR`` moves it.
+    """
+    return Path(os.environ.get("KCHAOS_RUNS_DIR", Path.cwd() / "runs"))

@@ -111,9 +111,9 @@ def kchaos_cluster(
         if callable(close) and not pytestconfig.getoption("kchaos_keep_cluster"):
             close()
         return
-    from harness.cluster import Cluster, ClusterSpec
-    from harness.cluster.spec import default_kafka_version
-    from harness.images import ensure_images
+    from kchaos.harness.cluster import Cluster, ClusterSpec
+    from kchaos.harness.cluster.spec import default_kafka_version
+    from kchaos.harness.images import ensure_images
 
     fields = dict(kchaos_cluster_spec)
     fields["kafka_version"] = fields.get("kafka_version") or default_kafka_version()
@@ -137,7 +137,7 @@ def kchaos_run_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def kchaos_history(kchaos_run_dir: Path) -> Iterator[Any]:
-    from workloads.history import HistoryWriter
+    from kchaos.workloads.history import HistoryWriter
 
     writer = HistoryWriter(kchaos_run_dir / "history.jsonl")
     try:
@@ -155,7 +155,7 @@ def kchaos_nemesis(kchaos_cluster: Any, kchaos_history: Any) -> Iterator[Callabl
     def start(
         schedule: Mapping[str, Any] | Sequence[Mapping[str, Any]], seed: int = 0, **options: Any
     ) -> Any:
-        from faults.nemesis import build_nemesis
+        from kchaos.faults.nemesis import build_nemesis
 
         spec = (
             schedule
@@ -170,7 +170,7 @@ def kchaos_nemesis(kchaos_cluster: Any, kchaos_history: Any) -> Iterator[Callabl
     for nemesis in started:
         nemesis.stop()
     if started and getattr(started[0], "final_heal", True):
-        from faults.heal import heal_everything
+        from kchaos.faults.heal import heal_everything
 
         heal_everything(kchaos_cluster)
 
@@ -183,8 +183,8 @@ def kchaos_workload(
     made: list[Any] = []
 
     def build(**fields: Any) -> Any:
-        from workloads.spec import WorkloadSpec
-        from workloads.workload import Workload
+        from kchaos.workloads.spec import WorkloadSpec
+        from kchaos.workloads.workload import Workload
 
         if "topics" in fields:
             fields["topics"] = tuple(fields["topics"])
@@ -208,7 +208,7 @@ def kchaos_check(kchaos_history: Any, kchaos_run_dir: Path) -> Callable[..., Any
     ) -> Any:
         import orjson
 
-        from harness.checker import check_run
+        from kchaos.harness.checker import check_run
 
         kchaos_history.close()
         if run_json is not None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 
-from harness.scenario.expect import EXIT_UNEXPECTED, Outcome, evaluate
-from reports import html, junit
-from reports.rundata import RunData, load_run
-from reports.summary import summarize
+from kchaos.harness.scenario.expect import EXIT_UNEXPECTED, Outcome, evaluate
+from kchaos.reports import html, junit
+from kchaos.reports.rundata import RunData, load_run
+from kchaos.reports.summary import summarize
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from harness.errors import HistoryError
-from reports.build import RunReport, write_run_reports
-from reports.console import print_run, print_suite
-from reports.suite import write_suite_reports
+from kchaos.harness.errors import HistoryError
+from kchaos.reports.build import RunReport, write_run_reports
+from kchaos.reports.console import print_run, print_suite
+from kchaos.reports.suite import write_suite_reports
 
 
 def ensure_results(run_dir: Path, console: Console) -> None:
@@ -18,7 +18,7 @@ def ensure_results(run_dir: Path, console: Console) -> None:
     if (run_dir / "results.json").is_file() or not (run_dir / "history.jsonl").is_file():
         return
     try:
-        from harness.checker import check_run
+        from kchaos.harness.checker import check_run
     except ImportError:
         console.print(f"[yellow]{run_dir}: no results.json and no checker; reporting without[/]")
         return

@@ -13,9 +13,9 @@ from urllib.parse import quote
 import plotly.graph_objects as go
 import plotly.offline
 
-from harness.scenario.expect import Outcome, evaluate, verdict_text
-from reports import plots, timeline
-from reports.rundata import RunData, series
+from kchaos.harness.scenario.expect import Outcome, evaluate, verdict_text
+from kchaos.reports import plots, timeline
+from kchaos.reports.rundata import RunData, series
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}

@@ -6,9 +6,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
-from harness.scenario.expect import Outcome, evaluate, verdict_text
-from harness.scenario.model import ANOMALY_KINDS
-from reports.rundata import RunData
+from kchaos.harness.scenario.expect import Outcome, evaluate, verdict_text
+from kchaos.harness.scenario.model import ANOMALY_KINDS
+from kchaos.reports.rundata import RunData
 
 
 def _case(suite: ET.Element, cls: str, name: str, failure: str | None, out: str = "") -> None:

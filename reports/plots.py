@@ -6,7 +6,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from reports.rundata import RunData, Series
+from kchaos.reports.rundata import RunData, Series
 
 FAULT_FILL = "rgba(255, 165, 0, 0.18)"
 OFFLINE_FILL = "rgba(220, 20, 60, 0.15)"

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from harness.errors import HistoryError
+from kchaos.harness.errors import HistoryError
 
 FINE = 0.1  # seconds per fine bucket
 SAMPLES_PER_BUCKET = 400

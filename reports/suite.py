@@ -21,8 +21,8 @@ from typing import Any
 import orjson
 import plotly.graph_objects as go
 
-from reports import html, junit
-from reports.build import RunReport
+from kchaos.reports import html, junit
+from kchaos.reports.build import RunReport
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.scenario.expect import Outcome, verdict_text
-from reports.rundata import RunData
+from kchaos.harness.scenario.expect import Outcome, verdict_text
+from kchaos.reports.rundata import RunData
 
 
 def summarize(data: RunData, outcome: Outcome) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from harness.checker.controller import (
+from kchaos.harness.checker.controller import (
     FILE_NAME,
     BrokerState,
     ControllerRecord,
@@ -20,8 +20,8 @@ from harness.checker.controller import (
     classify,
     read_controller,
 )
-from harness.errors import HistoryError
-from reports.rundata import FaultWindow
+from kchaos.harness.errors import HistoryError
+from kchaos.reports.rundata import FaultWindow
 
 MAX_ROWS = 400  # per partition table; a long run's tail is summarised
 
@@ -113,7 +113,7 @@ def fault_rows(faults: list[FaultWindow]) -> list[Row]:
 
 def render(run_dir: Path, faults: list[FaultWindow]) -> str:
     """The "Controller timeline" section of report.html ("" when there is no record)."""
-    from reports.html import table  # the page's own table helper
+    from kchaos.reports.html import table  # the page's own table helper
 
     record = load(run_dir)
     if record is None:

@@ -4,7 +4,7 @@ On one 3-broker cluster, for each record size, side by side:
 
 * ``perf-test``: ``kafka-producer-perf-test.sh`` in a container from the Kafka image, on
   the run's network, against the same bootstrap servers (acks=all, idempotent, linger 5);
-* ``recording``: one :class:`workloads.producer.ProducerWorker` writing the history;
+* ``recording``: one :class:`kchaos.workloads.producer.ProducerWorker` writing the history;
 * ``bare``: the same worker with recording off (a sink that drops events);
 
 for each client library. Prints recording / perf-test (goal >= 0.8) and recording / bare
@@ -25,13 +25,13 @@ from typing import Any
 
 import click
 
-from harness.errors import ConfigError, WorkloadError
-from harness.labels import labels_for
-from workloads.clients import QUIET_LOG_LEVEL, ProducerClient, SendCallback
-from workloads.history import HistorySink, HistoryWriter, NullSink
-from workloads.producer import ProducerWorker, producer_factory
-from workloads.spec import CLIENT_LIBS, ProducerSpec
-from workloads.topics import delete_topics, ensure_topics
+from kchaos.harness.errors import ConfigError, WorkloadError
+from kchaos.harness.labels import labels_for
+from kchaos.workloads.clients import QUIET_LOG_LEVEL, ProducerClient, SendCallback
+from kchaos.workloads.history import HistorySink, HistoryWriter, NullSink
+from kchaos.workloads.producer import ProducerWorker, producer_factory
+from kchaos.workloads.spec import CLIENT_LIBS, ProducerSpec
+from kchaos.workloads.topics import delete_topics, ensure_topics
 
 PERF_TEST = "/opt/kafka/bin/kafka-producer-perf-test.sh"
 _PERF_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
@@ -82,7 +82,7 @@ def run_perf_test(
     cluster: Any, topic: str, size: int, records: int, extra_props: tuple[str, ...] = ()
 ) -> Case:
     """kafka-producer-perf-test in a labelled container on the cluster's network."""
-    from harness.cluster.topology import network_name
+    from kchaos.harness.cluster.topology import network_name
 
     command = [
         "--topic", topic, "--num-records", str(records), "--record-size", str(size),
@@ -261,8 +261,8 @@ def produce_cmd(
     sizes: str, clients: str, records: int | None, repeat: int, out: Path | None, perf_props: str
 ) -> int:
     """Recording producer vs kafka-producer-perf-test, with and without recording."""
-    from harness.cluster import Cluster, ClusterSpec
-    from harness.images import ensure_images
+    from kchaos.harness.cluster import Cluster, ClusterSpec
+    from kchaos.harness.images import ensure_images
 
     try:
         size_list = [int(s) for s in sizes.split(",") if s.strip()]

@@ -3,7 +3,7 @@
 Workers (producer, consumer, drain) speak only to :class:`ProducerClient` and
 :class:`ConsumerClient`; :func:`make_producer` / :func:`make_consumer` pick the library
 (``"confluent"`` for confluent-kafka, ``"kafka-python"``). Error names handed back are
-canonical (see :mod:`workloads.classify`).
+canonical (see :mod:`kchaos.workloads.classify`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from harness.errors import ConfigError
-from workloads.spec import ProducerSpec
+from kchaos.harness.errors import ConfigError
+from kchaos.workloads.spec import ProducerSpec
 
 TopicPartition = tuple[str, int]
 # librdkafka logs every disconnect at warning level on stderr, which is the point of a
@@ -108,11 +108,11 @@ def make_producer(
     lib: str, bootstrap_servers: str, spec: ProducerSpec, on_done: SendCallback, client_id: str
 ) -> ProducerClient:
     if lib == "confluent":
-        from workloads.confluent_client import ConfluentProducer
+        from kchaos.workloads.confluent_client import ConfluentProducer
 
         return ConfluentProducer(bootstrap_servers, spec, on_done, client_id)
     if lib == "kafka-python":
-        from workloads.kafkapython_client import KafkaPythonProducer
+        from kchaos.workloads.kafkapython_client import KafkaPythonProducer
 
         return KafkaPythonProducer(bootstrap_servers, spec, on_done, client_id)
     raise ConfigError(f"unknown client library {lib!r}", field="client")
@@ -128,11 +128,11 @@ def make_consumer(
     extra: Mapping[str, str] | None = None,
 ) -> ConsumerClient:
     if lib == "confluent":
-        from workloads.confluent_client import ConfluentConsumer
+        from kchaos.workloads.confluent_client import ConfluentConsumer
 
         return ConfluentConsumer(bootstrap_servers, group_id, rack, client_id, extra or {})
     if lib == "kafka-python":
-        from workloads.kafkapython_client import KafkaPythonConsumer
+        from kchaos.workloads.kafkapython_client import KafkaPythonConsumer
 
         return KafkaPythonConsumer(bootstrap_servers, group_id, rack, client_id, extra or {})
     raise ConfigError(f"unknown client library {lib!r}", field="client")

@@ -1,4 +1,4 @@
-"""confluent-kafka (librdkafka) behind :mod:`workloads.clients`' interface."""
+"""confluent-kafka (librdkafka) behind :mod:`kchaos.workloads.clients`' interface."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
-from workloads.classify import canonical_name
-from workloads.clients import (
+from kchaos.workloads.classify import canonical_name
+from kchaos.workloads.clients import (
     AssignCallback,
     Record,
     SendCallback,
@@ -19,8 +19,8 @@ from workloads.clients import (
     SendResult,
     TopicPartition,
 )
-from workloads.spec import ProducerSpec
-from workloads.values import value_of
+from kchaos.workloads.spec import ProducerSpec
+from kchaos.workloads.values import value_of
 
 _OFFSET_BEGINNING = -2
 

@@ -22,11 +22,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workloads.clients import ConsumerClient, TopicPartition
-from workloads.history import HistorySink
-from workloads.metrics import HarnessMetrics
-from workloads.spec import ConsumerSpec
-from workloads.values import value_of
+from kchaos.workloads.clients import ConsumerClient, TopicPartition
+from kchaos.workloads.history import HistorySink
+from kchaos.workloads.metrics import HarnessMetrics
+from kchaos.workloads.spec import ConsumerSpec
+from kchaos.workloads.values import value_of
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from workloads.clients import ConsumerClient, TopicPartition
-from workloads.consumer import record_dicts
-from workloads.history import HistorySink
-from workloads.metrics import HarnessMetrics
+from kchaos.workloads.clients import ConsumerClient, TopicPartition
+from kchaos.workloads.consumer import record_dicts
+from kchaos.workloads.history import HistorySink
+from kchaos.workloads.metrics import HarnessMetrics
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ The real sink is :class:`HistoryWriter`; :class:`ListSink` (tests) keeps parsed 
 How the writer stays cheap for the thread that records: a call reads the clock and
 extends one list with the line's template and fields (atomic under the GIL, so no lock
 is taken). Every 50 ms a flusher thread hands what piled up, as one ``marshal``-ed list,
-to the scribe (:mod:`workloads.scribe`), a child process that numbers the lines, builds
+to the scribe (:mod:`kchaos.workloads.scribe`), a child process that numbers the lines, builds
 the JSON text and appends whole lines to the file. Formatting off the recording process
 matters because one GIL-bound thread drives the producers (docs/workloads.md).
 
@@ -46,8 +46,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from harness.errors import HistoryError
-from workloads import scribe as _scribe
+from kchaos.harness.errors import HistoryError
+from kchaos.workloads import scribe as _scribe
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ class HistoryWriter:
     Lines get ``index`` 0, 1, 2, ... in the order they were recorded and ``time`` in
     monotonic nanoseconds since the writer was created, never going backwards along the
     file. Recording relies on the GIL: ``list.extend`` of a tuple is atomic. The JSON
-    text is made by the scribe process (:mod:`workloads.scribe`).
+    text is made by the scribe process (:mod:`kchaos.workloads.scribe`).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, flush_interval: float = FLUSH_INTERVAL_S):

@@ -1,4 +1,4 @@
-"""kafka-python behind :mod:`workloads.clients`' interface.
+"""kafka-python behind :mod:`kchaos.workloads.clients`' interface.
 
 kafka-python completes sends from its own I/O thread, so the callbacks below may run
 concurrently with the worker; the worker's bookkeeping is locked for that.
@@ -15,8 +15,8 @@ import kafka.errors as kerrors
 from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTopicPartition
 
-from workloads.classify import canonical_name
-from workloads.clients import (
+from kchaos.workloads.classify import canonical_name
+from kchaos.workloads.clients import (
     AssignCallback,
     Record,
     SendCallback,
@@ -24,7 +24,7 @@ from workloads.clients import (
     SendResult,
     TopicPartition,
 )
-from workloads.spec import ProducerSpec
+from kchaos.workloads.spec import ProducerSpec
 
 
 def error_name(exc: BaseException) -> str:

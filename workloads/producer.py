@@ -2,7 +2,7 @@
 
 Per send: an ``invoke`` line before the record is handed to the client, then exactly one
 completion -- ``ok`` with partition and offset, ``fail`` (certainly not written) or
-``info`` (unknown) as decided by :mod:`workloads.classify`. On stop, the worker flushes
+``info`` (unknown) as decided by :mod:`kchaos.workloads.classify`. On stop, the worker flushes
 for ``close_timeout`` seconds; sends still unacknowledged then complete as ``info``
 (``error: "closed-in-flight"``) and any later callback for them is ignored.
 """
@@ -15,12 +15,18 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workloads.classify import classify
-from workloads.clients import ProducerClient, SendCallback, SendRefused, SendResult, make_producer
-from workloads.history import HistorySink, LineTemplate, json_text, line_template
-from workloads.metrics import HarnessMetrics
-from workloads.spec import ProducerSpec
-from workloads.values import RateLimiter, padder
+from kchaos.workloads.classify import classify
+from kchaos.workloads.clients import (
+    ProducerClient,
+    SendCallback,
+    SendRefused,
+    SendResult,
+    make_producer,
+)
+from kchaos.workloads.history import HistorySink, LineTemplate, json_text, line_template
+from kchaos.workloads.metrics import HarnessMetrics
+from kchaos.workloads.spec import ProducerSpec
+from kchaos.workloads.values import RateLimiter, padder
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Every field has a safe default (acks=all, idempotent, the confluent-kafka client); the
 runner builds a :class:`WorkloadSpec` from a scenario and hands it to
-:class:`workloads.workload.Workload`.
+:class:`kchaos.workloads.workload.Workload`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.errors import ConfigError
+from kchaos.harness.errors import ConfigError
 
 ClientLib = Literal["confluent", "kafka-python"]
 CLIENT_LIBS: tuple[str, ...] = ("confluent", "kafka-python")

@@ -9,7 +9,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.errors import WorkloadError
+from kchaos.harness.errors import WorkloadError
 
 
 def create_new_topics(

@@ -24,16 +24,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from harness.cluster.api import ClusterHandle
-from harness.errors import WorkloadError
-from workloads.clients import QUIET_LOG_LEVEL, make_consumer
-from workloads.consumer import ConsumerWorker
-from workloads.drain import DrainResult, drain
-from workloads.history import HistorySink
-from workloads.metrics import HarnessMetrics
-from workloads.monitor import BROKER_METRICS_FILE, AdminMetadataSource, Monitor
-from workloads.producer import ProducerWorker, producer_factory
-from workloads.spec import WorkloadSpec
+from kchaos.harness.cluster.api import ClusterHandle
+from kchaos.harness.errors import WorkloadError
+from kchaos.workloads.clients import QUIET_LOG_LEVEL, make_consumer
+from kchaos.workloads.consumer import ConsumerWorker
+from kchaos.workloads.drain import DrainResult, drain
+from kchaos.workloads.history import HistorySink
+from kchaos.workloads.metrics import HarnessMetrics
+from kchaos.workloads.monitor import BROKER_METRICS_FILE, AdminMetadataSource, Monitor
+from kchaos.workloads.producer import ProducerWorker, producer_factory
+from kchaos.workloads.spec import WorkloadSpec
 
 log = logging.getLogger(__name__)
 METRICS_PORT = 7071

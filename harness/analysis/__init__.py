@@ -2,7 +2,7 @@
 
 Public API: ``run_job`` (analyse run directories, write their outputs), ``export_parquet``
 (a Parquet copy of a history), ``DATA_KINDS``. Imported lazily, so that
-``python -m harness.analysis.job`` runs the module once.
+``python -m kchaos.harness.analysis.job`` runs the module once.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any
 __all__ = ["DATA_KINDS", "JobResult", "RunSummary", "export_parquet", "run_job"]
 
 _HOMES = {
-    "DATA_KINDS": "harness.analysis.schema",
-    "JobResult": "harness.analysis.job",
-    "RunSummary": "harness.analysis.job",
-    "run_job": "harness.analysis.job",
-    "export_parquet": "harness.analysis.export",
+    "DATA_KINDS": "kchaos.harness.analysis.schema",
+    "JobResult": "kchaos.harness.analysis.job",
+    "RunSummary": "kchaos.harness.analysis.job",
+    "run_job": "kchaos.harness.analysis.job",
+    "export_parquet": "kchaos.harness.analysis.export",
 }
 
 

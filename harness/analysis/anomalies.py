@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.analysis.tables import PART, Tables
+from kchaos.harness.analysis.tables import PART, Tables
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

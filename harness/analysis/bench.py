@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from harness.analysis.ingest import json_columns, to_parquet
-from harness.errors import AnalysisError
-from harness.paths import runs_dir
+from kchaos.harness.analysis.ingest import json_columns, to_parquet
+from kchaos.harness.errors import AnalysisError
+from kchaos.harness.paths import runs_dir
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -67,7 +67,7 @@ def spark_loss(spark: SparkSession, history: Path, via_parquet: bool = False) ->
     reader, or (``via_parquet``) converted by DuckDB first, as the job does on one machine."""
     from pyspark.sql import functions as F
 
-    from harness.analysis.schema import history_schema
+    from kchaos.harness.analysis.schema import history_schema
 
     reader = spark.read.schema(history_schema(with_corrupt=False))
     if not via_parquet:
@@ -84,8 +84,8 @@ def _loss_count(events: DataFrame) -> int:
     small extra query here, standing in for the job's validation pass that yields them."""
     from pyspark.sql import functions as F
 
-    from harness.analysis.anomalies import lost_write
-    from harness.analysis.tables import Tables, build_drained, build_reads, build_sends
+    from kchaos.harness.analysis.anomalies import lost_write
+    from kchaos.harness.analysis.tables import Tables, build_drained, build_reads, build_sends
 
     reads = build_reads(events)
     drain_values = reads.filter(F.col("src") == "drain").select("rk", "topic", "partition", "value")
@@ -102,9 +102,9 @@ def _timed(fn: Any) -> tuple[Any, float]:
 def run_bench(
     events: int, workdir: Path, master: str, threads: int, driver_memory: str = "6g"
 ) -> dict[str, Any]:
-    from harness.analysis.job import run_job
-    from harness.analysis.session import spark_errors, start_session
-    from harness.histgen import generate_run
+    from kchaos.harness.analysis.job import run_job
+    from kchaos.harness.analysis.session import spark_errors, start_session
+    from kchaos.harness.histgen import generate_run
 
     run = workdir / f"hist-{events}"
     history = run / "history.jsonl"

@@ -48,7 +48,7 @@ def analyze_cmd(
     runs or --out, also the cross-run table (Parquet, CSV) and trend.html.
     Exit code: 0 all valid, 1 any invalid, 2 any unknown, 3 bad input, 4 Spark failure.
     """
-    from harness.analysis.job import exit_code, run_job
+    from kchaos.harness.analysis.job import exit_code, run_job
 
     result = run_job(
         list(run_dirs),
@@ -81,7 +81,7 @@ def analyze_cmd(
 @click.option("--master", default=None, help=MASTER_HELP)
 def export_cmd(run_dirs: tuple[Path, ...], master: str | None) -> int:
     """Write RUN_DIR/history.parquet, a Parquet copy of the history partitioned by f."""
-    from harness.analysis.export import export_parquet
+    from kchaos.harness.analysis.export import export_parquet
 
     for path in export_parquet(list(run_dirs), master=master):
         click.echo(str(path))

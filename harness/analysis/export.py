@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.analysis.load import load_events
-from harness.analysis.runs import PARQUET, resolve_runs
-from harness.analysis.session import spark_errors, start_session
+from kchaos.harness.analysis.load import load_events
+from kchaos.harness.analysis.runs import PARQUET, resolve_runs
+from kchaos.harness.analysis.session import spark_errors, start_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -3,7 +3,7 @@
 Parsing is the biggest cost of the job on one machine: Spark's JSON reader took 3 to 5 s
 per million events on two cores, several times DuckDB's whole loss query. When the master
 is local, each ``history.jsonl`` is therefore read once by DuckDB's reader (explicit
-columns, the same types as :func:`harness.analysis.schema.history_schema`) into a
+columns, the same types as :func:`kchaos.harness.analysis.schema.history_schema`) into a
 temporary Parquet file that Spark then reads. On a cluster the executors parse the JSON
 themselves, in parallel, and this step is skipped.
 
@@ -56,7 +56,7 @@ def json_columns() -> str:
 def to_parquet(history: Path, target: Path, threads: int = 2) -> bool:
     """Write ``history`` (JSON lines) as one Parquet file at ``target``; False (and no
     file) when DuckDB cannot read every line strictly or a history line is torn."""
-    from harness.analysis.lines import ends_with_newline
+    from kchaos.harness.analysis.lines import ends_with_newline
 
     try:
         import duckdb

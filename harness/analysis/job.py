@@ -3,7 +3,7 @@
 Runnable three ways, unchanged:
 
     kchaos analyze RUN_DIR [RUN_DIR ...] [--master URL] [--out DIR]
-    python -m harness.analysis.job RUN_DIR ...
+    python -m kchaos.harness.analysis.job RUN_DIR ...
     spark-submit --master spark://HOST:7077 harness/analysis/job.py RUN_DIR ...
 """
 
@@ -17,22 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if __package__ in (None, ""):  # run as a file by spark-submit: make `harness` importable
+if __package__ in (None, ""):  # run as a file by spark-submit: kchaos is the installed package
     _here = str(Path(__file__).resolve().parent)
     # this directory's modules (session, schema, ...) must not shadow anything top-level
     sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != _here]
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.analysis.anomalies import all_anomalies
-from harness.analysis.load import load_events, precheck
-from harness.analysis.outputs import write_run_outputs
-from harness.analysis.runs import RunInput, resolve_runs
-from harness.analysis.schema import DATA_KINDS, NOT_INVALID
-from harness.analysis.session import spark_errors, start_session
-from harness.analysis.tables import build_tables, unpersist
-from harness.analysis.trend import write_trend
-from harness.analysis.windows import fault_lines, window_stats
-from harness.errors import KchaosError
+from kchaos.harness.analysis.anomalies import all_anomalies
+from kchaos.harness.analysis.load import load_events, precheck
+from kchaos.harness.analysis.outputs import write_run_outputs
+from kchaos.harness.analysis.runs import RunInput, resolve_runs
+from kchaos.harness.analysis.schema import DATA_KINDS, NOT_INVALID
+from kchaos.harness.analysis.session import spark_errors, start_session
+from kchaos.harness.analysis.tables import build_tables, unpersist
+from kchaos.harness.analysis.trend import write_trend
+from kchaos.harness.analysis.windows import fault_lines, window_stats
+from kchaos.harness.errors import KchaosError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

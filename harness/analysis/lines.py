@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 
-from harness.analysis.schema import OPTIONAL, RECORD_FIELDS, REQUIRED, TYPES
-from harness.errors import HistoryError
+from kchaos.harness.analysis.schema import OPTIONAL, RECORD_FIELDS, REQUIRED, TYPES
+from kchaos.harness.errors import HistoryError
 
 
 def _type_ok(value: Any, types: tuple[type, ...]) -> bool:

@@ -14,18 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.analysis.ingest import to_parquet
-from harness.analysis.lines import (
+from kchaos.harness.analysis.ingest import to_parquet
+from kchaos.harness.analysis.lines import (
     count_lines,
     ends_with_newline,
     first_bad_line,
     last_line,
     line_problem,
 )
-from harness.analysis.runs import RunInput
-from harness.analysis.schema import CORRUPT, REQUIRED, TYPES, column_names, history_schema
-from harness.analysis.session import spark_errors
-from harness.errors import HistoryError
+from kchaos.harness.analysis.runs import RunInput
+from kchaos.harness.analysis.schema import CORRUPT, REQUIRED, TYPES, column_names, history_schema
+from kchaos.harness.analysis.session import spark_errors
+from kchaos.harness.errors import HistoryError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

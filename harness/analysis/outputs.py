@@ -10,7 +10,7 @@ import orjson
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from harness.analysis.job import RunSummary
+    from kchaos.harness.analysis.job import RunSummary
 
 WINDOW_COLUMNS: list[tuple[str, str]] = [
     ("w", "int"),

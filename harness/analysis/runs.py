@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HistoryError
+from kchaos.harness.errors import HistoryError
 
 JSONL = "history.jsonl"
 PARQUET = "history.parquet"

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.errors import AnalysisError, KchaosError
+from kchaos.harness.errors import AnalysisError, KchaosError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

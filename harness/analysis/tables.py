@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.errors import HistoryError
+from kchaos.harness.errors import HistoryError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

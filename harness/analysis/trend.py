@@ -12,14 +12,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.analysis.outputs import WINDOW_DDL, window_rows
-from harness.analysis.runs import KEY_CONFIGS, read_json, run_facts
-from harness.analysis.schema import DATA_KINDS
+from kchaos.harness.analysis.outputs import WINDOW_DDL, window_rows
+from kchaos.harness.analysis.runs import KEY_CONFIGS, read_json, run_facts
+from kchaos.harness.analysis.schema import DATA_KINDS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from harness.analysis.job import RunSummary
+    from kchaos.harness.analysis.job import RunSummary
 
 # Kinds only `kchaos check` reports; the table takes their counts from results.json.
 CHECK_ONLY = (

@@ -1,8 +1,8 @@
 """Checkers: verdicts from a history (format v1), without Docker or Kafka clients."""
 
-from harness.checker.api import CHECKERS, check_facts, check_history, check_run
-from harness.checker.config import RunConfig
-from harness.checker.model import KINDS, Anomaly, CheckOutcome, Results
+from kchaos.harness.checker.api import CHECKERS, check_facts, check_history, check_run
+from kchaos.harness.checker.config import RunConfig
+from kchaos.harness.checker.model import KINDS, Anomaly, CheckOutcome, Results
 
 __all__ = [
     "CHECKERS",

@@ -14,21 +14,21 @@ from pathlib import Path
 
 import orjson
 
-from harness.checker.availability import check_availability
-from harness.checker.config import RunConfig
-from harness.checker.controller import load_controller, read_controller
-from harness.checker.durability import check_durability
-from harness.checker.examples import add_line_indexes
-from harness.checker.facts import Facts
-from harness.checker.isr import check_isr
-from harness.checker.model import Anomaly, CheckOutcome, Results, combine
-from harness.checker.ordering import check_ordering
-from harness.checker.parse import read_history
-from harness.checker.reads import check_reads
-from harness.checker.reread import FILE_NAME as REREAD_FILE
-from harness.checker.reread import KIND as REREAD_KIND
-from harness.checker.reread import compare_reread
-from harness.errors import HistoryError
+from kchaos.harness.checker.availability import check_availability
+from kchaos.harness.checker.config import RunConfig
+from kchaos.harness.checker.controller import load_controller, read_controller
+from kchaos.harness.checker.durability import check_durability
+from kchaos.harness.checker.examples import add_line_indexes
+from kchaos.harness.checker.facts import Facts
+from kchaos.harness.checker.isr import check_isr
+from kchaos.harness.checker.model import Anomaly, CheckOutcome, Results, combine
+from kchaos.harness.checker.ordering import check_ordering
+from kchaos.harness.checker.parse import read_history
+from kchaos.harness.checker.reads import check_reads
+from kchaos.harness.checker.reread import FILE_NAME as REREAD_FILE
+from kchaos.harness.checker.reread import KIND as REREAD_KIND
+from kchaos.harness.checker.reread import compare_reread
+from kchaos.harness.errors import HistoryError
 
 Checker = Callable[[Facts, RunConfig], CheckOutcome]
 

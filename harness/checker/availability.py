@@ -11,9 +11,9 @@ import math
 from array import array
 from typing import Any
 
-from harness.checker.config import RunConfig
-from harness.checker.facts import PENDING, Facts, Fault
-from harness.checker.model import CheckOutcome
+from kchaos.harness.checker.config import RunConfig
+from kchaos.harness.checker.facts import PENDING, Facts, Fault
+from kchaos.harness.checker.model import CheckOutcome
 
 _NS = 1e9
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import click
 
-from harness.checker.api import check_history
-from harness.histgen import generate
+from kchaos.harness.checker.api import check_history
+from kchaos.harness.histgen import generate
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def compare(path: Path, repeat: int = 3) -> BenchResult:
 def peak_memory(path: Path) -> tuple[float, float, str]:
     """Check ``path`` in a child process: (seconds, peak RSS in MB, verdict)."""
     code = (
-        "import sys; from harness.checker.api import check_history; "
+        "import sys; from kchaos.harness.checker.api import check_history; "
         "r = check_history(sys.argv[1]); print(r.valid)"
     )
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss

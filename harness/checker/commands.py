@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from harness.checker.api import check_run
-from harness.checker.model import Results, clip
+from kchaos.harness.checker.api import check_run
+from kchaos.harness.checker.model import Results, clip
 
 
 def summary_lines(results: Results) -> list[str]:

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from harness.errors import HistoryError, shown
+from kchaos.harness.errors import HistoryError, shown
 
 _UNCLEAN = "unclean.leader.election.enable"
 _MIN_ISR = "min.insync.replicas"

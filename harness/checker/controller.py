@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 import orjson
 
-from harness.checker.validate import Where
-from harness.errors import HistoryError
+from kchaos.harness.checker.validate import Where
+from kchaos.harness.errors import HistoryError
 
 FILE_NAME = "controller.jsonl"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.checker.config import RunConfig
-from harness.checker.facts import Facts
-from harness.checker.model import CheckOutcome
+from kchaos.harness.checker.config import RunConfig
+from kchaos.harness.checker.facts import Facts
+from kchaos.harness.checker.model import CheckOutcome
 
 
 def check_durability(facts: Facts, config: RunConfig) -> CheckOutcome:

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from harness.checker.model import Anomaly
+from kchaos.harness.checker.model import Anomaly
 
 MAX_NEEDLES = 300
 # A value longer than this is looked for by its first bytes only (a regular expression of

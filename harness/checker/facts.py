@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.checker.controller import ControllerRecord
+    from kchaos.harness.checker.controller import ControllerRecord
 
 # send status per value id
 PENDING, OK, FAIL, INFO, READ_ONLY = 0, 1, 2, 3, 4

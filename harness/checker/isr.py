@@ -6,10 +6,10 @@ from bisect import bisect_left, bisect_right
 from itertools import accumulate
 from typing import Any
 
-from harness.checker.config import RunConfig
-from harness.checker.controller import ControllerRecord, PartitionState
-from harness.checker.facts import Facts
-from harness.checker.model import CheckOutcome
+from kchaos.harness.checker.config import RunConfig
+from kchaos.harness.checker.controller import ControllerRecord, PartitionState
+from kchaos.harness.checker.facts import Facts
+from kchaos.harness.checker.model import CheckOutcome
 
 # How long before a send's invoke the committed ISR must already have been too small for
 # its acknowledgement to count against the broker: time for the leader to learn of it.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
-from harness.checker.config import RunConfig
-from harness.checker.facts import Facts
-from harness.checker.model import CheckOutcome
+from kchaos.harness.checker.config import RunConfig
+from kchaos.harness.checker.facts import Facts
+from kchaos.harness.checker.model import CheckOutcome
 
 
 def check_ordering(facts: Facts, config: RunConfig) -> CheckOutcome:

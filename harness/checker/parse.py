@@ -16,10 +16,19 @@ from typing import Any
 
 import orjson
 
-from harness.checker.config import acks_is_all
-from harness.checker.facts import FAIL, INFO, OK, PENDING, READ_ONLY, TP_BITS, DrainEnd, Facts
-from harness.checker.validate import Where, bad_record, metadata, record_fault
-from harness.errors import HistoryError, shown
+from kchaos.harness.checker.config import acks_is_all
+from kchaos.harness.checker.facts import (
+    FAIL,
+    INFO,
+    OK,
+    PENDING,
+    READ_ONLY,
+    TP_BITS,
+    DrainEnd,
+    Facts,
+)
+from kchaos.harness.checker.validate import Where, bad_record, metadata, record_fault
+from kchaos.harness.errors import HistoryError, shown
 
 _TYPES = frozenset(("invoke", "ok", "fail", "info"))
 

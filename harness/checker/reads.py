@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.checker.config import RunConfig
-from harness.checker.facts import FAIL, TP_BITS, Facts, unpack
-from harness.checker.model import CheckOutcome
+from kchaos.harness.checker.config import RunConfig
+from kchaos.harness.checker.facts import FAIL, TP_BITS, Facts, unpack
+from kchaos.harness.checker.model import CheckOutcome
 
 
 def check_reads(facts: Facts, config: RunConfig) -> CheckOutcome:

@@ -1,7 +1,7 @@
 """The drain against an independent reader (``RUN_DIR/reread.jsonl``).
 
 The runner reads every topic a second time with Kafka's own console consumer
-(:mod:`harness.run.reread`). Where the drain completed a partition, both must hold the
+(:mod:`kchaos.harness.run.reread`). Where the drain completed a partition, both must hold the
 same record at every offset from its log start offset up to its high watermark. A
 difference says the harness misread Kafka (its drain, its client, its recording), so it
 is a *harness error* of the run, not a Kafka anomaly: it is listed under
@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 
-from harness.checker.facts import Facts
-from harness.checker.model import Anomaly
-from harness.checker.validate import Where
-from harness.errors import HistoryError
+from kchaos.harness.checker.facts import Facts
+from kchaos.harness.checker.model import Anomaly
+from kchaos.harness.checker.validate import Where
+from kchaos.harness.errors import HistoryError
 
 FILE_NAME = "reread.jsonl"
 KIND = "reader-disagrees"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from harness.checker.facts import Facts, Fault, LeaderChange
-from harness.errors import HistoryError, shown
+from kchaos.harness.checker.facts import Facts, Fault, LeaderChange
+from kchaos.harness.errors import HistoryError, shown
 
 _NAMES = {int: "an integer", str: "a string", list: "a list", dict: "an object"}
 

@@ -1,6 +1,6 @@
 """The Kafka cluster under test: ``Cluster``, ``ClusterSpec``, ``attach``.
 
-Imported lazily, so that ``harness.cluster.api`` (the handles faults and workloads code
+Imported lazily, so that ``kchaos.harness.cluster.api`` (the handles faults and workloads code
 against) loads without Docker or Kafka client libraries.
 """
 
@@ -9,19 +9,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.cluster.cluster import Cluster, attach
-    from harness.cluster.spec import ClusterSpec
+    from kchaos.harness.cluster.cluster import Cluster, attach
+    from kchaos.harness.cluster.spec import ClusterSpec
 
 __all__ = ["Cluster", "ClusterSpec", "attach"]
 
 
 def __getattr__(name: str) -> Any:
     if name in ("Cluster", "attach"):
-        from harness.cluster import cluster
+        from kchaos.harness.cluster import cluster
 
         return getattr(cluster, name)
     if name == "ClusterSpec":
-        from harness.cluster.spec import ClusterSpec
+        from kchaos.harness.cluster.spec import ClusterSpec
 
         return ClusterSpec
-    raise AttributeError(f"module 'harness.cluster' has no attribute {name!r}")
+    raise AttributeError(f"module 'kchaos.harness.cluster' has no attribute {name!r}")

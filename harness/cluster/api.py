@@ -1,6 +1,6 @@
 """The cluster's public shape: what faults, workloads and the runner may rely on.
 
-`harness.cluster.Cluster` implements :class:`ClusterHandle`. Faults act only through
+`kchaos.harness.cluster.Cluster` implements :class:`ClusterHandle`. Faults act only through
 these handles (never through Docker directly), so that `kchaos cleanup` knows every
 kind of thing that can be left behind.
 

@@ -17,10 +17,10 @@ import time
 
 import click
 
-from harness.cluster.cluster import Cluster
-from harness.cluster.containers import docker_client
-from harness.cluster.spec import ClusterSpec
-from harness.paths import COMPOSE_DIR, REPO_ROOT
+from kchaos.harness.cluster.cluster import Cluster
+from kchaos.harness.cluster.containers import docker_client
+from kchaos.harness.cluster.spec import ClusterSpec
+from kchaos.harness.paths import COMPOSE_DIR
 
 CLUSTER_GOAL_S = 30.0
 
@@ -42,7 +42,7 @@ def _baseline(image: str) -> float:
 def _setup_seconds() -> tuple[float, int]:
     began = time.monotonic()
     done = subprocess.run(
-        ["bash", str(COMPOSE_DIR / "setup.sh")], cwd=REPO_ROOT, capture_output=True, timeout=1800
+        ["bash", str(COMPOSE_DIR / "setup.sh")], capture_output=True, timeout=1800
     )
     return time.monotonic() - began, done.returncode
 

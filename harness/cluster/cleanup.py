@@ -7,7 +7,7 @@ run id in ``io.kchaos.run``) and mounts, loop devices and files under
 1. thaw every filesystem mounted under the run's directory (a writer blocked on a frozen
    filesystem cannot be killed, so this must come before anything else);
 2. SIGCONT every process of the run's containers, and unpause paused containers;
-3. ``faults.heal_everything`` on the attached cluster, when the faults package has it;
+3. ``kchaos.faults.heal_everything`` on the attached cluster, when the faults package has it;
 4. remove the containers, then the network;
 5. unmount, detach the loop devices backed by files under the run's directory;
 6. delete the run's directory (only once nothing is mounted below it).
@@ -28,11 +28,11 @@ import click
 import docker
 import docker.errors
 
-from harness.cluster import filesystem
-from harness.cluster.containers import container_pids, docker_client
-from harness.cluster.topology import run_dir
-from harness.errors import ConfigError
-from harness.labels import LABEL_APP, LABEL_RUN, state_root
+from kchaos.harness.cluster import filesystem
+from kchaos.harness.cluster.containers import container_pids, docker_client
+from kchaos.harness.cluster.topology import run_dir
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.labels import LABEL_APP, LABEL_RUN, state_root
 
 Echo = Callable[[str], None]
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -125,15 +125,15 @@ def release_processes(
 
 
 def heal_faults(run_id: str, echo: Echo = _quiet) -> list[str]:
-    """faults.heal_everything(attach(run_id)) when both exist; never raises."""
+    """kchaos.faults.heal_everything(attach(run_id)) when both exist; never raises."""
     try:
-        import faults
+        from kchaos import faults
     except ImportError:
         return []
     heal = getattr(faults, "heal_everything", None)
     if heal is None:
         return []
-    from harness.cluster.cluster import attach
+    from kchaos.harness.cluster.cluster import attach
 
     try:
         cluster = attach(run_id)

@@ -1,5 +1,5 @@
 """``Cluster``: a KRaft cluster in Docker, every link behind Toxiproxy, every node on its
-own ext4 filesystem. Implements :class:`harness.cluster.api.ClusterHandle`.
+own ext4 filesystem. Implements :class:`kchaos.harness.cluster.api.ClusterHandle`.
 
     with Cluster(ClusterSpec(brokers=3)) as cluster:
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
@@ -24,17 +24,17 @@ import docker.errors
 from confluent_kafka.admin import AdminClient
 from docker.models.containers import Container
 
-from harness.cluster import filesystem, readiness
-from harness.cluster.api import (
+from kchaos.harness.cluster import filesystem, readiness
+from kchaos.harness.cluster.api import (
     CLIENT_PORT,
     CONTROLLER_PORT,
     TOXIPROXY_API_PORT,
     LinkClass,
     NodeHandle,
 )
-from harness.cluster.cleanup import cleanup_run
-from harness.cluster.config import DATA_UID, new_cluster_id, node_environment
-from harness.cluster.containers import (
+from kchaos.harness.cluster.cleanup import cleanup_run
+from kchaos.harness.cluster.config import DATA_UID, new_cluster_id, node_environment
+from kchaos.harness.cluster.containers import (
     container_pids,
     create_network,
     create_node_container,
@@ -47,12 +47,18 @@ from harness.cluster.containers import (
     send_signal,
     status_report,
 )
-from harness.cluster.proxies import ToxiproxyAPI
-from harness.cluster.spec import ClusterSpec
-from harness.cluster.state import RunState, load, save
-from harness.cluster.topology import container_name, fs_label, plan_nodes, run_dir, toxiproxy_ip
-from harness.errors import BrokerStartError, ClusterError, ReadinessTimeout, SetupError
-from harness.labels import new_run_id
+from kchaos.harness.cluster.proxies import ToxiproxyAPI
+from kchaos.harness.cluster.spec import ClusterSpec
+from kchaos.harness.cluster.state import RunState, load, save
+from kchaos.harness.cluster.topology import (
+    container_name,
+    fs_label,
+    plan_nodes,
+    run_dir,
+    toxiproxy_ip,
+)
+from kchaos.harness.errors import BrokerStartError, ClusterError, ReadinessTimeout, SetupError
+from kchaos.harness.labels import new_run_id
 
 METRICS_PORT = 7071
 JMX_PORT = METRICS_PORT
@@ -295,7 +301,7 @@ class Cluster:
         if (kafka is None or toxi is None) and spec.images is not None:
             kafka, toxi = kafka or spec.images.kafka, toxi or spec.images.toxiproxy
         if kafka is None or toxi is None:
-            from harness.images import ensure_images
+            from kchaos.harness.images import ensure_images
 
             images = ensure_images(spec.kafka_version)
             kafka, toxi = kafka or images.kafka, toxi or images.toxiproxy

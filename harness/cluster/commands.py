@@ -9,11 +9,11 @@ from types import FrameType
 
 import click
 
-from harness.cluster.cleanup import check_run_id, cleanup_run
-from harness.cluster.cluster import Cluster
-from harness.cluster.containers import docker_client
-from harness.cluster.spec import ClusterSpec, default_kafka_version
-from harness.labels import new_run_id
+from kchaos.harness.cluster.cleanup import check_run_id, cleanup_run
+from kchaos.harness.cluster.cluster import Cluster
+from kchaos.harness.cluster.containers import docker_client
+from kchaos.harness.cluster.spec import ClusterSpec, default_kafka_version
+from kchaos.harness.labels import new_run_id
 
 
 def _terminate(signum: int, _frame: FrameType | None) -> None:

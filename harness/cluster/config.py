@@ -13,14 +13,14 @@ import re
 import uuid
 from collections.abc import Mapping
 
-from harness.cluster.api import (
+from kchaos.harness.cluster.api import (
     CLIENT_PORT,
     CONTROLLER_PORT,
     PROXY_PORT_BASE,
     REPLICATION_PORT,
 )
-from harness.cluster.spec import ClusterSpec
-from harness.errors import ConfigError
+from kchaos.harness.cluster.spec import ClusterSpec
+from kchaos.harness.errors import ConfigError
 
 ENV_PREFIX = "KAFKA_"
 # Names the images read as JVM/launcher settings, never as server properties.

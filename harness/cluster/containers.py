@@ -17,11 +17,11 @@ from docker.models.containers import Container
 from docker.models.networks import Network
 from docker.types import IPAMConfig, IPAMPool, Mount
 
-from harness.cluster.api import NodeHandle
-from harness.cluster.config import DATA_DIR
-from harness.cluster.topology import choose_subnets, gateway_ip, network_name
-from harness.errors import ClusterError, SetupError
-from harness.labels import labels_for
+from kchaos.harness.cluster.api import NodeHandle
+from kchaos.harness.cluster.config import DATA_DIR
+from kchaos.harness.cluster.topology import choose_subnets, gateway_ip, network_name
+from kchaos.harness.errors import ClusterError, SetupError
+from kchaos.harness.labels import labels_for
 
 
 def docker_client() -> docker.DockerClient:

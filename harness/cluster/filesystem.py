@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import ClusterError
+from kchaos.harness.errors import ClusterError
 
 EXT4_IOC_SHUTDOWN = 0x8004587D  # _IOR('X', 125, __u32)
 EXT4_GOING_FLAGS_NOLOGFLUSH = 2  # drop the journal's unflushed work: a power cut

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import docker.errors
 
-from harness.cluster.cluster import Cluster
-from harness.errors import ClusterError
+from kchaos.harness.cluster.cluster import Cluster
+from kchaos.harness.errors import ClusterError
 
 
 def _own_heal(cluster: Cluster) -> list[str]:
@@ -35,11 +35,11 @@ def _own_heal(cluster: Cluster) -> list[str]:
 
 
 def ensure_healthy(cluster: Cluster, timeout: float = 120.0) -> list[str]:
-    """Heal every fault (``faults.heal_everything`` when present), start stopped nodes and
+    """Heal every fault (``kchaos.faults.heal_everything`` when present), start stopped nodes and
     wait until the cluster is ready; returns what was done."""
     heal: Callable[..., list[str]] | None = None
     with contextlib.suppress(ImportError):
-        import faults
+        from kchaos import faults
 
         heal = getattr(faults, "heal_everything", None)
     try:

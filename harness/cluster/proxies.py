@@ -13,8 +13,8 @@ from typing import Any
 
 import requests
 
-from harness.cluster.api import ProxyHandle
-from harness.errors import ClusterError
+from kchaos.harness.cluster.api import ProxyHandle
+from kchaos.harness.errors import ClusterError
 
 
 class ToxiproxyAPI:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from harness.errors import ConfigError
+from kchaos.harness.errors import ConfigError
 
 # Kept equal to harness.images.DEFAULT_KAFKA_VERSION (imported lazily so that this module
 # stays importable without the images package).
@@ -21,14 +21,14 @@ FAST_JVM_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Djav
 
 def default_kafka_version() -> str:
     try:
-        from harness.images import DEFAULT_KAFKA_VERSION
+        from kchaos.harness.images import DEFAULT_KAFKA_VERSION
     except ImportError:  # pragma: no cover - only while the images package is missing
         return FALLBACK_KAFKA_VERSION
     return str(DEFAULT_KAFKA_VERSION)
 
 
 class ImageTags(Protocol):
-    """The two image tags a cluster needs; ``harness.images.ImageSet`` satisfies it."""
+    """The two image tags a cluster needs; ``kchaos.harness.images.ImageSet`` satisfies it."""
 
     @property
     def kafka(self) -> str: ...
@@ -74,7 +74,7 @@ class ClusterSpec:
     node; both are passed to Kafka untouched and win over the harness's own defaults.
     ``racks`` maps node id to ``broker.rack`` (for follower fetching add
     ``replica.selector.class`` to ``server_properties``). Images: explicit tags win, then
-    ``images`` (an ImageSet), else ``harness.images.ensure_images(kafka_version)``.
+    ``images`` (an ImageSet), else ``kchaos.harness.images.ensure_images(kafka_version)``.
     ``jvm_performance_opts`` becomes KAFKA_JVM_PERFORMANCE_OPTS ("": the image's own).
     """
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.api import NodeHandle, ProxyHandle
-from harness.cluster.spec import ClusterSpec
-from harness.cluster.topology import run_dir
-from harness.errors import ClusterError
+from kchaos.harness.cluster.api import NodeHandle, ProxyHandle
+from kchaos.harness.cluster.spec import ClusterSpec
+from kchaos.harness.cluster.topology import run_dir
+from kchaos.harness.errors import ClusterError
 
 STATE_FILE = "cluster.json"
 FORMAT_VERSION = 1

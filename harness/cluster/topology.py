@@ -7,10 +7,10 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.cluster.api import LINK_CLASSES, LinkClass, NodeHandle, ProxyHandle
-from harness.cluster.config import proxy_port
-from harness.cluster.spec import ClusterSpec
-from harness.labels import state_root
+from kchaos.harness.cluster.api import LINK_CLASSES, LinkClass, NodeHandle, ProxyHandle
+from kchaos.harness.cluster.config import proxy_port
+from kchaos.harness.cluster.spec import ClusterSpec
+from kchaos.harness.labels import state_root
 
 # Candidate subnets: 10.213.0.0/24 .. 10.213.255.0/24 (one per run).
 SUBNET_POOL = ipaddress.IPv4Network("10.213.0.0/16")

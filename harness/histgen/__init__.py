@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 import orjson
 
-from harness.histgen.model import INJECTABLE, INVALIDATING, GeneratedHistory, Injection
-from harness.histgen.sim import Sim, drain
+from kchaos.harness.histgen.model import INJECTABLE, INVALIDATING, GeneratedHistory, Injection
+from kchaos.harness.histgen.sim import Sim, drain
 
 __all__ = ["INJECTABLE", "GeneratedHistory", "Injection", "generate", "generate_run"]
 
@@ -58,7 +58,7 @@ def generate(
     if producers < 1 or consumers < 1 or partitions < 1 or replicas < 2:
         raise ValueError("need at least 1 producer, 1 consumer, 1 partition, 2 replicas")
     path = Path(path)
-    from harness.histgen.workload import run_workload
+    from kchaos.harness.histgen.workload import run_workload
 
     g = Sim(path, seed, topic, partitions, replicas, min_insync, elr)
     try:
@@ -95,7 +95,7 @@ def generate_run(run_dir: str | Path, **kwargs: Any) -> GeneratedHistory:
     run_json = kwargs.pop("run_json", None)
     gen = generate(run_dir / "history.jsonl", **kwargs)
     config: dict[str, Any] = {
-        "generated_by": "harness.histgen",
+        "generated_by": "kchaos.harness.histgen",
         "seed": gen.seed,
         "topics": [
             {

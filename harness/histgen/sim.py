@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from harness.histgen.model import Injection
+from kchaos.harness.histgen.model import Injection
 
 # Slot markers in the simulated log: what a poll / the drain may see at an offset.
 NORMAL, LOST, PHANTOM = 0, 1, 2

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.histgen.model import INJECTABLE, Injection
-from harness.histgen.sim import (
+from kchaos.harness.histgen.model import INJECTABLE, Injection
+from kchaos.harness.histgen.sim import (
     LOST,
     NORMAL,
     PHANTOM,
@@ -16,7 +16,7 @@ from harness.histgen.sim import (
     fault_stop,
     rec,
 )
-from harness.histgen.sim import inject as inject_one
+from kchaos.harness.histgen.sim import inject as inject_one
 
 
 def run_workload(

@@ -8,9 +8,9 @@ with unchanged inputs only inspects three images and returns.
 
 from __future__ import annotations
 
-from harness.images.build import ImageSet, ensure_images, image_sizes
-from harness.images.timing import setup_timing
-from harness.images.versions import (
+from kchaos.harness.images.build import ImageSet, ensure_images, image_sizes
+from kchaos.harness.images.timing import setup_timing
+from kchaos.harness.images.versions import (
     BASE_IMAGE,
     DEFAULT_KAFKA_VERSION,
     JMX_EXPORTER_VERSION,

@@ -9,9 +9,9 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.images.dockercli import DockerCli
-from harness.images.steps import Reporter, Runner, check
-from harness.images.versions import BASE_IMAGE, INPUTS_LABEL
+from kchaos.harness.images.dockercli import DockerCli
+from kchaos.harness.images.steps import Reporter, Runner, check
+from kchaos.harness.images.versions import BASE_IMAGE, INPUTS_LABEL
 
 SUITE = "bookworm"
 PACKAGES = ("openjdk-17-jre-headless", "procps", "iproute2", "iptables")

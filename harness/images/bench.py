@@ -12,7 +12,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from harness.labels import labels_for, new_run_id
+from kchaos.harness.labels import labels_for, new_run_id
 
 BENCH_ENV = {
     "KAFKA_HEAP_OPTS": "-Xmx320m -Xms320m",
@@ -63,7 +63,7 @@ def start_ratio(image: str, rounds: int = 3, timeout: float = 240.0) -> StartRat
 if __name__ == "__main__":
     import sys
 
-    from harness.images import ensure_images
+    from kchaos.harness.images import ensure_images
 
     tag = sys.argv[1] if len(sys.argv) > 1 else ensure_images().kafka
     result = start_ratio(tag)

@@ -9,22 +9,26 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import paths
-from harness.errors import ImageBuildError
-from harness.images.base import base_params, build_base, debian_mirror
-from harness.images.dockercli import DockerCli, ImageInfo
-from harness.images.hashing import hash_inputs
-from harness.images.jars import fetch_jars
-from harness.images.kafka import (
+from kchaos.harness import paths
+from kchaos.harness.errors import ImageBuildError
+from kchaos.harness.images.base import base_params, build_base, debian_mirror
+from kchaos.harness.images.dockercli import DockerCli, ImageInfo
+from kchaos.harness.images.hashing import hash_inputs
+from kchaos.harness.images.jars import fetch_jars
+from kchaos.harness.images.kafka import (
     build_kafka_image,
     jar_params,
     kafka_context_inputs,
     kafka_params,
 )
-from harness.images.registry import pull_images
-from harness.images.steps import Reporter, Runner, subprocess_runner
-from harness.images.toxiproxy import build_toxiproxy_image, toxiproxy_binary, toxiproxy_params
-from harness.images.versions import (
+from kchaos.harness.images.registry import pull_images
+from kchaos.harness.images.steps import Reporter, Runner, subprocess_runner
+from kchaos.harness.images.toxiproxy import (
+    build_toxiproxy_image,
+    toxiproxy_binary,
+    toxiproxy_params,
+)
+from kchaos.harness.images.versions import (
     BASE_IMAGE,
     KafkaVersion,
     check_source,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from harness.images.build import ensure_images
-from harness.images.dockercli import DockerCli
-from harness.images.steps import subprocess_runner
-from harness.images.versions import (
+from kchaos.harness.images.build import ensure_images
+from kchaos.harness.images.dockercli import DockerCli
+from kchaos.harness.images.steps import subprocess_runner
+from kchaos.harness.images.versions import (
     BASE_IMAGE,
     DEFAULT_KAFKA_VERSION,
     OFFLINE_KAFKA_REPO,

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.images.steps import Runner, check, subprocess_runner
-from harness.images.versions import INPUTS_LABEL
+from kchaos.harness.images.steps import Runner, check, subprocess_runner
+from kchaos.harness.images.versions import INPUTS_LABEL
 
 
 @dataclass(frozen=True)

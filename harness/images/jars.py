@@ -9,9 +9,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import ImageBuildError
-from harness.images.steps import Reporter, Runner, check
-from harness.images.versions import JMX_EXPORTER_VERSION, KafkaVersion, jar_version
+from kchaos.harness.errors import ImageBuildError
+from kchaos.harness.images.steps import Reporter, Runner, check
+from kchaos.harness.images.versions import JMX_EXPORTER_VERSION, KafkaVersion, jar_version
 
 JMX_AGENT = f"io.prometheus.jmx:jmx_prometheus_javaagent:{JMX_EXPORTER_VERSION}"
 AGENT_NAME = "jmx_prometheus_javaagent.jar"

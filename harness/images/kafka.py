@@ -6,15 +6,15 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.images.dockercli import DockerCli
-from harness.images.jars import (
+from kchaos.harness.images.dockercli import DockerCli
+from kchaos.harness.images.jars import (
     JarSet,
     choose_classes,
     class_names,
     write_wrappers,
 )
-from harness.images.steps import Reporter
-from harness.images.versions import INPUTS_LABEL, JMX_EXPORTER_VERSION, KafkaVersion
+from kchaos.harness.images.steps import Reporter
+from kchaos.harness.images.versions import INPUTS_LABEL, JMX_EXPORTER_VERSION, KafkaVersion
 
 CONTEXT_FILES = ("Dockerfile", "pom.xml", "bin", "config")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.errors import ImageBuildError
-from harness.images.dockercli import DockerCli
-from harness.images.steps import Reporter
+from kchaos.harness.errors import ImageBuildError
+from kchaos.harness.images.dockercli import DockerCli
+from kchaos.harness.images.steps import Reporter
 
 
 def pull_images(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TextIO
 
-from harness.errors import ImageBuildError
+from kchaos.harness.errors import ImageBuildError
 
 TAIL_LINES = 25
 

@@ -6,7 +6,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from harness import paths
+from kchaos.harness import paths
 
 
 @dataclass(frozen=True)
@@ -24,8 +24,6 @@ def setup_timing(runs: int = 3) -> SetupTiming:
     took: list[float] = []
     for _ in range(runs):
         start = time.monotonic()
-        subprocess.run(
-            ["bash", str(script)], check=True, cwd=paths.REPO_ROOT, stdout=subprocess.DEVNULL
-        )
+        subprocess.run(["bash", str(script)], check=True, stdout=subprocess.DEVNULL)
         took.append(time.monotonic() - start)
     return SetupTiming(tuple(took))

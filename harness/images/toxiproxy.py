@@ -11,10 +11,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.errors import ImageBuildError
-from harness.images.dockercli import DockerCli
-from harness.images.steps import Reporter, Runner, check
-from harness.images.versions import INPUTS_LABEL, TOXIPROXY_VERSION
+from kchaos.harness.errors import ImageBuildError
+from kchaos.harness.images.dockercli import DockerCli
+from kchaos.harness.images.steps import Reporter, Runner, check
+from kchaos.harness.images.versions import INPUTS_LABEL, TOXIPROXY_VERSION
 
 MODULE = "github.com/Shopify/toxiproxy/v2"
 GO_CANDIDATES = ("/usr/local/go/bin/go", "go")

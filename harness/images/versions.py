@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.errors import ConfigError
+from kchaos.harness.errors import ConfigError
 
 DEFAULT_KAFKA_VERSION = "4.4.0"  # the newest 4.x broker release on Maven Central
 TOXIPROXY_VERSION = "2.12.0"

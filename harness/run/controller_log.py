@@ -4,7 +4,7 @@
   --cluster-metadata-decoder`` runs inside one running controller (or combined) node,
   through the cluster's ``exec``, on every segment of its ``__cluster_metadata-0``
   directory (and the newest snapshot where segments were cleaned);
-  :mod:`harness.run.metadata_records` turns the dump into whole-state lines.
+  :mod:`kchaos.harness.run.metadata_records` turns the dump into whole-state lines.
 * ``logs/<container-name>/``: each node's own log (the images log to stdout, so this is
   the container's log, from its first start to now, across restarts) as ``server.log``,
   and the lines of its controller and state-change loggers as ``controller.log`` and
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.run.metadata_records import (
+from kchaos.harness.run.metadata_records import (
     MetadataDumpError,
     convert,
     parse_dump,
@@ -54,7 +54,7 @@ def metadata_dir(cluster: Any, node: Any) -> str:
     gives it: ``metadata.log.dir``, else the first of ``log.dirs`` (or ``log.dir``)."""
     props: dict[str, str] = {}
     try:
-        from harness.cluster.config import node_properties
+        from kchaos.harness.cluster.config import node_properties
 
         props = node_properties(cluster.spec, node.node_id, cluster.toxiproxy_ip)
     except Exception:  # noqa: BLE001 - a cluster without a spec: the image's default

@@ -3,7 +3,7 @@
     kchaos matrix kip-903-lost-page-cache-rejoin --kafka-version 3.4.1,3.5.2 --seeds 3
 
 Every combination runs on a fresh cluster, one after another (the suite's machinery:
-:func:`harness.run.suite.run_entries`), into ``OUT/SCENARIO/kafka-V/seed-S/``. The page
+:func:`kchaos.harness.run.suite.run_entries`), into ``OUT/SCENARIO/kafka-V/seed-S/``. The page
 ``OUT/report.html`` shows, per scenario, a grid of versions by seeds (verdict, outcome
 against the scenario's ``expect``, anomaly counts; each cell links to its run's report)
 above the suite's table; ``OUT/junit.xml`` has one test suite per run
@@ -30,7 +30,7 @@ from typing import Any
 
 import click
 
-from harness.errors import ConfigError
+from kchaos.harness.errors import ConfigError
 
 SCALA_BINARY = "2.13"  # compose/kafka/pom.xml's scala.binary
 Resolver = Callable[[str], str | None]  # version -> None when found, else why not
@@ -39,7 +39,7 @@ Resolver = Callable[[str], str | None]  # version -> None when found, else why n
 def parse_versions(text: str) -> list[str]:
     """``"3.4.1,3.5.2"`` -> ["3.4.1", "3.5.2"]: each a runnable release number, no
     repeats; ConfigError (field kafka-version) otherwise."""
-    from harness.images.versions import parse_kafka_version
+    from kchaos.harness.images.versions import parse_kafka_version
 
     versions: list[str] = []
     for raw in text.split(","):
@@ -56,8 +56,8 @@ def parse_versions(text: str) -> list[str]:
 def maven_resolver(cache: Path | None = None, timeout: float = 300.0) -> Resolver:
     """Asks Maven (the image builder's own jar resolver, same local repository) whether
     Maven Central has Kafka's broker jar in that version."""
-    from harness import paths
-    from harness.images.steps import subprocess_runner
+    from kchaos.harness import paths
+    from kchaos.harness.images.steps import subprocess_runner
 
     repo = (cache or paths.cache_dir()) / "m2"
 
@@ -107,8 +107,8 @@ def plan(
 ) -> list[Any]:
     """Every (scenario, version, seed) as a SuiteEntry, scenario by scenario, then version,
     then seed; each scenario loaded (and so validated) once per version."""
-    from harness.run.suite import SuiteEntry
-    from harness.scenario import library
+    from kchaos.harness.run.suite import SuiteEntry
+    from kchaos.harness.scenario import library
 
     if seeds < 1:
         raise ConfigError(f"must be at least 1, got {seeds}", field="seeds")
@@ -144,8 +144,8 @@ def run_matrix(
     exit code of `kchaos run`."""
     from rich.console import Console
 
-    from harness.run.suite import run_entries, suite_dir_for
-    from harness.run.translate import image_source
+    from kchaos.harness.run.suite import run_entries, suite_dir_for
+    from kchaos.harness.run.translate import image_source
 
     console = console or Console()
     if not refs:
@@ -172,8 +172,8 @@ def run_matrix(
 def write_matrix(
     suite_dir: Path, title: str, reports: list[Any], failures: list[Any], console: Any
 ) -> dict[str, str]:
-    from reports.console import print_suite
-    from reports.suite import version_grid, write_suite_reports
+    from kchaos.reports.console import print_suite
+    from kchaos.reports.suite import version_grid, write_suite_reports
 
     paths = write_suite_reports(
         suite_dir,

@@ -48,7 +48,7 @@ from typing import Any
 
 import orjson
 
-from harness.errors import InputError
+from kchaos.harness.errors import InputError
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader: the leader did not change

@@ -18,9 +18,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from faults.base import Fault, register
-from faults.params import Param
-from harness.errors import FaultError
+from kchaos.faults.base import Fault, register
+from kchaos.faults.params import Param
+from kchaos.harness.errors import FaultError
 
 TIMEOUT_S = 30.0
 

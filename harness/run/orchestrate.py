@@ -22,13 +22,13 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.errors import ConfigError, KchaosError
-from harness.labels import new_run_id
-from harness.paths import runs_dir
-from harness.run import record, reread, translate
-from harness.run.progress import RunProgress
-from harness.run.topics import create_topics
-from harness.scenario.model import Scenario
+from kchaos.harness.errors import ConfigError, KchaosError
+from kchaos.harness.labels import new_run_id
+from kchaos.harness.paths import runs_dir
+from kchaos.harness.run import record, reread, translate
+from kchaos.harness.run.progress import RunProgress
+from kchaos.harness.run.topics import create_topics
+from kchaos.harness.scenario.model import Scenario
 
 log = logging.getLogger(__name__)
 
@@ -83,17 +83,17 @@ class _Tags:
 
 
 def ensure_images(sc: Scenario, kafka_version: str) -> Any:
-    """harness.images.ensure_images; without that package, the offline tags of the contract
+    """kchaos.harness.images.ensure_images; without that package, the offline tags of the contract
     (the cluster then checks that they exist)."""
     try:
-        from harness.images import ensure_images as ensure
+        from kchaos.harness.images import ensure_images as ensure
     except ImportError:
         return _Tags(f"kchaos/kafka:{kafka_version}", "kchaos/toxiproxy:2.12.0", kafka_version)
     return ensure(kafka_version, source=translate.image_source(sc))
 
 
 def default_kafka_version() -> str:
-    from harness.cluster.spec import default_kafka_version as default
+    from kchaos.harness.cluster.spec import default_kafka_version as default
 
     return default()
 
@@ -114,7 +114,7 @@ class _Live:
                     counts[key] += int(p.counts.get(key, 0))
             text = f"sends ok {counts['ok']} fail {counts['fail']} info {counts['info']}"
         try:
-            from faults.base import active_faults
+            from kchaos.faults.base import active_faults
 
             active = [f"{f.name}({','.join(f.target_names)})" for f in active_faults()]
         except Exception:  # noqa: BLE001 - display only
@@ -124,12 +124,12 @@ class _Live:
 
 def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec: Any) -> None:
     """Topics, workload, nemesis, heal, drain; the history is closed on the way out."""
-    from faults.base import abort_all
-    from faults.heal import heal_everything
-    from faults.nemesis import build_nemesis
-    from harness.run import moves  # noqa: F401  (registers leadership operations)
-    from workloads.history import HistoryWriter
-    from workloads.workload import Workload
+    from kchaos.faults.base import abort_all
+    from kchaos.faults.heal import heal_everything
+    from kchaos.faults.nemesis import build_nemesis
+    from kchaos.harness.run import moves  # noqa: F401  (registers leadership operations)
+    from kchaos.workloads.history import HistoryWriter
+    from kchaos.workloads.workload import Workload
 
     with progress.phase("topics"):
         create_topics(cluster.bootstrap_servers, sc.topics)
@@ -194,7 +194,7 @@ def run_scenario(
     keep_cluster: bool = False,
 ) -> RunResult:
     """Run one scenario end to end; returns the outcome (exit code by ``expect``)."""
-    from harness.cluster import Cluster, ClusterSpec
+    from kchaos.harness.cluster import Cluster, ClusterSpec
 
     console = console or Console()
     progress = RunProgress(console, quiet=quiet)
@@ -246,7 +246,7 @@ def run_scenario(
             report = _judge(run_dir, progress, console)
     if report is None:
         raise KchaosError(f"the run left no readable history in {run_dir}")
-    from reports.console import print_run
+    from kchaos.reports.console import print_run
 
     print_run(report.summary, report.paths, console)
     return RunResult(
@@ -256,7 +256,7 @@ def run_scenario(
 
 def _collect(cluster: Any, run_dir: Path, rec: Any, sc: Scenario, progress: RunProgress) -> None:
     """controller.jsonl and the nodes' logs, while the containers still exist."""
-    from harness.run.controller_log import collect_after_run, describe
+    from kchaos.harness.run.controller_log import collect_after_run, describe
 
     with progress.phase("controller log and broker logs"):
         after = collect_after_run(cluster, run_dir, rec, [t.name for t in sc.topics])
@@ -266,14 +266,14 @@ def _collect(cluster: Any, run_dir: Path, rec: Any, sc: Scenario, progress: RunP
 def _judge(run_dir: Path, progress: RunProgress, console: Console) -> Any:
     """Check the history and write the reports (also for a run cut short)."""
     try:
-        from harness.checker import check_run
+        from kchaos.harness.checker import check_run
 
         with progress.phase("check"):
             check_run(run_dir)
     except Exception as exc:  # noqa: BLE001 - the reports say "no results" instead
         console.print(f"[red]check failed: {type(exc).__name__}: {exc}[/]")
     try:
-        from reports.build import write_run_reports
+        from kchaos.reports.build import write_run_reports
 
         with progress.phase("reports"):
             return write_run_reports(run_dir)

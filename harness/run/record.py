@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from harness.run.translate import producer_fields
-from harness.scenario.model import Scenario
+from kchaos.harness.run.translate import producer_fields
+from kchaos.harness.scenario.model import Scenario
 
 
 def utc_now() -> str:

@@ -6,7 +6,7 @@ cluster network, through the same client proxies the harness uses. Its records g
 ``RUN_DIR/reread.jsonl`` (one JSON object per record: topic, partition, offset, value;
 the first line names the reader; ``value`` is decoded from the record's bytes as the
 workloads encode it, ``size`` is the record's length). ``kchaos check`` compares them
-with the drain record by record (:mod:`harness.checker.reread`): a difference means
+with the drain record by record (:mod:`kchaos.harness.checker.reread`): a difference means
 the harness misread Kafka, not that Kafka lost something.
 
 A failure of the reader never fails the run: it is recorded in run.json
@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from workloads.values import value_of
+from kchaos.workloads.values import value_of
 
 log = logging.getLogger(__name__)
 

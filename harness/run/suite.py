@@ -10,14 +10,14 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.errors import ConfigError, KchaosError
-from harness.paths import runs_dir
-from harness.run.orchestrate import RunInterrupted, run_scenario
-from harness.scenario.loader import load_scenario
-from harness.scenario.model import ExpectConfig, Scenario
-from reports.build import RunReport
-from reports.console import print_suite
-from reports.suite import SuiteFailure, write_suite_reports
+from kchaos.harness.errors import ConfigError, KchaosError
+from kchaos.harness.paths import runs_dir
+from kchaos.harness.run.orchestrate import RunInterrupted, run_scenario
+from kchaos.harness.scenario.loader import load_scenario
+from kchaos.harness.scenario.model import ExpectConfig, Scenario
+from kchaos.reports.build import RunReport
+from kchaos.reports.console import print_suite
+from kchaos.reports.suite import SuiteFailure, write_suite_reports
 
 
 @dataclass(frozen=True)

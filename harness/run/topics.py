@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.errors import ClusterError, WorkloadError
-from harness.scenario.model import TopicConfig
+from kchaos.harness.errors import ClusterError, WorkloadError
+from kchaos.harness.scenario.model import TopicConfig
 
 
 def create_topics(
@@ -12,7 +12,7 @@ def create_topics(
     """Create the topics and wait until every partition has a leader and a full ISR."""
     from confluent_kafka.admin import NewTopic
 
-    from workloads.topics import create_new_topics
+    from kchaos.workloads.topics import create_new_topics
 
     new = []
     for t in topics:

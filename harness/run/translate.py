@@ -9,8 +9,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from harness.scenario.model import ProducerConfig, Scenario
-from workloads.clients import QUIET_LOG_LEVEL
+from kchaos.harness.scenario.model import ProducerConfig, Scenario
+from kchaos.workloads.clients import QUIET_LOG_LEVEL
 
 # Producer properties that ProducerSpec has typed fields for: property -> (field, type).
 _PRODUCER_FIELDS: dict[str, tuple[str, type]] = {
@@ -57,7 +57,7 @@ def producer_fields(p: ProducerConfig, client: str = "confluent-kafka") -> dict[
 
 
 def workload_spec(sc: Scenario) -> Any:
-    from workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+    from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
 
     w = sc.workload
     c = w.consumers

@@ -11,9 +11,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.scenario.model import Scenario
-from harness.scenario.yamlsrc import Path_, Source
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.scenario.yamlsrc import Path_, Source
 
 _LEADER = re.compile(r"^leader:(?P<topic>[^:]+):(?P<partition>[0-9]+)$")
 _NODE = re.compile(r"^(?:broker-|controller-)?(?P<id>[0-9]+)$")
@@ -30,8 +30,8 @@ FaultValidator = Callable[[str, str, Mapping[str, Any]], None]
 def faults_validator() -> FaultValidator | None:
     """The faults package's own validation, or None when it cannot be imported yet."""
     try:
-        from faults.base import fault_spec, registry
-        from harness.run import moves  # noqa: F401  (registers the leadership operations)
+        from kchaos.faults.base import fault_spec, registry
+        from kchaos.harness.run import moves  # noqa: F401  (registers the leadership operations)
 
         registry()
     except Exception:  # the faults package is incomplete: skip what it would check
@@ -84,8 +84,8 @@ def _check_when(
         key = "timeout" if timeout is not None else "on_timeout"
         raise src.error((*base, key), f"{key} needs a `when` condition")
     try:
-        from faults.params import Where
-        from faults.trigger import TriggerContext, parse_trigger
+        from kchaos.faults.params import Where
+        from kchaos.faults.trigger import TriggerContext, parse_trigger
     except ImportError:  # the faults package is incomplete: nothing more to check here
         return
     context = TriggerContext(

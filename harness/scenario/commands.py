@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from harness.scenario import library
+from kchaos.harness.scenario import library
 
 SCENARIO_HELP = "a library scenario name (see `kchaos scenarios`) or a path to a YAML file"
 
@@ -75,7 +75,7 @@ def run_cmd(
         seed=seed,
         kafka_version=kafka_version,
     )
-    from harness.run import run_scenario
+    from kchaos.harness.run import run_scenario
 
     result = run_scenario(sc, out=out, quiet=quiet, command=sys.argv, keep_cluster=keep_cluster)
     return result.exit_code
@@ -100,7 +100,7 @@ def suite_cmd(
     every scenario ended as expected, otherwise the worst exit code of `kchaos run`.
     """
     files = library.suite_members(suite)
-    from harness.run.suite import run_suite
+    from kchaos.harness.run.suite import run_suite
 
     return run_suite(
         Path(suite).name,

@@ -2,10 +2,10 @@
 run at validation against the cluster the scenario describes, before any container starts.
 
 At run time a fault resolves its target spec against the live cluster
-(:func:`faults.targets.resolve`), is built (:class:`faults.base.Fault` refuses too few
+(:func:`kchaos.faults.targets.resolve`), is built (:class:`kchaos.faults.base.Fault` refuses too few
 targets) and starts (a toxic needs a proxy of the chosen link on its targets, a
 reassignment a topic). Here the same functions run against :class:`PlannedCluster`, the
-nodes and proxies that :mod:`harness.cluster.topology` will create for this scenario,
+nodes and proxies that :mod:`kchaos.harness.cluster.topology` will create for this scenario,
 with the active controller and each partition's leader taken as the first candidate, so
 that a schedule the run would refuse (more random targets than brokers, a node that does
 not exist, a crash fault with no target, a reassignment of an unknown topic) is refused
@@ -19,9 +19,9 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.errors import ClusterError, ConfigError, FaultError, shown
-from harness.scenario.model import Scenario
-from harness.scenario.yamlsrc import Path_, Source
+from kchaos.harness.errors import ClusterError, ConfigError, FaultError, shown
+from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.scenario.yamlsrc import Path_, Source
 
 _SUBNET = "172.31.0.0/24"  # any subnet: only names, ids and proxies are looked at
 
@@ -35,8 +35,8 @@ class PlannedCluster:
     toxiproxy_url = ""
 
     def __init__(self, sc: Scenario) -> None:
-        from harness.cluster.spec import FALLBACK_KAFKA_VERSION, ClusterSpec
-        from harness.cluster.topology import plan_nodes, toxiproxy_ip
+        from kchaos.harness.cluster.spec import FALLBACK_KAFKA_VERSION, ClusterSpec
+        from kchaos.harness.cluster.topology import plan_nodes, toxiproxy_ip
 
         spec = ClusterSpec(
             brokers=sc.cluster.brokers,
@@ -76,8 +76,8 @@ class PlannedCluster:
 def check_schedule(src: Source, sc: Scenario) -> None:
     """Raise ConfigError (file, line, field) for a fault the run would refuse or skip."""
     try:
-        from faults.base import fault_spec, registry
-        from harness.run import moves  # noqa: F401  (registers the leadership operations)
+        from kchaos.faults.base import fault_spec, registry
+        from kchaos.harness.run import moves  # noqa: F401  (registers the leadership operations)
 
         registry()
     except Exception:  # the faults package is incomplete: nothing to check against
@@ -118,8 +118,8 @@ def _placed(src: Source, path: Path_, fn: Any, *args: Any) -> Any:
 
 def _draw(params: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     """One draw of a random schedule's params, as faults.schedule draws them."""
-    from faults.params import Where
-    from faults.schedule import _draw_param
+    from kchaos.faults.params import Where
+    from kchaos.faults.schedule import _draw_param
 
     return {k: _draw_param(v, rng, Where(field=f"params.{k}")) for k, v in params.items()}
 
@@ -134,8 +134,8 @@ def _check_fault(
 ) -> None:
     """One fault spec: its targets resolved and the fault built as the nemesis would;
     ``params_path`` is where its params are, ``target_path`` where its target is."""
-    from faults.base import fault_class
-    from faults.targets import resolve
+    from kchaos.faults.base import fault_class
+    from kchaos.faults.targets import resolve
 
     cls = fault_class(spec.fault)
     params: Mapping[str, Any] = spec.params
@@ -169,8 +169,8 @@ def _check_fault(
 def _check_proxies(cls: type, targets: Sequence[Any], params: Mapping[str, Any]) -> None:
     """Toxics need a proxy of their link on the targets (controller-only nodes have no
     client or replication proxy); a client cut needs client proxies."""
-    from faults.network import ToxicFault, proxy_names
-    from faults.partition import ClientCut
+    from kchaos.faults.network import ToxicFault, proxy_names
+    from kchaos.faults.partition import ClientCut
 
     if issubclass(cls, ToxicFault):
         link = params.get("link", "all")
@@ -188,8 +188,8 @@ def _check_proxies(cls: type, targets: Sequence[Any], params: Mapping[str, Any])
 
 def _check_random_fits(src: Source, sc: Scenario) -> None:
     """The random schedule the run will draw (same seed) must hold at least one fault."""
-    from faults.schedule import from_spec
-    from harness.run.translate import nemesis_spec
+    from kchaos.faults.schedule import from_spec
+    from kchaos.harness.run.translate import nemesis_spec
 
     rnd = sc.nemesis.random
     assert rnd is not None

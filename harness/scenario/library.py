@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from harness.errors import ConfigError
-from harness.scenario.loader import load_scenario
-from harness.scenario.model import Scenario
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.scenario.loader import load_scenario
+from kchaos.harness.scenario.model import Scenario
 
 SUFFIXES = (".yaml", ".yml")
 # Suite names that mean "the whole library".
@@ -16,7 +16,7 @@ LIBRARY_SUITES = ("nightly", "library", "all")
 
 
 def library_dir() -> Path:
-    return Path(str(resources.files("harness").joinpath("scenarios")))
+    return Path(str(resources.files("kchaos.harness").joinpath("scenarios")))
 
 
 def library_names() -> list[str]:

@@ -1,6 +1,6 @@
 """Load a scenario: YAML -> overrides -> JSON Schema -> frozen dataclasses -> checks.
 
-Every error is a :class:`harness.errors.ConfigError` naming the file, the line and the
+Every error is a :class:`kchaos.harness.errors.ConfigError` naming the file, the line and the
 field; the CLI prints it as one line, without a traceback.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 
 import jsonschema
 
-from harness.errors import ConfigError
-from harness.scenario.checks import FaultValidator, faults_validator, semantic_checks
-from harness.scenario.feasible import check_schedule
-from harness.scenario.model import (
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.scenario.checks import FaultValidator, faults_validator, semantic_checks
+from kchaos.harness.scenario.feasible import check_schedule
+from kchaos.harness.scenario.model import (
     ChecksConfig,
     ClusterConfig,
     ConsumerConfig,
@@ -32,9 +32,9 @@ from harness.scenario.model import (
     TopicConfig,
     WorkloadConfig,
 )
-from harness.scenario.properties import load_properties_lines
-from harness.scenario.sanity import check_durations, check_values
-from harness.scenario.yamlsrc import Path_, Source, apply_override, load_yaml
+from kchaos.harness.scenario.properties import load_properties_lines
+from kchaos.harness.scenario.sanity import check_durations, check_values
+from kchaos.harness.scenario.yamlsrc import Path_, Source, apply_override, load_yaml
 
 _DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -43,7 +43,7 @@ _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 @functools.cache
 def schema() -> dict[str, Any]:
     """The published JSON Schema of scenario files."""
-    text = resources.files("harness").joinpath("schema/scenario.schema.json").read_text()
+    text = resources.files("kchaos.harness").joinpath("schema/scenario.schema.json").read_text()
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 
@@ -286,7 +286,7 @@ def expect_for_version(expect: dict[str, Any], kafka_version: str | None) -> dic
     before = expect.get("before") or {}
     if not before:
         return expect
-    from harness.images.versions import parse_kafka_version
+    from kchaos.harness.images.versions import parse_kafka_version
 
     version = parse_kafka_version(kafka_version)
     bounds = sorted((parse_kafka_version(k), k) for k in before)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from harness.checker.model import KINDS
+from kchaos.harness.checker.model import KINDS
 
 Verdict = Literal[True, False, "unknown"]
 # The anomaly kinds `expect` may name: the checker's vocabulary, defined once there.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.errors import ConfigError, shown
+from kchaos.harness.errors import ConfigError, shown
 
 # What Kafka property names look like (and what the scenario schema allows).
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")

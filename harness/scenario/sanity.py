@@ -18,9 +18,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.errors import shown
-from harness.scenario.model import Scenario
-from harness.scenario.yamlsrc import Path_, Source
+from kchaos.harness.errors import shown
+from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.scenario.yamlsrc import Path_, Source
 
 MIN_ISR = "min.insync.replicas"
 # The longest duration a scenario may ask for (30 days): longer ones are typing errors,

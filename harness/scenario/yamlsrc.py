@@ -17,7 +17,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.reader import ReaderError
 
-from harness.errors import ConfigError, shown
+from kchaos.harness.errors import ConfigError, shown
 
 Path_ = tuple[str | int, ...]
 

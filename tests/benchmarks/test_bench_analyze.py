@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.bench import run_bench
+from kchaos.harness.analysis.bench import run_bench
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.spark, pytest.mark.slow]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.checker.bench import compare, peak_memory
-from harness.histgen import generate
+from kchaos.harness.checker.bench import compare, peak_memory
+from kchaos.harness.histgen import generate
 
 
 @pytest.mark.benchmark

@@ -3,7 +3,7 @@
 * ``cluster`` (session): one 3-broker KRaft cluster shared by every Docker test: short
   Kafka timeouts, small heaps, racks set, rack-aware replica selector. A test that harms
   it should use ``healthy_cluster`` (heals and waits first) or heal in its own finally.
-* ``healthy_cluster``: the shared cluster after :func:`harness.cluster.health.ensure_healthy`
+* ``healthy_cluster``: the shared cluster after :func:`kchaos.harness.cluster.health.ensure_healthy`
   (every fault healed, stopped nodes started, ready).
 * ``cluster_factory``: ``make(**spec_overrides) -> Cluster`` for tests that need a cluster
   of their own (removed at the end of the test).
@@ -21,8 +21,8 @@ from typing import Any
 import docker
 import pytest
 
-from harness.cluster import Cluster, ClusterSpec
-from harness.cluster.health import ensure_healthy
+from kchaos.harness.cluster import Cluster, ClusterSpec
+from kchaos.harness.cluster.health import ensure_healthy
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
@@ -74,7 +74,7 @@ def docker_client() -> docker.DockerClient:
 def kafka_images(docker_client: docker.DockerClient) -> Any:
     """The ImageSet (built or fetched by harness.images, quick when present)."""
     try:
-        from harness.images import ensure_images
+        from kchaos.harness.images import ensure_images
 
         return ensure_images()
     except Exception as exc:  # noqa: BLE001 - any failure here must fail the tests loudly

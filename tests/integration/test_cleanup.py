@@ -14,11 +14,11 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness.cluster import Cluster
-from harness.cluster.cleanup import leftovers
-from harness.cluster.topology import run_dir
-from harness.errors import BrokerStartError, ReadinessTimeout
-from harness.labels import LABEL_RUN, new_run_id
+from kchaos.harness.cluster import Cluster
+from kchaos.harness.cluster.cleanup import leftovers
+from kchaos.harness.cluster.topology import run_dir
+from kchaos.harness.errors import BrokerStartError, ReadinessTimeout
+from kchaos.harness.labels import LABEL_RUN, new_run_id
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 

@@ -11,8 +11,8 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 from kafka import KafkaConsumer, TopicPartition
 
-from harness.cluster import Cluster
-from harness.cluster.readiness import admin_client, answers_requests
+from kchaos.harness.cluster import Cluster
+from kchaos.harness.cluster.readiness import admin_client, answers_requests
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
@@ -184,7 +184,7 @@ def test_formatted_storage_is_written_back_once_started(cluster_factory: Any) ->
     """
     # 3.3 has the unsynced checkpoint too (4.x fsyncs its format files itself); its image
     # is built by the images tests anyway (ensure_images is quick when it exists).
-    from harness.images import ensure_images
+    from kchaos.harness.images import ensure_images
 
     old = ensure_images("3.3.2")
     own = cluster_factory(brokers=1, heap="256m", kafka_image=old.kafka, kafka_version="3.3.2")

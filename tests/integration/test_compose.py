@@ -19,10 +19,15 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from harness import paths
-from harness.cluster.api import CLIENT_PORT, CONTROLLER_PORT, PROXY_PORT_BASE, REPLICATION_PORT
-from harness.cluster.config import JVM_ENV_VARS, env_to_property, property_to_env
-from harness.images import DEFAULT_KAFKA_VERSION, TOXIPROXY_VERSION
+from kchaos.harness import paths
+from kchaos.harness.cluster.api import (
+    CLIENT_PORT,
+    CONTROLLER_PORT,
+    PROXY_PORT_BASE,
+    REPLICATION_PORT,
+)
+from kchaos.harness.cluster.config import JVM_ENV_VARS, env_to_property, property_to_env
+from kchaos.harness.images import DEFAULT_KAFKA_VERSION, TOXIPROXY_VERSION
 
 COMPOSE_FILE = paths.COMPOSE_DIR / "docker-compose.yml"
 LISTENER_PORTS = {
@@ -161,9 +166,9 @@ def test_a_broken_file_is_refused(tmp_path: Path) -> None:
 
 
 def test_same_server_properties_as_the_harness_would_give(config: dict[str, Any]) -> None:
-    """The compose file must not drift from harness.cluster's own node configuration."""
-    from harness.cluster.config import node_properties
-    from harness.cluster.spec import ClusterSpec
+    """The compose file must not drift from kchaos.harness.cluster's own node configuration."""
+    from kchaos.harness.cluster.config import node_properties
+    from kchaos.harness.cluster.spec import ClusterSpec
 
     toxi_ip = config["services"]["toxiproxy"]["networks"]["kchaos"]["ipv4_address"]
     nodes = brokers(config)

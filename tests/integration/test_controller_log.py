@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.checker.controller import read_controller
-from harness.paths import REPO_ROOT
+from kchaos.harness.checker.controller import read_controller
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the source tree, not the package
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -79,7 +80,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scenario = base / "scenario.yaml"
     scenario.write_text(SCENARIO)
     out = base / "run"
-    cmd = [sys.executable, "-m", "harness.cli", "run", str(scenario), "--out", str(out)]
+    cmd = [sys.executable, "-m", "kchaos.harness.cli", "run", str(scenario), "--out", str(out)]
     version = os.environ.get("KCHAOS_TEST_KAFKA_VERSION")
     if version:
         cmd += ["--kafka-version", version]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import docker
 import pytest
 
-from harness.labels import LABEL_APP, LABEL_RUN, labels_for, new_run_id
+from kchaos.harness.labels import LABEL_APP, LABEL_RUN, labels_for, new_run_id
 
 pytestmark = pytest.mark.docker
 

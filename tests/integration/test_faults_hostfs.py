@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from faults import hostfs
-from harness.cluster.api import NodeHandle
+from kchaos.faults import hostfs
+from kchaos.harness.cluster.api import NodeHandle
 
 pytestmark = pytest.mark.docker  # needs root, loop devices and mount: the Docker test host
 

@@ -10,9 +10,9 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 from faults_helpers import new_topic, partition, produce, wait_for
 
-from faults import hostfs, make_fault
-from faults.targets import active_controller
-from harness.cluster import Cluster
+from kchaos.faults import hostfs, make_fault
+from kchaos.faults.targets import active_controller
+from kchaos.harness.cluster import Cluster
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from faults import build_nemesis
-from faults.bench import bench_spec, percentiles
-from harness.cluster import Cluster
-from workloads.history import ListSink
+from kchaos.faults import build_nemesis
+from kchaos.faults.bench import bench_spec, percentiles
+from kchaos.harness.cluster import Cluster
+from kchaos.workloads.history import ListSink
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 

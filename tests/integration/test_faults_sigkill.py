@@ -9,15 +9,17 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from faults_helpers import wait_for
 
-from faults import hostfs
-from faults.toxiproxy import Toxiproxy
-from harness.cluster import Cluster
-from harness.cluster.cleanup import heal_faults
-from harness.paths import REPO_ROOT
+from kchaos.faults import hostfs
+from kchaos.faults.toxiproxy import Toxiproxy
+from kchaos.harness.cluster import Cluster
+from kchaos.harness.cluster.cleanup import heal_faults
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the source tree, not the package
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(400)]
 
@@ -25,7 +27,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(400)]
 def hold(run_id: str, *faults: str) -> subprocess.Popen[str]:
     """A harness process that starts the faults and holds them (no exit-path heal)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "faults.hold", "--run", run_id, "--no-protect", *faults],
+        [sys.executable, "-m", "kchaos.faults.hold", "--run", run_id, "--no-protect", *faults],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -140,7 +142,7 @@ def test_sigterm_runs_the_exit_heal(healthy_cluster: Cluster) -> None:
         [
             sys.executable,
             "-m",
-            "faults.hold",
+            "kchaos.faults.hold",
             "--run",
             c.run_id,
             "pause:broker-2:mode=freezer",

@@ -12,10 +12,10 @@ import pytest
 from confluent_kafka import Producer
 from faults_helpers import new_topic, partition
 
-from faults import build_nemesis
-from harness.cluster import Cluster
-from workloads.history import ListSink
-from workloads.monitor import AdminMetadataSource, Monitor
+from kchaos.faults import build_nemesis
+from kchaos.harness.cluster import Cluster
+from kchaos.workloads.history import ListSink
+from kchaos.workloads.monitor import AdminMetadataSource, Monitor
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 

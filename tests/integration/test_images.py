@@ -23,8 +23,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from docker.models.containers import Container
 from docker.models.networks import Network
 
-from harness.images import DEFAULT_KAFKA_VERSION, ensure_images
-from harness.labels import labels_for, new_run_id
+from kchaos.harness.images import DEFAULT_KAFKA_VERSION, ensure_images
+from kchaos.harness.labels import labels_for, new_run_id
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 

@@ -17,15 +17,25 @@ from pathlib import Path
 
 import pytest
 
-from harness.checker.controller import read_controller
-from harness.paths import REPO_ROOT
+from kchaos.harness.checker.controller import read_controller
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the source tree, not the package
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 SCENARIO = "kip-903-lost-page-cache-rejoin"
 
 
 def run(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "harness.cli", "run", SCENARIO, "--out", str(out), "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kchaos.harness.cli",
+        "run",
+        SCENARIO,
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     return subprocess.run([*cmd, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
 
 

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import REPO_ROOT
-from reports.build import write_run_reports
-from reports.sample import LOST, VALID, make_run
-from reports.suite import write_suite_reports
+from kchaos.reports.build import write_run_reports
+from kchaos.reports.sample import LOST, VALID, make_run
+from kchaos.reports.suite import write_suite_reports
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the source tree, not the package
 
 FLAGS = [
     "--headless",

@@ -13,7 +13,7 @@ pytest_plugins = ["pytester"]
 
 FACTORY = """
 import os
-from harness.cluster import attach
+from kchaos.harness.cluster import attach
 
 
 def make(spec):
@@ -23,8 +23,8 @@ def make(spec):
 USER_TEST = """
 import time
 
-from harness.run.topics import create_topics
-from harness.scenario.model import TopicConfig
+from kchaos.harness.run.topics import create_topics
+from kchaos.harness.scenario.model import TopicConfig
 
 
 def test_leader_pause_keeps_acknowledged_writes(

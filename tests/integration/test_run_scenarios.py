@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the source tree, not the package
+
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-KCHAOS = [sys.executable, "-m", "harness.cli"]
+KCHAOS = [sys.executable, "-m", "kchaos.harness.cli"]
 
 
 def kchaos_run(out: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

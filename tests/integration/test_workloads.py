@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from workloads.history import HistoryWriter, read_history, wait_for_writer
-from workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
-from workloads.topics import ensure_topics
-from workloads.workload import Workload
+from kchaos.workloads.history import HistoryWriter, read_history, wait_for_writer
+from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+from kchaos.workloads.topics import ensure_topics
+from kchaos.workloads.workload import Workload
 
 pytestmark = [pytest.mark.docker]
 
@@ -91,10 +91,10 @@ def assert_durable(
 
 def kchaos_check(run_dir: Path) -> int | None:
     """Exit code of `kchaos check RUN_DIR` when the checker exists, else None."""
-    if importlib.util.find_spec("harness.checker.commands") is None:
+    if importlib.util.find_spec("kchaos.harness.checker.commands") is None:
         return None
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "check", str(run_dir)],
+        [sys.executable, "-m", "kchaos.harness.cli", "check", str(run_dir)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -197,9 +197,9 @@ def test_broker_killed_mid_run_gives_info_never_fail(
 SIGKILL_SCRIPT = textwrap.dedent(
     """
     import sys, time
-    from workloads.history import HistoryWriter
-    from workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
-    from workloads.workload import Workload
+    from kchaos.workloads.history import HistoryWriter
+    from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+    from kchaos.workloads.workload import Workload
     path, servers, topic = sys.argv[1:4]
     spec = WorkloadSpec(topics=(topic,), producers=2, consumers=(ConsumerSpec(mode="assign"),),
                         producer=ProducerSpec(rate=500.0))

@@ -5,13 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from harness import cli
-from harness.errors import ConfigError, HistoryError, KchaosError
+from kchaos.harness import cli
+from kchaos.harness.errors import ConfigError, HistoryError, KchaosError
 
 
 def test_help_lists_every_command_without_importing_them() -> None:
     out = subprocess.run(
-        [sys.executable, "-c", "import sys; from harness.cli import main; main(['--help'])"],
+        [sys.executable, "-c", "import sys; from kchaos.harness.cli import main; main(['--help'])"],
         capture_output=True,
         text=True,
         check=False,

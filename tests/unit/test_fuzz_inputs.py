@@ -30,12 +30,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from harness.checker import check_history
-from harness.checker.commands import summary_lines
-from harness.errors import HistoryError, InputError
-from harness.scenario import load_scenario
-from harness.scenario.loader import schema
-from harness.scenario.model import Scenario
+from kchaos.harness.checker import check_history
+from kchaos.harness.checker.commands import summary_lines
+from kchaos.harness.errors import HistoryError, InputError
+from kchaos.harness.scenario import load_scenario
+from kchaos.harness.scenario.loader import schema
+from kchaos.harness.scenario.model import Scenario
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

@@ -11,7 +11,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """An embedded local[2] session, started once and stopped at the end."""
-    from harness.analysis.session import start_session
+    from kchaos.harness.analysis.session import start_session
 
     session = start_session("local[2]", app_name="kchaos-tests", driver_memory="1g")
     try:

@@ -4,7 +4,7 @@ Three sources, all analysed in ONE Spark job (one session, every run unioned):
 - hand-written histories (tests/unit/analysis/hist.py);
 - histories from the shared generator (harness.histgen), clean and with each injection;
 - every history the checker's own unit tests write (captured by wrapping their
-  ``H.write``), compared with ``harness.checker.check_history`` on the same file.
+  ``H.write``), compared with ``kchaos.harness.checker.check_history`` on the same file.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.schema import DATA_KINDS
-from harness.histgen import INJECTABLE, generate_run
+from kchaos.harness.analysis.schema import DATA_KINDS
+from kchaos.harness.histgen import INJECTABLE, generate_run
 
 CHECKER_TESTS = Path(__file__).resolve().parents[1] / "checker"
 CHECKER_MODULES = (

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from harness.analysis.job import JobResult, run_job
-from harness.checker import check_history
-from harness.errors import HistoryError
+from kchaos.harness.analysis.job import JobResult, run_job
+from kchaos.harness.checker import check_history
+from kchaos.harness.errors import HistoryError
 
 from corpus import Case, checker_test_histories, data_counts, histgen_cases  # isort: skip
 from hist import every_kind, near_misses  # isort: skip

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from harness.analysis.job import run_job
-from harness.errors import HistoryError
+from kchaos.harness.analysis.job import run_job
+from kchaos.harness.errors import HistoryError
 
 from hist import near_misses  # isort: skip
 
-KCHAOS = [sys.executable, "-m", "harness.cli"]
+KCHAOS = [sys.executable, "-m", "kchaos.harness.cli"]
 TRACE_MARKS = ("Traceback", "\tat org.apache", "at java.", "Py4JJavaError", "Exception in thread")
 JVM_NOISE = ("WARNING: Using incubator modules", "WARN NativeCodeLoader", "log4j")
 
@@ -115,8 +115,8 @@ def test_a_failed_query_leaves_spark_s_report_in_the_log_not_on_the_console(
 ) -> None:
     from pyspark.sql import functions as F
 
-    from harness.analysis.session import log_path, spark_errors
-    from harness.errors import AnalysisError
+    from kchaos.harness.analysis.session import log_path, spark_errors
+    from kchaos.harness.errors import AnalysisError
 
     with pytest.raises(AnalysisError, match="Spark log"), spark_errors("the test query"):
         spark.range(1).select(F.col("no_such_column")).collect()

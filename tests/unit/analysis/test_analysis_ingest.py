@@ -7,8 +7,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from harness.analysis.ingest import COLUMNS, to_parquet
-from harness.analysis.schema import column_names
+from kchaos.harness.analysis.ingest import COLUMNS, to_parquet
+from kchaos.harness.analysis.schema import column_names
 
 GOOD = (
     b'{"index":0,"time":1,"process":1,"type":"invoke","f":"send","topic":"t","value":"1-0"}\n'

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from harness.analysis.export import export_parquet
-from harness.analysis.job import run_job
-from harness.checker import check_run
+from kchaos.harness.analysis.export import export_parquet
+from kchaos.harness.analysis.job import run_job
+from kchaos.harness.checker import check_run
 
 from hist import every_kind, near_misses  # isort: skip
 

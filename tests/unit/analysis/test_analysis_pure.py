@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.lines import count_lines, ends_with_newline, last_line, line_problem
-from harness.analysis.runs import resolve_runs, run_facts
-from harness.analysis.windows import NO_FAULT, FaultLine, cut_windows
-from harness.errors import HistoryError
+from kchaos.harness.analysis.lines import count_lines, ends_with_newline, last_line, line_problem
+from kchaos.harness.analysis.runs import resolve_runs, run_facts
+from kchaos.harness.analysis.windows import NO_FAULT, FaultLine, cut_windows
+from kchaos.harness.errors import HistoryError
 
 
 def test_windows_cut_at_every_fault_boundary_and_track_overlaps() -> None:
@@ -147,7 +147,7 @@ def test_run_facts_find_key_configs_anywhere(tmp_path: Path) -> None:
 
 
 def test_verdict_and_exit_code_follow_the_checker() -> None:
-    from harness.analysis.job import exit_code, verdict
+    from kchaos.harness.analysis.job import exit_code, verdict
 
     assert verdict({}) is True
     assert verdict({"unseen": 2}) == "unknown"

@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from harness.checker import RunConfig, check_history
-from harness.checker.model import Results
+from kchaos.harness.checker import RunConfig, check_history
+from kchaos.harness.checker.model import Results
 
 
 class H:

@@ -18,9 +18,9 @@ import orjson
 import pytest
 from checker_hist import H, good
 
-from harness.checker import RunConfig, check_history, check_run
-from harness.cli import main
-from harness.errors import HistoryError
+from kchaos.harness.checker import RunConfig, check_history, check_run
+from kchaos.harness.cli import main
+from kchaos.harness.errors import HistoryError
 
 
 def _write(path: Path, h: H) -> Path:

@@ -8,10 +8,10 @@ import orjson
 import pytest
 from checker_hist import C, H, check_with, counts
 
-from harness.checker import RunConfig, check_run
-from harness.checker.controller import read_controller
-from harness.errors import HistoryError
-from harness.scenario.expect import evaluate
+from kchaos.harness.checker import RunConfig, check_run
+from kchaos.harness.checker.controller import read_controller
+from kchaos.harness.errors import HistoryError
+from kchaos.harness.scenario.expect import evaluate
 
 S = 1_000_000_000
 
@@ -267,7 +267,7 @@ def test_not_json_is_bad_input_and_a_torn_last_line_is_ignored(tmp_path: Path) -
 def test_check_cli_exits_3_on_a_bad_controller_record(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.cli import main
+    from kchaos.harness.cli import main
 
     h = H()
     _base(h, ["a"])

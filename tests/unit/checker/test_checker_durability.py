@@ -6,7 +6,7 @@ from pathlib import Path
 
 from checker_hist import H, counts
 
-from harness.checker import RunConfig
+from kchaos.harness.checker import RunConfig
 
 
 def test_lost_writes_are_counted_with_their_lines(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ import orjson
 import pytest
 from checker_hist import H, good
 
-from harness.checker import check_history
-from harness.errors import HistoryError
+from kchaos.harness.checker import check_history
+from kchaos.harness.errors import HistoryError
 
 
 def _lines(h: H) -> list[bytes]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from checker_hist import H, counts
 
-from harness.checker import RunConfig
+from kchaos.harness.checker import RunConfig
 
 
 def _drained(h: H, values: list[str]) -> None:

@@ -8,11 +8,11 @@ import orjson
 import pytest
 from checker_hist import H, counts
 
-from harness.checker import CHECKERS, RunConfig, check_history, check_run
-from harness.checker.facts import Facts
-from harness.checker.model import CheckOutcome, combine
-from harness.errors import HistoryError
-from harness.histgen import INJECTABLE, generate, generate_run
+from kchaos.harness.checker import CHECKERS, RunConfig, check_history, check_run
+from kchaos.harness.checker.facts import Facts
+from kchaos.harness.checker.model import CheckOutcome, combine
+from kchaos.harness.errors import HistoryError
+from kchaos.harness.histgen import INJECTABLE, generate, generate_run
 
 
 def test_combine_prefers_invalid_then_unknown() -> None:

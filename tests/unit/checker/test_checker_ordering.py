@@ -6,8 +6,8 @@ from pathlib import Path
 
 from checker_hist import H, counts
 
-from harness.checker.api import check_facts
-from harness.checker.parse import read_history
+from kchaos.harness.checker.api import check_facts
+from kchaos.harness.checker.parse import read_history
 
 
 def _log(h: H, n: int, partition: int = 0) -> list[str]:

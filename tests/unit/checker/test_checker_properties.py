@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.checker import check_history
-from harness.histgen import INJECTABLE, generate
+from kchaos.harness.checker import check_history
+from kchaos.harness.histgen import INJECTABLE, generate
 
 _SETTINGS = settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -8,8 +8,8 @@ import orjson
 import pytest
 from checker_hist import H
 
-from harness.checker import check_run
-from harness.errors import HistoryError
+from kchaos.harness.checker import check_run
+from kchaos.harness.errors import HistoryError
 
 
 def _run(tmp_path: Path, reader: list[tuple[int, int, str]]) -> Path:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.cleanup import check_run_id, cleanup_run, find_runs
-from harness.errors import ConfigError
+from kchaos.harness.cluster.cleanup import check_run_id, cleanup_run, find_runs
+from kchaos.harness.errors import ConfigError
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cluster.config import (
+from kchaos.harness.cluster.config import (
     JVM_ENV_VARS,
     env_to_property,
     new_cluster_id,
@@ -13,8 +13,8 @@ from harness.cluster.config import (
     property_to_env,
     quorum_voters,
 )
-from harness.cluster.spec import ClusterSpec
-from harness.errors import ConfigError
+from kchaos.harness.cluster.spec import ClusterSpec
+from kchaos.harness.errors import ConfigError
 
 TOXI = "10.213.5.2"
 

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from harness.cluster.containers import error_lines, host_routes, send_signal
-from harness.errors import ClusterError
+from kchaos.harness.cluster.containers import error_lines, host_routes, send_signal
+from kchaos.harness.errors import ClusterError
 
 ROUTES = """\
 Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT

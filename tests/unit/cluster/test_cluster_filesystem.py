@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.cluster.filesystem import (
+from kchaos.harness.cluster.filesystem import (
     EXT4_GOING_FLAGS_NOLOGFLUSH,
     EXT4_IOC_SHUTDOWN,
     is_mounted,

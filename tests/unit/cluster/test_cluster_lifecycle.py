@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cluster import Cluster, ClusterSpec
-from harness.cluster import cluster as cluster_mod
-from harness.cluster.commands import cluster_cmd
-from harness.cluster.state import RunState, save
-from harness.cluster.topology import plan_nodes
-from harness.errors import ClusterError
+from kchaos.harness.cluster import Cluster, ClusterSpec
+from kchaos.harness.cluster import cluster as cluster_mod
+from kchaos.harness.cluster.commands import cluster_cmd
+from kchaos.harness.cluster.state import RunState, save
+from kchaos.harness.cluster.topology import plan_nodes
+from kchaos.harness.errors import ClusterError
 
 
 def test_a_failed_start_cleans_up_and_re_raises(monkeypatch: pytest.MonkeyPatch) -> None:

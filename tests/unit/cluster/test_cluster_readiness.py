@@ -8,7 +8,7 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
-from harness.cluster.readiness import answers_requests, isr_problems
+from kchaos.harness.cluster.readiness import answers_requests, isr_problems
 
 
 def _serve_once(reply: bool) -> int:

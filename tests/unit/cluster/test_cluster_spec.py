@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.cluster.spec import ClusterSpec, parse_version
-from harness.errors import ConfigError
+from kchaos.harness.cluster.spec import ClusterSpec, parse_version
+from kchaos.harness.errors import ConfigError
 
 
 def test_defaults() -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.spec import ClusterSpec
-from harness.cluster.state import RunState, load, save, state_path
-from harness.cluster.topology import plan_nodes
-from harness.errors import ClusterError
+from kchaos.harness.cluster.spec import ClusterSpec
+from kchaos.harness.cluster.state import RunState, load, save, state_path
+from kchaos.harness.cluster.topology import plan_nodes
+from kchaos.harness.errors import ClusterError
 
 
 def test_save_and_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

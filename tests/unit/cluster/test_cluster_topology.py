@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.spec import ClusterSpec
-from harness.cluster.topology import (
+from kchaos.harness.cluster.spec import ClusterSpec
+from kchaos.harness.cluster.topology import (
     choose_subnets,
     fs_label,
     gateway_ip,

@@ -20,6 +20,6 @@ def sink() -> FakeSink:
 def toxiproxy(monkeypatch: pytest.MonkeyPatch) -> type[FakeToxiproxy]:
     FakeToxiproxy.toxics = {}
     FakeToxiproxy.disabled = set()
-    for mod in ("faults.network", "faults.partition", "faults.heal"):
+    for mod in ("kchaos.faults.network", "kchaos.faults.partition", "kchaos.faults.heal"):
         monkeypatch.setattr(f"{mod}.Toxiproxy", FakeToxiproxy)
     return FakeToxiproxy

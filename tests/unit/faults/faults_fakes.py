@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.api import PROXY_PORT_BASE, NodeHandle, ProxyHandle
-from harness.errors import ClusterError
+from kchaos.harness.cluster.api import PROXY_PORT_BASE, NodeHandle, ProxyHandle
+from kchaos.harness.errors import ClusterError
 
 
 def make_nodes(n: int, root: Path, controllers: int = 0) -> list[NodeHandle]:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from faults_fakes import FakeCluster, make_nodes
 
-from faults import make_fault
-from faults.controller_hold import busy_ports, hold_rules, parse_ss
-from harness.cluster.api import NodeHandle
-from harness.errors import FaultError
+from kchaos.faults import make_fault
+from kchaos.faults.controller_hold import busy_ports, hold_rules, parse_ss
+from kchaos.harness.cluster.api import NodeHandle
+from kchaos.harness.errors import FaultError
 
 # ss -tnie state established (no State column), as iproute2 6.1 prints it
 SS_1 = """Recv-Q Send-Q Local Address:Port  Peer Address:Port Process

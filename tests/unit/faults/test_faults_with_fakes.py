@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from faults_fakes import FakeCluster, FakeToxiproxy
 
-from faults import active_faults, make_fault
-from faults.hostfs import FILL_PREFIX
-from harness.errors import FaultError
+from kchaos.faults import active_faults, make_fault
+from kchaos.faults.hostfs import FILL_PREFIX
+from kchaos.harness.errors import FaultError
 
 
 def test_sigstop_pause(cluster: FakeCluster) -> None:
@@ -134,8 +134,8 @@ def test_kill_restarts_on_stop(cluster: FakeCluster) -> None:
 def test_power_loss_starts_all_then_waits(
     cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("faults.hostfs.shutdown", lambda c, n: c._log("shutdown", n.name))
-    monkeypatch.setattr("faults.hostfs.remount", lambda c, n: c._log("remount", n.name))
+    monkeypatch.setattr("kchaos.faults.hostfs.shutdown", lambda c, n: c._log("shutdown", n.name))
+    monkeypatch.setattr("kchaos.faults.hostfs.remount", lambda c, n: c._log("remount", n.name))
     with make_fault(cluster, "power-loss"):
         assert set(cluster.state.values()) == {"exited"}
         assert len(cluster.names("shutdown")) == 3 and len(cluster.names("remount")) == 3

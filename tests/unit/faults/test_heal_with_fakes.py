@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 from faults_fakes import FakeCluster, FakeToxiproxy
 
-from faults import heal_everything, make_fault
-from faults.hostfs import FILL_PREFIX
-from harness.errors import HealError
+from kchaos.faults import heal_everything, make_fault
+from kchaos.faults.hostfs import FILL_PREFIX
+from kchaos.harness.errors import HealError
 
 
 def test_heal_finds_leftovers_without_memory(

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from faults.hold import parse_fault
+from kchaos.faults.hold import parse_fault
 
 
 def test_parse_fault_arguments() -> None:

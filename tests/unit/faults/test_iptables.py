@@ -4,7 +4,7 @@ from pathlib import Path
 
 from faults_fakes import make_nodes
 
-from faults import iptables
+from kchaos.faults import iptables
 
 
 def test_pairs() -> None:

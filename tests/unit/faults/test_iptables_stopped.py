@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from faults import iptables
-from harness.cluster.api import NodeHandle
-from harness.errors import FaultError, HealError
+from kchaos.faults import iptables
+from kchaos.harness.cluster.api import NodeHandle
+from kchaos.harness.errors import FaultError, HealError
 
 
 class _Cluster:

@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 from faults_fakes import FakeCluster, FakeSink
 
-from faults import Nemesis, build_nemesis, from_spec, scripted
-from harness.errors import ConfigError
+from kchaos.faults import Nemesis, build_nemesis, from_spec, scripted
+from kchaos.harness.errors import ConfigError
 
 SPEC: dict[str, Any] = {
     "type": "random",

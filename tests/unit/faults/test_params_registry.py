@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from faults import fault_spec, registry
-from faults.params import Param, Where, validate_params
-from harness.errors import ConfigError
+from kchaos.faults import fault_spec, registry
+from kchaos.faults.params import Param, Where, validate_params
+from kchaos.harness.errors import ConfigError
 
 
 def test_registry_has_every_family() -> None:
     # other packages may register their own operations (harness.run.moves): ours only
-    reg = {n: c for n, c in registry().items() if c.__module__.startswith("faults.")}
+    reg = {n: c for n, c in registry().items() if c.__module__.startswith("kchaos.faults.")}
     families = {cls.family for cls in reg.values()}
     assert families == {"network", "partition", "pause", "disk", "crash"}
     for name in ("latency", "bandwidth", "timeout", "reset-peer", "slow-close"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from faults_fakes import FakeCluster, FakeToxiproxy
 
-from faults import make_fault, protected
+from kchaos.faults import make_fault, protected
 
 
 def test_protected_heals_on_exception(cluster: FakeCluster, toxiproxy: type[FakeToxiproxy]) -> None:
@@ -29,9 +29,9 @@ def test_sigterm_heals_then_dies(tmp_path: Path) -> None:
         sys.path.insert(0, {str(here)!r})
         from pathlib import Path
         from faults_fakes import FakeCluster, FakeToxiproxy
-        import faults.heal
-        faults.heal.Toxiproxy = FakeToxiproxy
-        from faults import make_fault, protect
+        import kchaos.faults.heal
+        kchaos.faults.heal.Toxiproxy = FakeToxiproxy
+        from kchaos.faults import make_fault, protect
         c = FakeCluster(3, Path({str(tmp_path)!r}))
         protect(c)
         make_fault(c, "pause", "broker-2").start()
@@ -57,7 +57,7 @@ def test_sigterm_heals_then_dies(tmp_path: Path) -> None:
 
 
 def test_no_fault_starts_after_the_exit_heal(cluster: FakeCluster) -> None:
-    import faults.base as base
+    import kchaos.faults.base as base
 
     base.refuse_new_faults()
     try:

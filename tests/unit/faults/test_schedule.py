@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from faults import from_spec, scripted
-from faults.params import Where
-from harness.errors import ConfigError
+from kchaos.faults import from_spec, scripted
+from kchaos.faults.params import Where
+from kchaos.harness.errors import ConfigError
 
 RANDOM: dict[str, Any] = {
     "type": "random",

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faults import from_spec
+from kchaos.faults import from_spec
 
 NAMES = ["pause", "latency", "kill", "isolate", "disk-stall", "client-cut"]
 

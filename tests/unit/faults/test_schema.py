@@ -6,9 +6,9 @@ import jsonschema
 import pytest
 from test_schedule import RANDOM
 
-from faults import from_spec
-from faults.schema import nemesis_schema
-from harness.errors import ConfigError
+from kchaos.faults import from_spec
+from kchaos.faults.schema import nemesis_schema
+from kchaos.harness.errors import ConfigError
 
 SCRIPTED = {
     "type": "scripted",

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from faults_fakes import FakeCluster
 
-from faults.targets import TargetSpec, active_controller_count, parse_target, resolve
-from harness.errors import ConfigError, FaultError
+from kchaos.faults.targets import TargetSpec, active_controller_count, parse_target, resolve
+from kchaos.harness.errors import ConfigError, FaultError
 
 
 @pytest.mark.parametrize(

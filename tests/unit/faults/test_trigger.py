@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from faults_fakes import FakeCluster, FakeSink
 
-from faults import active_faults, build_nemesis, from_spec
-from faults.trigger import (
+from kchaos.faults import active_faults, build_nemesis, from_spec
+from kchaos.faults.trigger import (
     HandleState,
     LogFollower,
     TriggerContext,
@@ -20,8 +20,8 @@ from faults.trigger import (
     parse_trigger,
     wait_for,
 )
-from harness.errors import ConfigError
-from harness.scenario.loader import load_scenario
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.scenario.loader import load_scenario
 
 IN_ISR = {"in_isr": {"broker": 2, "topic": "t", "partition": 0}}
 
@@ -311,7 +311,7 @@ def test_scenario_triggers_are_rejected_with_file_line_and_field(
 
 
 def test_scenario_trigger_reaches_the_nemesis_spec() -> None:
-    from harness.run.translate import nemesis_spec
+    from kchaos.harness.run.translate import nemesis_spec
 
     sc = load_scenario("trig.yaml", text=SCENARIO.format(topic="t", partition=1))
     spec = nemesis_spec(sc)

@@ -18,7 +18,7 @@ def compose_copy(tmp_path: Path) -> Path:
     """A private copy of compose/ so tests may change inputs."""
     import shutil
 
-    from harness import paths
+    from kchaos.harness import paths
 
     dst = tmp_path / "compose"
     shutil.copytree(paths.COMPOSE_DIR / "kafka", dst / "kafka")

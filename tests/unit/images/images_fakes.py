@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.images.steps import Completed
+from kchaos.harness.images.steps import Completed
 
 
 def make_jar(path: Path, classes: Sequence[str] = ()) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.images.base import FALLBACK_MIRROR, debian_mirror
+from kchaos.harness.images.base import FALLBACK_MIRROR, debian_mirror
 
 DEB822 = """\
 Types: deb

@@ -8,9 +8,9 @@ import pytest
 from click.testing import CliRunner
 from images_fakes import FakeTools
 
-from harness.errors import ConfigError, ImageBuildError
-from harness.images import ImageSet, ensure_images
-from harness.images.steps import Completed, Reporter, check, subprocess_runner, tail
+from kchaos.harness.errors import ConfigError, ImageBuildError
+from kchaos.harness.images import ImageSet, ensure_images
+from kchaos.harness.images.steps import Completed, Reporter, check, subprocess_runner, tail
 
 
 def _ensure(fake: FakeTools, tmp_path: Path, compose: Path, **kw: object) -> ImageSet:
@@ -184,7 +184,7 @@ def test_check_and_tail_helpers(tmp_path: Path) -> None:
 
 
 def test_cli_build_and_list(monkeypatch: pytest.MonkeyPatch, fake_tools: FakeTools) -> None:
-    from harness.images import commands
+    from kchaos.harness.images import commands
 
     seen: dict[str, object] = {}
 

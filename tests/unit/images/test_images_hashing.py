@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.images.hashing import hash_inputs
+from kchaos.harness.images.hashing import hash_inputs
 
 
 def _tree(root: Path) -> list[Path]:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from images_fakes import BROKER_4X, TOOLS_4X, FakeTools, make_jar
 
-from harness.errors import ImageBuildError
-from harness.images.jars import (
+from kchaos.harness.errors import ImageBuildError
+from kchaos.harness.images.jars import (
     agent_argv,
     choose_classes,
     class_names,
@@ -16,8 +16,8 @@ from harness.images.jars import (
     mvn_argv,
     write_wrappers,
 )
-from harness.images.steps import Reporter
-from harness.images.versions import parse_kafka_version
+from kchaos.harness.images.steps import Reporter
+from kchaos.harness.images.versions import parse_kafka_version
 
 V44 = parse_kafka_version("4.4.0")
 V33 = parse_kafka_version("3.3.2")

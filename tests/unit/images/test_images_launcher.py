@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import paths
+from kchaos.harness import paths
 
 COMMON = paths.COMPOSE_DIR / "kafka" / "bin" / "kchaos-common.sh"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from images_fakes import FakeTools
 
-from harness.errors import ImageBuildError
-from harness.images.steps import Reporter
-from harness.images.toxiproxy import (
+from kchaos.harness.errors import ImageBuildError
+from kchaos.harness.images.steps import Reporter
+from kchaos.harness.images.toxiproxy import (
     go_env,
     go_install_argv,
     go_version,

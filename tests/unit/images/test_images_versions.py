@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import ConfigError
-from harness.images import DEFAULT_KAFKA_VERSION, TOXIPROXY_VERSION
-from harness.images.versions import (
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.images import DEFAULT_KAFKA_VERSION, TOXIPROXY_VERSION
+from kchaos.harness.images.versions import (
     KafkaVersion,
     check_source,
     jar_version,

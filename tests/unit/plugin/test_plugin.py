@@ -8,7 +8,7 @@ import pytest
 pytest_plugins = ["pytester"]
 
 FAKE_CONFTEST = '''
-from harness.cluster.api import NodeHandle
+from kchaos.harness.cluster.api import NodeHandle
 from pathlib import Path
 
 

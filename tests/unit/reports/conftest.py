@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.sample import LOST, VALID, make_run
+from kchaos.reports.sample import LOST, VALID, make_run
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 import pytest
 
-from harness.scenario.expect import EXIT_EXPECTED, EXIT_UNEXPECTED, EXIT_UNKNOWN, evaluate
+from kchaos.harness.scenario.expect import EXIT_EXPECTED, EXIT_UNEXPECTED, EXIT_UNKNOWN, evaluate
 
 
 def res(valid, **anomalies):

@@ -5,11 +5,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from reports.build import write_run_reports
-from reports.commands import report_cmd
-from reports.rundata import load_run, series
-from reports.sample import LOST, make_run
-from reports.suite import SuiteFailure, write_suite_reports
+from kchaos.reports.build import write_run_reports
+from kchaos.reports.commands import report_cmd
+from kchaos.reports.rundata import load_run, series
+from kchaos.reports.sample import LOST, make_run
+from kchaos.reports.suite import SuiteFailure, write_suite_reports
 
 
 def test_rundata_reads_the_history(lost_run: Path):
@@ -97,7 +97,7 @@ def test_report_command_exit_codes(lost_run: Path, valid_run: Path, tmp_path: Pa
 
 
 def test_report_command_rejects_a_missing_dir(tmp_path: Path):
-    from harness.errors import HistoryError
+    from kchaos.harness.errors import HistoryError
 
     result = CliRunner().invoke(report_cmd, [str(tmp_path / "nope")], standalone_mode=False)
     assert isinstance(result.exception, HistoryError)
@@ -125,7 +125,7 @@ def test_suite_matrix(lost_run: Path, valid_run: Path, tmp_path: Path):
 
 
 def test_a_fault_that_did_not_start_fails_the_run(tmp_path: Path):
-    from reports.sample import VALID
+    from kchaos.reports.sample import VALID
 
     run = make_run(tmp_path / "r", results=VALID)
     history = run / "history.jsonl"
@@ -144,8 +144,8 @@ def test_a_fault_that_did_not_start_fails_the_run(tmp_path: Path):
 
 
 def test_report_of_a_generated_history_with_the_real_checker(tmp_path: Path):
-    from harness.checker import check_run
-    from harness.histgen import generate_run
+    from kchaos.harness.checker import check_run
+    from kchaos.harness.histgen import generate_run
 
     gen = generate_run(
         tmp_path / "gen",
@@ -172,7 +172,7 @@ def test_report_timeline_from_the_controller_record(tmp_path: Path):
     """The report tells the KIP-903 story from controller.jsonl: a broker's new epoch,
     its ISR join, then its election, with the nemesis's faults in between; offline
     windows come from the checker (hence the controller), not from the samples."""
-    from harness.checker import check_run
+    from kchaos.harness.checker import check_run
 
     run = make_run(tmp_path / "ctl", results=None)
     lines = [

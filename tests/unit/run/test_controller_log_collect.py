@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.run.controller_log import (
+from kchaos.harness.run.controller_log import (
     collect_after_run,
     describe,
     dump_files,
     metadata_dir,
     split_log,
 )
-from harness.run.record import RunRecord
+from kchaos.harness.run.record import RunRecord
 
 FIXTURE = Path(__file__).parent / "fixtures" / "kafka-4.4.0-leader-kill.dump.txt"
 ORIGIN = 1795432376690597314
@@ -100,7 +100,7 @@ def test_dump_files_and_metadata_dir():
         toxiproxy_ip = "10.0.0.2"
 
         def __init__(self, props: dict[str, str]) -> None:
-            from harness.cluster.spec import ClusterSpec
+            from kchaos.harness.cluster.spec import ClusterSpec
 
             self.spec = ClusterSpec(brokers=1, server_properties=props)
 
@@ -155,7 +155,7 @@ def test_failures_are_recorded_not_raised(tmp_path: Path):
 
 
 def test_report_links_the_controller_record_and_logs(tmp_path: Path):
-    from reports.html import files_section
+    from kchaos.reports.html import files_section
 
     assert files_section(tmp_path) == ""
     (tmp_path / "controller.jsonl").write_text("")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.checker.controller import read_controller
-from harness.run.metadata_records import (
+from kchaos.harness.checker.controller import read_controller
+from kchaos.harness.run.metadata_records import (
     BrokerLine,
     MetadataDumpError,
     PartitionLine,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.run.reread import command, expected_counts, parse_output
+from kchaos.harness.run.reread import command, expected_counts, parse_output
 
 
 def test_command_reads_the_whole_topic_with_positions() -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.errors import ConfigError
-from harness.scenario import load_scenario
+from kchaos.harness.cli import main
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.scenario import load_scenario
 
 BASE = """\
 name: t1

@@ -4,10 +4,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness.cli import main
-from harness.scenario import library
-from harness.scenario.checks import faults_validator
-from harness.scenario.loader import schema
+from kchaos.harness.cli import main
+from kchaos.harness.scenario import library
+from kchaos.harness.scenario.checks import faults_validator
+from kchaos.harness.scenario.loader import schema
 
 REQUIRED = {
     "kip-501-slow-leader",

@@ -2,11 +2,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import ConfigError
-from harness.scenario import load_scenario, parse_duration
-from harness.scenario.checks import semantic_checks
-from harness.scenario.loader import validate_schema
-from harness.scenario.yamlsrc import load_yaml
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.scenario import load_scenario, parse_duration
+from kchaos.harness.scenario.checks import semantic_checks
+from kchaos.harness.scenario.loader import validate_schema
+from kchaos.harness.scenario.yamlsrc import load_yaml
 
 GOOD = """\
 name: t1
@@ -225,7 +225,7 @@ def test_random_schedule_and_not_both():
 
 
 def test_expectation_before_a_fix_release_applies_to_older_versions() -> None:
-    from harness.scenario.loader import expect_for_version
+    from kchaos.harness.scenario.loader import expect_for_version
 
     expect = {
         "valid": True,

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from harness import cli
-from harness.errors import ClusterError, ConfigError
-from harness.run import matrix
-from harness.run.orchestrate import RunResult
-from harness.scenario import library
-from reports.build import write_run_reports
-from reports.sample import LOST, VALID, make_run
+from kchaos.harness import cli
+from kchaos.harness.errors import ClusterError, ConfigError
+from kchaos.harness.run import matrix
+from kchaos.harness.run.orchestrate import RunResult
+from kchaos.harness.scenario import library
+from kchaos.reports.build import write_run_reports
+from kchaos.reports.sample import LOST, VALID, make_run
 
 KNOWN = {"3.4.1", "3.5.2", "4.4.0"}
 

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import ConfigError
-from harness.scenario.properties import load_properties, parse_properties
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.scenario.properties import load_properties, parse_properties
 
 
 def test_separators_comments_and_whitespace():

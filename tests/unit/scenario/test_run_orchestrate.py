@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from harness.errors import ClusterError, ConfigError
-from harness.run import orchestrate, record
-from harness.run.moves import rotated
-from harness.scenario import library
-from reports.sample import make_run
+from kchaos.harness.errors import ClusterError, ConfigError
+from kchaos.harness.run import orchestrate, record
+from kchaos.harness.run.moves import rotated
+from kchaos.harness.scenario import library
+from kchaos.reports.sample import make_run
 
 
 class FakeCluster:
@@ -35,10 +35,10 @@ class FakeCluster:
 
 @pytest.fixture
 def fakes(monkeypatch: pytest.MonkeyPatch) -> list[FakeCluster]:
-    import harness.cluster
+    import kchaos.harness.cluster
 
     FakeCluster.instances = []
-    monkeypatch.setattr(harness.cluster, "Cluster", FakeCluster, raising=False)
+    monkeypatch.setattr(kchaos.harness.cluster, "Cluster", FakeCluster, raising=False)
     monkeypatch.setattr(
         orchestrate,
         "ensure_images",

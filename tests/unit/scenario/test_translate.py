@@ -1,6 +1,6 @@
-from faults.schedule import from_spec
-from harness.run import translate
-from harness.scenario import library
+from kchaos.faults.schedule import from_spec
+from kchaos.harness.run import translate
+from kchaos.harness.scenario import library
 
 
 def test_workload_spec_of_smoke():

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import ConfigError, WorkloadError
-from workloads.bench import Case, disk_mb, parse_perf_output, ratios
-from workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+from kchaos.harness.errors import ConfigError, WorkloadError
+from kchaos.workloads.bench import Case, disk_mb, parse_perf_output, ratios
+from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
 
 PERF_OUTPUT = """\
 499981 records sent, 99976.2 records/sec (9.53 MB/sec), 120.1 ms avg latency, 400.0 ms max.

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from workloads.classify import canonical_name, classify
+from kchaos.workloads.classify import canonical_name, classify
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,7 @@ def test_canonical_names_fold_client_spellings() -> None:
 def test_confluent_errors_map_to_canonical_names() -> None:
     from confluent_kafka import KafkaError
 
-    from workloads.confluent_client import error_name
+    from kchaos.workloads.confluent_client import error_name
 
     assert error_name(KafkaError(KafkaError._MSG_TIMED_OUT)) == "MSG_TIMED_OUT"
     assert error_name(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS)) == "NOT_ENOUGH_REPLICAS"
@@ -76,7 +76,7 @@ def test_confluent_errors_map_to_canonical_names() -> None:
 def test_kafka_python_errors_map_to_canonical_names() -> None:
     import kafka.errors as kerrors
 
-    from workloads.kafkapython_client import error_name
+    from kchaos.workloads.kafkapython_client import error_name
 
     assert error_name(kerrors.NotEnoughReplicasError()) == "NOT_ENOUGH_REPLICAS"
     assert error_name(kerrors.NotLeaderForPartitionError()) == "NOT_LEADER_OR_FOLLOWER"

@@ -4,10 +4,10 @@ import time
 
 from workload_fakes import FakeConsumer
 
-from workloads.consumer import ConsumerWorker
-from workloads.history import ListSink
-from workloads.spec import ConsumerSpec
-from workloads.values import payload
+from kchaos.workloads.consumer import ConsumerWorker
+from kchaos.workloads.history import ListSink
+from kchaos.workloads.spec import ConsumerSpec
+from kchaos.workloads.values import payload
 
 LOGS = {
     ("t", 0): [(0, payload("1-0", 10)), (1, payload("1-2", 10))],

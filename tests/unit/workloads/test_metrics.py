@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 import requests
 
-from workloads.metrics import HarnessMetrics
+from kchaos.workloads.metrics import HarnessMetrics
 
 
 def test_counters_histograms_and_fault_gauge() -> None:

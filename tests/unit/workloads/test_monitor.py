@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from workloads.history import ListSink
-from workloads.monitor import Monitor, health_samples, scrape
+from kchaos.workloads.history import ListSink
+from kchaos.workloads.monitor import Monitor, health_samples, scrape
 
 EXPOSITION = """# HELP kafka_server_replicamanager_underreplicatedpartitions x
 # TYPE kafka_server_replicamanager_underreplicatedpartitions gauge

@@ -4,11 +4,11 @@ import time
 
 from workload_fakes import FakeProducer
 
-from workloads.clients import SendCallback, SendResult
-from workloads.history import ListSink
-from workloads.metrics import HarnessMetrics
-from workloads.producer import CLOSED_IN_FLIGHT, ProducerWorker
-from workloads.spec import ProducerSpec
+from kchaos.workloads.clients import SendCallback, SendResult
+from kchaos.workloads.history import ListSink
+from kchaos.workloads.metrics import HarnessMetrics
+from kchaos.workloads.producer import CLOSED_IN_FLIGHT, ProducerWorker
+from kchaos.workloads.spec import ProducerSpec
 
 
 def start_worker(

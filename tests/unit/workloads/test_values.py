@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workloads.values import RateLimiter, key_for, padder, payload, value_of
+from kchaos.workloads.values import RateLimiter, key_for, padder, payload, value_of
 
 
 @given(st.integers(0, 10**6), st.integers(0, 10**9), st.integers(1, 5000))

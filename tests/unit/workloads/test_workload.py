@@ -10,11 +10,11 @@ import pytest
 import requests
 from workload_fakes import FakeConsumer, FakeProducer
 
-import workloads.workload as wl
-from workloads.clients import SendResult
-from workloads.history import ListSink
-from workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
-from workloads.values import payload
+import kchaos.workloads.workload as wl
+from kchaos.workloads.clients import SendResult
+from kchaos.workloads.history import ListSink
+from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+from kchaos.workloads.values import payload
 
 
 class AckingProducer(FakeProducer):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from workloads.clients import AssignCallback, Record, SendCallback, SendRefused, SendResult
+from kchaos.workloads.clients import AssignCallback, Record, SendCallback, SendRefused, SendResult
 
 
 class FakeProducer:
