@@ -58,6 +58,32 @@ class BrokerState:
     shutting_down: bool
 
 
+ShrinkCause = Literal["fenced", "shutdown", "leader", "other"]
+
+
+@dataclass(frozen=True)
+class Shrink:
+    """One replica leaving one ISR in the controller's record."""
+
+    topic: str
+    partition: int
+    broker: int
+    cause: ShrinkCause
+    at: PartitionState
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "broker": self.broker,
+            "cause": self.cause,
+            "time_s": round(self.at.time / 1e9, 6),
+            "isr_after": list(self.at.isr),
+            "elr_after": list(self.at.elr),
+            "controller_offset": self.at.offset,
+        }
+
+
 @dataclass(frozen=True)
 class Election:
     """A partition line whose leader is set and differs from the previous line's."""
@@ -113,6 +139,36 @@ class ControllerRecord:
                 if after.leader < 0 or after.leader == before.leader:
                     continue
                 yield Election(topic, part, classify(before, after), before, after)
+
+    def isr_shrinks(self) -> Iterator[Shrink]:
+        """Every committed removal of a replica from an ISR, with who caused it.
+
+        The controller removes a broker it fenced (its session expired) or one that is
+        shutting down; any other removal came from the leader's AlterPartition: the leader
+        judged the follower more than ``replica.lag.time.max.ms`` behind (KIP-501's case
+        when the leader itself was the slow one). The broker's state is taken at the
+        partition line's offset, so a fence committed in the same batch counts.
+        """
+        for (topic, part), states in self.partitions.items():
+            for before, after in zip(states, states[1:], strict=False):
+                for broker in before.isr:
+                    if broker in after.isr:
+                        continue
+                    yield Shrink(topic, part, broker, self._removal_cause(broker, after), after)
+
+    def _removal_cause(self, broker: int, at: PartitionState) -> ShrinkCause:
+        state = None
+        for candidate in self.brokers.get(broker, ()):
+            if candidate.offset > at.offset:
+                break
+            state = candidate
+        if state is not None and state.fenced:
+            return "fenced"
+        if state is not None and state.shutting_down:
+            return "shutdown"
+        if at.leader != -1 and broker != at.leader:
+            return "leader"
+        return "other"
 
     def registrations(self, broker: int) -> list[BrokerState]:
         """The broker lines that start a new incarnation (a new broker epoch)."""

@@ -16,6 +16,7 @@ from kchaos.harness.checker.model import CheckOutcome
 LEARN_NS = 1_000_000_000
 # Kafka's default min.insync.replicas, where neither run.json nor the monitor states one.
 KAFKA_DEFAULT_MIN_ISR = 1
+SHRINKS_LISTED = 20  # results.json lists this many ISR removals; the count covers all
 
 
 def check_isr(facts: Facts, config: RunConfig) -> CheckOutcome:
@@ -42,9 +43,24 @@ def check_isr(facts: Facts, config: RunConfig) -> CheckOutcome:
         elections = _controller_elections(config, out, record)
         allowed += elections["unclean_allowed"]
         out.stats["elections"] = elections
+        out.stats["shrinks"] = _controller_shrinks(record)
     out.stats["acked_below_min_isr"] = below
     out.stats["unclean_elections_allowed"] = allowed
     return out.settle()
+
+
+def _controller_shrinks(record: ControllerRecord) -> dict[str, Any]:
+    """Who took replicas out of ISRs: the controller (fenced, shutting down) or the
+    leader (a follower it judged too far behind). Informational, never an anomaly."""
+    shrinks = list(record.isr_shrinks())
+    by_cause: dict[str, int] = {}
+    for shrink in shrinks:
+        by_cause[shrink.cause] = by_cause.get(shrink.cause, 0) + 1
+    return {
+        "count": len(shrinks),
+        "by_cause": by_cause,
+        "first": [s.to_json() for s in shrinks[:SHRINKS_LISTED]],
+    }
 
 
 def _controller_elections(

@@ -38,6 +38,28 @@ def test_clean_election_from_the_record_overrides_a_misleading_sample(tmp_path: 
     assert r.stats["isr"]["source"] == "controller.jsonl"
 
 
+def test_isr_shrinks_are_attributed_to_the_leader_or_the_controller(tmp_path: Path) -> None:
+    h = H()
+    h.meta(0, 1, [1, 2, 3])
+    _base(h, ["a"])
+    h.drain_all(0, ["a"])
+    c = C()
+    c.broker(0, 2, 5)
+    c.broker(0, 3, 6)
+    c.part(0, 1, [1, 2, 3])
+    c.part(1 * S, 1, [1, 3], epoch=1)  # 2 is registered and unfenced: the leader dropped it
+    c.broker(2 * S, 3, 6, fenced=True)  # 3's session expired: the controller drops it
+    c.part(2 * S, 1, [1], elr=[3], epoch=2)
+    c.part(3 * S, 1, [1, 2], epoch=3)  # a join is not a shrink
+    r = check_with(h, c, tmp_path)
+    shrinks = r.stats["isr"]["shrinks"]
+    assert shrinks["count"] == 2 and shrinks["by_cause"] == {"leader": 1, "fenced": 1}
+    first, second = shrinks["first"]
+    assert (first["broker"], first["cause"], first["time_s"]) == (2, "leader", 1.0)
+    assert (second["broker"], second["cause"], second["elr_after"]) == (3, "fenced", [3])
+    assert r.valid is True  # who shrank an ISR is evidence, never an anomaly
+
+
 def _fresh(tmp_path: Path, name: str) -> Path:
     d = tmp_path / name
     d.mkdir()
