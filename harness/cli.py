@@ -22,6 +22,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "kchaos.harness.run.matrix:matrix_cmd",
         "Run scenarios on several Kafka versions and seeds, one page.",
     ),
+    "replay": (
+        "kchaos.harness.run.replay:replay_cmd",
+        "Run a stored run again from its run.json.",
+    ),
+    "shrink": (
+        "kchaos.harness.run.shrink:shrink_cmd",
+        "Find a smaller fault schedule that still fails.",
+    ),
     "scenarios": ("kchaos.harness.scenario.commands:scenarios_cmd", "List the incident library."),
     "validate": ("kchaos.harness.scenario.commands:validate_cmd", "Check a scenario file."),
     "report": ("kchaos.reports.commands:report_cmd", "Write the reports of a run directory."),

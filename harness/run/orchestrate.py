@@ -192,8 +192,11 @@ def run_scenario(
     quiet: bool = False,
     command: list[str] | None = None,
     keep_cluster: bool = False,
+    extra: dict[str, Any] | None = None,
 ) -> RunResult:
-    """Run one scenario end to end; returns the outcome (exit code by ``expect``)."""
+    """Run one scenario end to end; returns the outcome (exit code by ``expect``).
+
+    ``extra`` adds top-level keys to run.json (``replay_of``, ``shrink_of``)."""
     from kchaos.harness.cluster import Cluster, ClusterSpec
 
     console = console or Console()
@@ -201,7 +204,10 @@ def run_scenario(
     run_id = new_run_id()
     run_dir = resolve_run_dir(out, run_id)
     kafka_version = sc.cluster.kafka_version or default_kafka_version()
-    rec = record.RunRecord(run_dir / "run.json", record.initial(sc, run_id, kafka_version, command))
+    rec = record.RunRecord(
+        run_dir / "run.json",
+        {**record.initial(sc, run_id, kafka_version, command), **(extra or {})},
+    )
     rec.write()
     progress.note(f"run [bold]{sc.name}[/] id {run_id} seed {sc.seed} Kafka {kafka_version}")
     progress.note(f"run directory: {run_dir}")

@@ -20,6 +20,9 @@ import orjson
 from kchaos.harness.run.translate import producer_fields
 from kchaos.harness.scenario.model import Scenario
 
+# The run.json format this kchaos writes; readers refuse a newer one (kchaos replay).
+FORMAT = 1
+
 
 def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -64,7 +67,7 @@ def initial(sc: Scenario, run_id: str, kafka_version: str, command: list[str] | 
     producers = sc.workload.producers
     consumers = sc.workload.consumers
     return {
-        "format": 1,
+        "format": FORMAT,
         "run_id": run_id,
         "status": "starting",
         "command": command or [],

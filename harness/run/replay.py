@@ -1,0 +1,196 @@
+"""``kchaos replay RUN_DIR``: the same run again, from its run.json alone.
+
+run.json holds the resolved scenario (after ``--set`` and ``--broker-config``), the seed,
+the Kafka version, the images and the nemesis ``schedule``: the concrete fault list the
+run executed (each fault's id, start, duration, target spec and params, with a random
+schedule's draws already made). A replay rebuilds a scenario file from these, with the
+stored schedule as its scripted steps, so the replay runs the same fault times, targets
+and parameters rather than drawing them again; a seeded ``random`` target resolves the
+same way because seed and fault ids are the same. A run.json without ``schedule`` (the run
+ended before the nemesis started) replays the scenario's own nemesis section, which the
+same seed expands the same way.
+
+The rebuilt scenario goes through the loader (the checks of `kchaos validate`), and the
+new run directory's run.json names the run it replays (``replay_of``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from kchaos.harness.errors import ConfigError, HistoryError, KchaosError, shown
+from kchaos.harness.run.record import FORMAT
+from kchaos.harness.scenario.dump import file_data, to_yaml
+from kchaos.harness.scenario.loader import load_scenario
+from kchaos.harness.scenario.model import Scenario
+
+
+def read_run_json(run_dir: Path) -> dict[str, Any]:
+    """RUN_DIR/run.json as a dict; HistoryError (exit 3, one line) when it is missing,
+    unreadable, not a JSON object, of a newer format, or without its scenario."""
+    if not run_dir.is_dir():
+        raise HistoryError("not a run directory (no such directory)", file=str(run_dir))
+    path = run_dir / "run.json"
+    if not path.is_file():
+        raise HistoryError("not a run directory: it has no run.json", file=str(run_dir))
+    try:
+        data = orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise HistoryError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    except orjson.JSONDecodeError as exc:
+        raise HistoryError(f"not JSON: {exc}", file=str(path)) from None
+    if not isinstance(data, dict):
+        raise HistoryError(f"must be a JSON object, got {type(data).__name__}", file=str(path))
+    fmt = data.get("format")
+    if isinstance(fmt, bool) or not isinstance(fmt, int):
+        raise HistoryError(f"must be an integer, got {shown(fmt)}", file=str(path), field="format")
+    if fmt > FORMAT:
+        raise HistoryError(
+            f"format {fmt} is newer than this kchaos reads ({FORMAT}); use a newer kchaos",
+            file=str(path),
+            field="format",
+        )
+    if not isinstance(data.get("scenario"), dict):
+        raise HistoryError("missing: run.json has no scenario", file=str(path), field="scenario")
+    return data
+
+
+def schedule_steps(schedule: Any, file: str) -> list[dict[str, Any]]:
+    """run.json's ``schedule`` (faults.schedule.Schedule.to_list()) as scenario steps."""
+    if not isinstance(schedule, list):
+        raise HistoryError(f"must be a list, got {shown(schedule)}", file=file, field="schedule")
+    steps = []
+    for i, entry in enumerate(schedule):
+        if not isinstance(entry, Mapping) or "fault" not in entry or "at" not in entry:
+            raise HistoryError(
+                f"not a scheduled fault: {shown(entry)}", file=file, field=f"schedule.{i}"
+            )
+        step: dict[str, Any] = {"fault": entry["fault"], "at": entry["at"]}
+        if entry.get("for"):  # 0: an instantaneous fault, as a step without duration
+            step["duration"] = entry["for"]
+        for key in ("target", "when", "timeout", "on_timeout"):
+            if entry.get(key) is not None:
+                step[key] = entry[key]
+        params = explicit_params(entry["fault"], entry.get("params"))
+        if params:
+            step["params"] = params
+        steps.append(step)
+    return steps
+
+
+def explicit_params(fault: Any, params: Any) -> Any:
+    """A scheduled fault's params without those equal to the fault's defaults: the
+    schedule lists every param with its default filled in, and some defaults (an empty
+    topic: "every topic") are not values a scenario may write."""
+    from kchaos.faults.base import fault_class
+
+    if not isinstance(params, Mapping):
+        return params
+    try:
+        declared = {p.name: p.default for p in fault_class(str(fault)).params_spec}
+    except KchaosError:
+        return dict(params)  # an unknown fault: the loader names it
+    return {k: v for k, v in params.items() if k not in declared or declared[k] != v}
+
+
+def scenario_data(run: Mapping[str, Any], file: str) -> dict[str, Any]:
+    """Scenario-file data of a stored run: its scenario, Kafka version and schedule."""
+    try:
+        data = file_data(run["scenario"])
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise HistoryError(
+            f"the stored scenario is incomplete ({type(exc).__name__}: {exc})",
+            file=file,
+            field="scenario",
+        ) from None
+    if isinstance(run.get("kafka_version"), str):
+        data["cluster"]["kafka_version"] = run["kafka_version"]
+    if isinstance(run.get("seed"), int):
+        data["seed"] = run["seed"]
+    if "schedule" in run:
+        steps = schedule_steps(run["schedule"], file)
+        data.pop("nemesis", None)
+        if steps:
+            data["nemesis"] = {"steps": steps}
+    return data
+
+
+def load_data(data: Mapping[str, Any], file: str, *, kafka_version: str | None = None) -> Scenario:
+    """Load scenario-file data through the loader; a refusal of the stored data itself is
+    reported against ``file`` (there is no YAML file whose lines it could name)."""
+    try:
+        return load_scenario(file, text=to_yaml(data), kafka_version=kafka_version)
+    except ConfigError as exc:
+        if exc.file != file:  # e.g. --kafka-version
+            raise
+        raise HistoryError(
+            f"the stored scenario does not load: {exc.detail}", file=file, field=exc.field
+        ) from None
+
+
+def replay_scenario(
+    run_dir: Path, *, kafka_version: str | None = None
+) -> tuple[Scenario, dict[str, Any]]:
+    """The scenario a replay of ``run_dir`` runs, and the original run.json."""
+    run = read_run_json(run_dir)
+    file = str(run_dir / "run.json")
+    sc = load_data(scenario_data(run, file), file, kafka_version=kafka_version)
+    return sc, run
+
+
+def replay_of(run_dir: Path, run: Mapping[str, Any]) -> dict[str, Any]:
+    """What the replay's run.json says about the run it replays."""
+    return {
+        "run_dir": str(run_dir.resolve()),
+        "run_id": run.get("run_id"),
+        "kafka_version": run.get("kafka_version"),
+        "image": run.get("image"),
+    }
+
+
+@click.command("replay")
+@click.argument("run_dir", metavar="RUN_DIR", type=click.Path(path_type=Path))
+@click.option("--kafka-version", help="Run the same schedule on another Kafka release, e.g. 3.9.1.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Output directory (default: runs/RUN_ID).",
+)
+@click.option("--quiet", is_flag=True, help="Only the final summary.")
+def replay_cmd(run_dir: Path, kafka_version: str | None, out: Path | None, quiet: bool) -> int:
+    """Run RUN_DIR again from its run.json alone, into a new run directory.
+
+    Same Kafka version, images, broker/topic/client configs, seed and concrete fault
+    schedule (times, targets, params) as the stored run; its run.json names the original
+    (`replay_of`). --kafka-version tries the same run on another release. Exit code as
+    `kchaos run` (judged by the original's `expect`); 3 when RUN_DIR has no usable
+    run.json.
+    """
+    from rich.console import Console
+
+    from kchaos.harness.run import run_scenario
+
+    sc, run = replay_scenario(run_dir, kafka_version=kafka_version)
+    console = Console()
+    console.print(
+        f"replay of {run_dir} (run {run.get('run_id')}, Kafka {run.get('kafka_version')})"
+    )
+    result = run_scenario(
+        sc,
+        out=out,
+        console=console,
+        quiet=quiet,
+        command=sys.argv,
+        extra={"replay_of": replay_of(run_dir, run)},
+    )
+    image = (read_run_json(result.run_dir).get("image") or {}).get("kafka")
+    before = (run.get("image") or {}).get("kafka")
+    if kafka_version is None and before and image and image != before:
+        console.print(f"[yellow]note: the original ran on image {before}, this one on {image}[/]")
+    return result.exit_code
