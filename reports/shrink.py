@@ -22,13 +22,14 @@ def attempts_section(
     kinds: Sequence[str],
     out_dir: Path,
     describe: Callable[[str], str],
+    repeats: int = 1,
 ) -> str:
     """HTML: the schedules before and after, and every attempt (kchaos.harness.run.shrink
     Attempt: number, phase, steps, reproduced, kinds, run_dir, error, report)."""
     parts = [
         f"<p>Target: an anomaly of kind <b>{escape(', '.join(kinds))}</b>. A run that shows "
         "one reproduces the failure (PASS in the table below means reproduced); a candidate "
-        "counts as not reproducing only after the configured number of clean runs.</p>",
+        f"counts as not reproducing only after {repeats} clean run(s) (--repeat).</p>",
         "<table><tr><th>original schedule</th><th>shrunk schedule</th></tr>"
         f"<tr><td>{_schedule(original, describe)}</td>"
         f"<td class='ok'>{_schedule(shrunk, describe)}</td></tr></table>",

@@ -408,6 +408,8 @@ def _write(state: Search, best: Candidate, budget: int, repeats: int) -> dict[st
         "nemesis": {"steps": [step_data(_data(s)) for s in best]},
         "expect": reproducer_expect(original, _required(state, best)),
     }
+    order = ("name", "description", "tags", "seed", "cluster", "topics", "workload", "nemesis")
+    data = {**{k: data[k] for k in order if k in data}, **data}  # the file's usual order
     shrunk = state.out / "shrunk.yaml"
     header = (
         f"kchaos shrink {original.run_dir} (budget {budget}, repeat {repeats}): "
@@ -422,7 +424,7 @@ def _write(state: Search, best: Candidate, budget: int, repeats: int) -> dict[st
     ]
     title = f"kchaos shrink {run_id}"
     section = attempts_section(
-        state.attempts, original.steps, best, original.kinds, state.out, describe
+        state.attempts, original.steps, best, original.kinds, state.out, describe, repeats
     )
     paths = write_suite_reports(
         state.out, reports, failures, title=title, sections=[section], unit="attempts"
