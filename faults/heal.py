@@ -25,7 +25,6 @@ from typing import Any
 
 from kchaos.faults import hostfs, iptables
 from kchaos.faults.base import abort_all
-from kchaos.faults.toxiproxy import Toxiproxy
 from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
 from kchaos.harness.errors import HealError
 
@@ -89,7 +88,7 @@ def heal_everything(
             if ok:
                 done.append(f"sent SIGCONT to the stopped JVM of {node.name}")
 
-    api = Toxiproxy(cluster.toxiproxy_url)
+    api = cluster.toxiproxy
     ok, found = attempt("toxiproxy", api.leftovers)
     if ok and found:
         ok, _ = attempt("toxiproxy reset", api.reset)

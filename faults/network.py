@@ -24,9 +24,12 @@ from typing import Any, ClassVar
 
 from kchaos.faults.base import Fault, register
 from kchaos.faults.params import Param
-from kchaos.faults.toxiproxy import TOXIC_PREFIX, Toxiproxy
 from kchaos.harness.cluster.api import LINK_CLASSES, NodeHandle
 from kchaos.harness.errors import FaultError
+
+# Every toxic kchaos adds is named kchaos-<fault id>-..., so a heal tells its own toxics
+# apart (POST /reset in heal_everything removes every toxic of the run's own server).
+TOXIC_PREFIX = "kchaos-"
 
 COMMON: tuple[Param, ...] = (
     Param(
@@ -77,7 +80,7 @@ class ToxicFault(Fault):
         return {attr: self.params[p] for attr, p in self.attributes.items()}
 
     def _start(self) -> None:
-        self._api = Toxiproxy(self.cluster.toxiproxy_url)
+        self._api = self.cluster.toxiproxy
         self._added: list[tuple[str, str]] = []
         plan = [
             (proxy, stream)
@@ -109,7 +112,7 @@ class ToxicFault(Fault):
         self.detail["proxies"] = sorted({p for p, _ in plan})
 
     def _stop(self) -> None:
-        api = getattr(self, "_api", None) or Toxiproxy(self.cluster.toxiproxy_url)
+        api = self.cluster.toxiproxy
         _each(lambda item: api.remove_toxic(*item), getattr(self, "_added", []))
         self._added = []
 

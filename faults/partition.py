@@ -23,10 +23,9 @@ from typing import ClassVar
 
 from kchaos.faults import iptables
 from kchaos.faults.base import Fault, register
-from kchaos.faults.network import proxy_names
+from kchaos.faults.network import TOXIC_PREFIX, proxy_names
 from kchaos.faults.params import Param
 from kchaos.faults.targets import resolve
-from kchaos.faults.toxiproxy import TOXIC_PREFIX, Toxiproxy
 from kchaos.harness.errors import HealError
 
 ACTION = Param(
@@ -174,7 +173,7 @@ class ClientCut(Fault):
     )
 
     def _start(self) -> None:
-        self._api = Toxiproxy(self.cluster.toxiproxy_url)
+        self._api = self.cluster.toxiproxy
         self._done: list[str] = []
         proxies = [p for n in self.targets for p in proxy_names(n, "client")]
         self.detail["proxies"] = proxies
@@ -192,7 +191,7 @@ class ClientCut(Fault):
         return f"{TOXIC_PREFIX}{self.id}-client-cut-{stream}"
 
     def _stop(self) -> None:
-        api = getattr(self, "_api", None) or Toxiproxy(self.cluster.toxiproxy_url)
+        api = self.cluster.toxiproxy
         for proxy in getattr(self, "_done", []):
             if self.params["mode"] == "refuse":
                 api.set_enabled(proxy, True, heal=True)

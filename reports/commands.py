@@ -14,14 +14,11 @@ from kchaos.reports.suite import write_suite_reports
 
 
 def ensure_results(run_dir: Path, console: Console) -> None:
-    """Judge the history first when results.json is missing and the checker is there."""
+    """Judge the history first when results.json is missing."""
     if (run_dir / "results.json").is_file() or not (run_dir / "history.jsonl").is_file():
         return
-    try:
-        from kchaos.harness.checker import check_run
-    except ImportError:
-        console.print(f"[yellow]{run_dir}: no results.json and no checker; reporting without[/]")
-        return
+    from kchaos.harness.checker import check_run
+
     console.print(f"{run_dir}: no results.json yet, running the checker")
     check_run(run_dir)
 

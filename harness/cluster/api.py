@@ -21,7 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from kchaos.harness.cluster.proxies import Toxiproxy
 
 LinkClass = Literal["client", "replication", "controller"]
 LINK_CLASSES: tuple[LinkClass, ...] = ("client", "replication", "controller")
@@ -105,6 +108,11 @@ class ClusterHandle(Protocol):
         """Base URL of the Toxiproxy HTTP API, e.g. http://10.x.y.2:8474."""
         ...
 
+    @property
+    def toxiproxy(self) -> Toxiproxy:
+        """The client of this run's Toxiproxy server (toxics, proxies, reset)."""
+        ...
+
     def exec(self, node: NodeHandle, cmd: Sequence[str], *, user: str = "root") -> tuple[int, str]:
         """Run a command inside the node's container; (exit code, combined output)."""
         ...
@@ -136,3 +144,22 @@ class ClusterHandle(Protocol):
         ...
 
     def logs(self, node: NodeHandle, tail: int = 50) -> str: ...
+
+    # The node's own data filesystem, on the host (ClusterError when an operation fails).
+    def is_mounted(self, node: NodeHandle) -> bool: ...
+
+    def freeze_fs(self, node: NodeHandle) -> None:
+        """FIFREEZE: every writer blocks until thaw_fs; freezing a frozen fs is no error."""
+        ...
+
+    def thaw_fs(self, node: NodeHandle) -> bool:
+        """FITHAW; False when the filesystem was not frozen."""
+        ...
+
+    def shutdown_fs(self, node: NodeHandle) -> None:
+        """EXT4_IOC_SHUTDOWN with NOLOGFLUSH: what was not written back is lost."""
+        ...
+
+    def remount_fs(self, node: NodeHandle) -> None:
+        """Unmount if mounted and mount the node's loop device again (node stopped)."""
+        ...

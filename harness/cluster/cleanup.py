@@ -17,6 +17,7 @@ Every step tolerates a missing piece (a crash can stop a run anywhere).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -31,7 +32,7 @@ import docker.errors
 from kchaos.harness.cluster import filesystem
 from kchaos.harness.cluster.containers import container_pids, docker_client
 from kchaos.harness.cluster.topology import run_dir
-from kchaos.harness.errors import ConfigError
+from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.labels import LABEL_APP, LABEL_RUN, state_root
 
 Echo = Callable[[str], None]
@@ -80,8 +81,12 @@ def thaw_run(run_id: str, echo: Echo = _quiet, dry_run: bool = False) -> list[st
     for mount in filesystem.mounts_under(run_dir(run_id)):
         if dry_run:
             done.append(f"would thaw {mount} if frozen")
-        elif filesystem.thaw(mount):
-            done.append(f"thawed {mount}")
+        else:
+            try:
+                if filesystem.thaw(mount):
+                    done.append(f"thawed {mount}")
+            except ClusterError as exc:
+                done.append(f"thaw {mount} failed: {exc}")
     for line in done:
         echo(line)
     return done
@@ -125,14 +130,8 @@ def release_processes(
 
 
 def heal_faults(run_id: str, echo: Echo = _quiet) -> list[str]:
-    """kchaos.faults.heal_everything(attach(run_id)) when both exist; never raises."""
-    try:
-        from kchaos import faults
-    except ImportError:
-        return []
-    heal = getattr(faults, "heal_everything", None)
-    if heal is None:
-        return []
+    """kchaos.faults.heal_everything(attach(run_id)); never raises."""
+    from kchaos.faults.heal import heal_everything as heal
     from kchaos.harness.cluster.cluster import attach
 
     try:
@@ -178,7 +177,8 @@ def remove_run(
     base = run_dir(run_id)
     for mount in filesystem.mounts_under(base):
         if not dry_run:
-            filesystem.thaw(mount)
+            with contextlib.suppress(ClusterError):  # not frozen, or not ext4: unmount anyway
+                filesystem.thaw(mount)
             filesystem.unmount(mount, lazy_fallback=True)
         note(f"{'would unmount' if dry_run else 'unmounted'} {mount}")
     for dev in filesystem.loop_devices_under(base):

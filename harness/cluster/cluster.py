@@ -47,7 +47,7 @@ from kchaos.harness.cluster.containers import (
     send_signal,
     status_report,
 )
-from kchaos.harness.cluster.proxies import ToxiproxyAPI
+from kchaos.harness.cluster.proxies import Toxiproxy
 from kchaos.harness.cluster.spec import ClusterSpec
 from kchaos.harness.cluster.state import RunState, load, save
 from kchaos.harness.cluster.topology import (
@@ -57,11 +57,13 @@ from kchaos.harness.cluster.topology import (
     run_dir,
     toxiproxy_ip,
 )
+from kchaos.harness.cluster.wait import Check, Until, WaitTimeout, http_answers
 from kchaos.harness.errors import BrokerStartError, ClusterError, ReadinessTimeout, SetupError
 from kchaos.harness.labels import new_run_id
 
 METRICS_PORT = 7071
 JMX_PORT = METRICS_PORT
+TOXIPROXY_UP_TIMEOUT = 30.0
 
 
 class Cluster:
@@ -73,6 +75,7 @@ class Cluster:
         self.spec: ClusterSpec = dataclasses.replace(spec, run_id=self.run_id)
         self._state = RunState(run_id=self.run_id, spec=self.spec)
         self._client: docker.DockerClient | None = None
+        self._toxiproxy: Toxiproxy | None = None
         self._stopped: set[int] = set()  # stopped on purpose (stop_node)
         self._starting: set[int] = set()  # (re)starting: an exit means "refused to start"
         self.subnet: str = ""  # e.g. "10.213.7.0/24", set by start()
@@ -153,27 +156,25 @@ class Cluster:
         brokers = {n.node_id for n in self.brokers}
         admin = self.admin()
         created = False
-        while True:
+
+        def check() -> str | None:
+            nonlocal created
             self._check_containers()
             missing = brokers - readiness.registered_brokers(admin)
             if missing:
-                last = f"brokers not registered: {sorted(missing)}"
-            else:
-                try:
-                    if not created:
-                        readiness.ensure_topic(
-                            admin, readiness.PROBE_TOPIC, len(brokers), min(3, len(brokers))
-                        )
-                        created = True
-                    problems = readiness.isr_problems(admin, [readiness.PROBE_TOPIC])
-                except Exception as exc:  # noqa: BLE001 - retried until the deadline
-                    problems = [f"{type(exc).__name__}: {exc}"]
-                if not problems:
-                    return
-                last = "probe topic not in sync: " + "; ".join(problems)
-            if time.monotonic() >= deadline:
-                self._timeout(timeout, last)
-            time.sleep(0.3)
+                return f"brokers not registered: {sorted(missing)}"
+            try:
+                if not created:
+                    readiness.ensure_topic(
+                        admin, readiness.PROBE_TOPIC, len(brokers), min(3, len(brokers))
+                    )
+                    created = True
+                problems = readiness.isr_problems(admin, [readiness.PROBE_TOPIC])
+            except Exception as exc:  # noqa: BLE001 - an observation; retried until the timeout
+                problems = [f"{type(exc).__name__}: {exc}"]
+            return "probe topic not in sync: " + "; ".join(problems) if problems else None
+
+        self._until("cluster ready", check, timeout, max(0.0, deadline - time.monotonic()))
 
     def logs(self, node: NodeHandle, tail: int = 50) -> str:
         return log_tail(self.container(node), tail)
@@ -203,8 +204,11 @@ class Cluster:
         return self._state.toxiproxy_image
 
     @property
-    def toxiproxy(self) -> ToxiproxyAPI:
-        return ToxiproxyAPI(self.toxiproxy_url)
+    def toxiproxy(self) -> Toxiproxy:
+        """The client of this run's Toxiproxy server (faults add and remove toxics here)."""
+        if self._toxiproxy is None or self._toxiproxy.url != self.toxiproxy_url:
+            self._toxiproxy = Toxiproxy(self.toxiproxy_url)
+        return self._toxiproxy
 
     def container(self, node: NodeHandle | str) -> Container:
         name = node if isinstance(node, str) else node.container_name
@@ -227,15 +231,13 @@ class Cluster:
     def wait_isr_full(self, topics: Iterable[str], timeout: float = 60.0) -> None:
         """Until every partition of the topics has a leader and ISR == replicas."""
         topics = list(topics)
-        deadline = time.monotonic() + timeout
         with_admin = self.admin()
-        while True:
+
+        def check() -> str | None:
             problems = readiness.isr_problems(with_admin, topics)
-            if not problems:
-                return
-            if time.monotonic() >= deadline:
-                self._timeout(timeout, "ISR not full: " + "; ".join(problems))
-            time.sleep(0.3)
+            return "ISR not full: " + "; ".join(problems) if problems else None
+
+        self._until("ISR full", check, timeout)
 
     def process_ids(self, node: NodeHandle) -> list[int]:
         """Host pids of every process in the node's container."""
@@ -261,9 +263,12 @@ class Cluster:
         filesystem.mount(node.loop_device, node.mount_path)
 
     def remount_fs(self, node: NodeHandle) -> None:
-        """Unmount if mounted, then mount the node's loop device again (container stopped)."""
+        """Unmount if mounted, then mount the node's loop device again (container stopped).
+        ClusterError when the loop device no longer backs the node's image file."""
         if filesystem.is_mounted(node.mount_path):
             filesystem.unmount(node.mount_path)
+        if not filesystem.loop_backs(node.loop_device, node.image_file):
+            raise ClusterError(f"{node.loop_device} no longer backs {node.image_file}")
         filesystem.mount(node.loop_device, node.mount_path)
 
     def is_mounted(self, node: NodeHandle) -> bool:
@@ -344,7 +349,8 @@ class Cluster:
             st.toxiproxy_container,
         )
         api = self.toxiproxy
-        api.wait_up()
+        version = http_answers(f"{self.toxiproxy_url}/version")
+        self._until("Toxiproxy API answering", version, TOXIPROXY_UP_TIMEOUT)
         api.populate(p for n in st.nodes for p in n.proxies.values())
         containers = [
             create_node_container(
@@ -430,17 +436,25 @@ class Cluster:
         )
 
     def _wait_nodes(self, nodes: Sequence[NodeHandle], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
         waiting = list(nodes)
-        while waiting:
+
+        def check() -> str | None:
+            nonlocal waiting
             self._check_containers(nodes)
             waiting = [n for n in waiting if not readiness.answers_requests(n.ip, _serving_port(n))]
             self._starting -= {n.node_id for n in nodes if n not in waiting}
-            if not waiting:
-                return
-            if time.monotonic() >= deadline:
-                self._timeout(timeout, "not answering: " + ", ".join(n.name for n in waiting))
-            time.sleep(0.3)
+            return "not answering: " + ", ".join(n.name for n in waiting) if waiting else None
+
+        self._until("nodes answering", check, timeout)
+
+    def _until(self, what: str, check: Check, timeout: float, left: float | None = None) -> None:
+        """Wait with :class:`Until`; on timeout, ReadinessTimeout with the last observation
+        and every container's state."""
+        wait = Until(what, check, timeout=timeout if left is None else left)
+        try:
+            wait.wait_until_ready()
+        except WaitTimeout as exc:
+            self._timeout(timeout, exc.last)
 
     def _timeout(self, timeout: float, what: str) -> None:
         names = [self._state.toxiproxy_container] + [n.container_name for n in self.nodes]

@@ -7,6 +7,7 @@ the container as Kafka's data directory. Everything here acts on host paths only
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -17,6 +18,8 @@ from pathlib import Path
 
 from kchaos.harness.errors import ClusterError
 
+FIFREEZE = 0xC0045877  # _IOWR('X', 119, int)
+FITHAW = 0xC0045878  # _IOWR('X', 120, int)
 EXT4_IOC_SHUTDOWN = 0x8004587D  # _IOR('X', 125, __u32)
 EXT4_GOING_FLAGS_NOLOGFLUSH = 2  # drop the journal's unflushed work: a power cut
 
@@ -82,24 +85,51 @@ def sync(mount_path: Path) -> None:
     _run(["sync", "--file-system", str(mount_path)])
 
 
+def _ioctl_dir(mount_path: Path, request: int, arg: int | bytes = 0) -> None:
+    fd = os.open(mount_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.ioctl(fd, request, arg)
+    finally:
+        os.close(fd)
+
+
 def freeze(mount_path: Path) -> None:
-    """FIFREEZE: every writer to the filesystem blocks until :func:`thaw`."""
-    _run(["fsfreeze", "--freeze", str(mount_path)])
+    """FIFREEZE: every writer to the filesystem blocks until :func:`thaw`. Freezing a
+    filesystem that is already frozen (EBUSY) is not an error: one thaw releases it."""
+    try:
+        _ioctl_dir(mount_path, FIFREEZE)
+    except OSError as exc:
+        if exc.errno != errno.EBUSY:
+            raise ClusterError(f"freeze {mount_path}: {exc}") from exc
 
 
 def thaw(mount_path: Path) -> bool:
-    """FITHAW; False when the filesystem was not frozen (that error is expected)."""
-    return _run(["fsfreeze", "--unfreeze", str(mount_path)], check=False).returncode == 0
+    """FITHAW; False when the filesystem was not frozen (EINVAL, expected)."""
+    try:
+        _ioctl_dir(mount_path, FITHAW)
+    except OSError as exc:
+        if exc.errno == errno.EINVAL:
+            return False
+        raise ClusterError(f"thaw {mount_path}: {exc}") from exc
+    return True
 
 
 def shutdown_nologflush(mount_path: Path) -> None:
     """EXT4_IOC_SHUTDOWN with NOLOGFLUSH: the filesystem stops at once, unwritten data is
     lost as on a power cut. Follow with unmount and mount to bring it back."""
-    fd = os.open(mount_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fcntl.ioctl(fd, EXT4_IOC_SHUTDOWN, struct.pack("I", EXT4_GOING_FLAGS_NOLOGFLUSH))
-    finally:
-        os.close(fd)
+        _ioctl_dir(mount_path, EXT4_IOC_SHUTDOWN, struct.pack("I", EXT4_GOING_FLAGS_NOLOGFLUSH))
+    except OSError as exc:
+        raise ClusterError(f"ext4 shutdown of {mount_path}: {exc}") from exc
+
+
+def loop_backs(loop_device: str, image_file: Path) -> bool:
+    """Whether ``loop_device`` is still attached to ``image_file`` (False once torn down)."""
+    try:
+        backing = Path(f"/sys/block/{Path(loop_device).name}/loop/backing_file").read_text()
+    except OSError:
+        return False
+    return Path(backing.strip()) == Path(image_file)
 
 
 def _unescape(field: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 
 import docker.errors
 
@@ -12,7 +11,8 @@ from kchaos.harness.errors import ClusterError
 
 
 def _own_heal(cluster: Cluster) -> list[str]:
-    """What the cluster can undo by itself when the faults package is not there."""
+    """What the cluster can undo by itself, after heal_everything (covers what a partial
+    heal left)."""
     done = []
     for node in cluster.nodes:
         if cluster.thaw_fs(node):
@@ -35,15 +35,12 @@ def _own_heal(cluster: Cluster) -> list[str]:
 
 
 def ensure_healthy(cluster: Cluster, timeout: float = 120.0) -> list[str]:
-    """Heal every fault (``kchaos.faults.heal_everything`` when present), start stopped nodes and
-    wait until the cluster is ready; returns what was done."""
-    heal: Callable[..., list[str]] | None = None
-    with contextlib.suppress(ImportError):
-        from kchaos import faults
+    """Heal every fault (``kchaos.faults.heal_everything``), start stopped nodes and wait
+    until the cluster is ready; returns what was done."""
+    from kchaos.faults.heal import heal_everything
 
-        heal = getattr(faults, "heal_everything", None)
     try:
-        done = list(heal(cluster)) if heal is not None else _own_heal(cluster)
+        done = list(heal_everything(cluster))
     except docker.errors.APIError as exc:
         done = [f"heal failed: {exc}"]
     done += _own_heal(cluster)  # cheap, and covers what a partial heal left

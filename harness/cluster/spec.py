@@ -20,10 +20,8 @@ FAST_JVM_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Djav
 
 
 def default_kafka_version() -> str:
-    try:
-        from kchaos.harness.images import DEFAULT_KAFKA_VERSION
-    except ImportError:  # pragma: no cover - only while the images package is missing
-        return FALLBACK_KAFKA_VERSION
+    from kchaos.harness.images import DEFAULT_KAFKA_VERSION
+
     return str(DEFAULT_KAFKA_VERSION)
 
 

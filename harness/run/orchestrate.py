@@ -83,12 +83,9 @@ class _Tags:
 
 
 def ensure_images(sc: Scenario, kafka_version: str) -> Any:
-    """kchaos.harness.images.ensure_images; without that package, the offline tags of the contract
-    (the cluster then checks that they exist)."""
-    try:
-        from kchaos.harness.images import ensure_images as ensure
-    except ImportError:
-        return _Tags(f"kchaos/kafka:{kafka_version}", "kchaos/toxiproxy:2.12.0", kafka_version)
+    """kchaos.harness.images.ensure_images for the scenario's image source."""
+    from kchaos.harness.images import ensure_images as ensure
+
     return ensure(kafka_version, source=translate.image_source(sc))
 
 

@@ -83,11 +83,9 @@ def _check_when(
     if when is None:
         key = "timeout" if timeout is not None else "on_timeout"
         raise src.error((*base, key), f"{key} needs a `when` condition")
-    try:
-        from kchaos.faults.params import Where
-        from kchaos.faults.trigger import TriggerContext, parse_trigger
-    except ImportError:  # the faults package is incomplete: nothing more to check here
-        return
+    from kchaos.faults.params import Where
+    from kchaos.faults.trigger import TriggerContext, parse_trigger
+
     context = TriggerContext(
         topics={t.name: (t.partitions, t.replication_factor) for t in sc.topics},
         brokers=set(range(1, sc.cluster.brokers + 1)),

@@ -1,6 +1,7 @@
-"""The host-side filesystem operations on a real ext4 loop filesystem of our own, without
-a cluster's helpers (the fallback path): freeze blocks writers, thaw says whether it thawed,
-shutdown + remount loses unsynced data and keeps synced data, fill leaves the disk full."""
+"""The filesystem operations faults use, on a real ext4 loop filesystem of our own, through
+the cluster's own methods (an unstarted Cluster: they act on host paths only): freeze
+blocks writers, thaw says whether it thawed, shutdown + remount loses unsynced data and
+keeps synced data, fill leaves the disk full."""
 
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ from typing import Any
 import pytest
 
 from kchaos.faults import hostfs
+from kchaos.harness.cluster import Cluster
 from kchaos.harness.cluster.api import NodeHandle
 
 pytestmark = pytest.mark.docker  # needs root, loop devices and mount: the Docker test host
 
 
-class NoHelpers:
-    """A cluster with none of the optional filesystem methods."""
+def fs_cluster() -> Any:
+    """A Cluster that was never started: its filesystem methods need only the NodeHandle."""
+    return Cluster()
 
 
 @pytest.fixture
@@ -39,13 +42,13 @@ def node(tmp_path: Path) -> Iterator[NodeHandle]:
     try:
         yield handle
     finally:
-        hostfs.thaw(NoHelpers(), handle)  # type: ignore[arg-type]
+        hostfs.thaw(fs_cluster(), handle)
         subprocess.run(["umount", str(mount)], check=False)
         subprocess.run(["losetup", "-d", loop], check=False)
 
 
 def test_freeze_blocks_writer_until_thaw(node: NodeHandle) -> None:
-    c: Any = NoHelpers()
+    c = fs_cluster()
     assert hostfs.thaw(c, node) is False
     hostfs.freeze(c, node)
     done = threading.Event()
@@ -61,7 +64,7 @@ def test_freeze_blocks_writer_until_thaw(node: NodeHandle) -> None:
 
 
 def test_shutdown_loses_unsynced_keeps_synced(node: NodeHandle) -> None:
-    c: Any = NoHelpers()
+    c = fs_cluster()
     synced = node.mount_path / "synced"
     with open(synced, "wb") as fh:
         fh.write(b"s" * 8192)
@@ -79,7 +82,7 @@ def test_shutdown_loses_unsynced_keeps_synced(node: NodeHandle) -> None:
 
 
 def test_fill_leaves_the_disk_full_and_unfill_frees_it(node: NodeHandle) -> None:
-    c: Any = NoHelpers()
+    c = fs_cluster()
     size = hostfs.fill(node, "f-1", leave_bytes=0)
     assert size > 50 << 20
     with pytest.raises(OSError) as err:

@@ -8,6 +8,8 @@ from faults_fakes import FakeCluster, FakeSink, FakeToxiproxy
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> FakeCluster:
+    FakeToxiproxy.toxics = {}
+    FakeToxiproxy.disabled = set()
     return FakeCluster(3, tmp_path)
 
 
@@ -17,9 +19,8 @@ def sink() -> FakeSink:
 
 
 @pytest.fixture
-def toxiproxy(monkeypatch: pytest.MonkeyPatch) -> type[FakeToxiproxy]:
+def toxiproxy() -> type[FakeToxiproxy]:
+    """The state of the fake Toxiproxy that FakeCluster.toxiproxy hands out."""
     FakeToxiproxy.toxics = {}
     FakeToxiproxy.disabled = set()
-    for mod in ("kchaos.faults.network", "kchaos.faults.partition", "kchaos.faults.heal"):
-        monkeypatch.setattr(f"{mod}.Toxiproxy", FakeToxiproxy)
     return FakeToxiproxy

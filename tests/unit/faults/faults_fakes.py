@@ -142,16 +142,25 @@ class FakeCluster:
     def logs(self, node: NodeHandle, tail: int = 50) -> str:
         return ""
 
-    # optional extras the faults use when present
-    def freeze(self, node: NodeHandle) -> None:
+    @property
+    def toxiproxy(self) -> FakeToxiproxy:
+        return FakeToxiproxy(self.toxiproxy_url)
+
+    def freeze_fs(self, node: NodeHandle) -> None:
         self._log("freeze", node.name)
         self.frozen.add(node.node_id)
 
-    def thaw(self, node: NodeHandle) -> bool:
+    def thaw_fs(self, node: NodeHandle) -> bool:
         self._log("thaw", node.name)
         was = node.node_id in self.frozen
         self.frozen.discard(node.node_id)
         return was
+
+    def shutdown_fs(self, node: NodeHandle) -> None:
+        self._log("shutdown", node.name)
+
+    def remount_fs(self, node: NodeHandle) -> None:
+        self._log("remount", node.name)
 
     def is_mounted(self, node: NodeHandle) -> bool:
         return True
@@ -204,13 +213,14 @@ class FakeSink:
 
 
 class FakeToxiproxy:
-    """Stands in for faults.toxiproxy.Toxiproxy; shared state across instances."""
+    """Stands in for kchaos.harness.cluster.proxies.Toxiproxy (FakeCluster.toxiproxy);
+    shared state across instances, reset by the ``toxiproxy`` and ``cluster`` fixtures."""
 
     toxics: dict[tuple[str, str], dict[str, Any]] = {}
     disabled: set[str] = set()
 
-    def __init__(self, base_url: str, timeout: float = 5.0) -> None:
-        self.base_url = base_url
+    def __init__(self, url: str, timeout: float = 5.0) -> None:
+        self.url = url
 
     def add_toxic(
         self,

@@ -28,9 +28,7 @@ def test_sigterm_heals_then_dies(tmp_path: Path) -> None:
         import sys, time
         sys.path.insert(0, {str(here)!r})
         from pathlib import Path
-        from faults_fakes import FakeCluster, FakeToxiproxy
-        import kchaos.faults.heal
-        kchaos.faults.heal.Toxiproxy = FakeToxiproxy
+        from faults_fakes import FakeCluster
         from kchaos.faults import make_fault, protect
         c = FakeCluster(3, Path({str(tmp_path)!r}))
         protect(c)

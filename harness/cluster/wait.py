@@ -1,0 +1,94 @@
+"""Wait strategies: the one way kchaos waits for something to become true.
+
+A strategy is a testcontainers ``WaitStrategy`` (so it is configured the testcontainers
+way: ``.with_startup_timeout(60).with_poll_interval(0.3)``) whose check reports what it
+saw. While the condition does not hold, the check returns a short text of what is still
+missing; when it holds, ``None``. On timeout the error carries the last such text, so a
+failed wait says what it was waiting for and what it saw last:
+
+    Until("Toxiproxy API", probe).with_startup_timeout(30).wait_until_ready()
+    Until("ISR full", probe, timeout=12.5).wait_until_ready()
+
+``wait_until_ready`` takes no container: kchaos's conditions are on the cluster (brokers
+registered, ISR full, an HTTP API answering), not on one testcontainers container.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from testcontainers.core.waiting_utils import WaitStrategy
+
+from kchaos.harness.errors import ReadinessTimeout
+
+# A check returns None when the condition holds, else what it saw instead.
+Check = Callable[[], "str | None"]
+
+
+class Until(WaitStrategy):
+    """Poll ``check`` until it returns None; ReadinessTimeout with the last observation.
+
+    ``transient``: exception types a check may raise while the thing is coming up; they
+    count as an observation ("ConnectionError: ...") and the wait goes on. Any other
+    exception (a broker that exited, bad input) ends the wait at once.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        check: Check,
+        *,
+        timeout: float | None = None,
+        transient: tuple[type[Exception], ...] = (),
+    ) -> None:
+        super().__init__()
+        self.what = what
+        self.check = check
+        self.transient = transient
+        self._poll_interval = 0.3
+        if timeout is not None:  # fractions of a second too (with_startup_timeout: whole ones)
+            self._startup_timeout = float(timeout)
+        self.last: str | None = None
+
+    def observe(self) -> str | None:
+        try:
+            return self.check()
+        except self.transient as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+    def wait_until_ready(self, container: Any = None) -> None:
+        deadline = time.monotonic() + self._startup_timeout
+        while True:
+            self.last = self.observe()
+            if self.last is None:
+                return
+            if time.monotonic() >= deadline:
+                raise WaitTimeout(self.what, self._startup_timeout, self.last)
+            time.sleep(self._poll_interval)
+
+
+class WaitTimeout(ReadinessTimeout):
+    """A wait strategy ran out of time; ``last`` is what it observed last."""
+
+    def __init__(self, what: str, timeout: float, last: str) -> None:
+        self.what, self.timeout, self.last = what, timeout, last
+        super().__init__(f"{what}: not reached after {timeout:.0f}s; last seen: {last}")
+
+
+def http_answers(url: str, timeout: float = 2.0) -> Check:
+    """A check that holds once ``url`` answers with a 2xx status."""
+    import requests
+
+    def check() -> str | None:
+        try:
+            resp = requests.get(url, timeout=timeout)
+        except requests.RequestException as exc:
+            return f"{url}: {type(exc).__name__}"
+        return None if resp.ok else f"{url}: HTTP {resp.status_code}"
+
+    return check
+
+
+__all__ = ["Check", "Until", "WaitTimeout", "http_answers"]
