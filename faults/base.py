@@ -17,6 +17,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from types import TracebackType
 from typing import Any, ClassVar
 
@@ -136,10 +137,21 @@ def register(cls: type[Fault]) -> type[Fault]:
     return cls
 
 
+ENTRY_POINT_GROUP = "kchaos.faults"
+
+
 def registry() -> dict[str, type[Fault]]:
-    """Every fault family by name (importing the family modules on first use)."""
+    """Every fault family by name: kchaos.faults' own families, and the faults other
+    packages declare in the ``kchaos.faults`` entry-point group (``name = "module:Class"``,
+    e.g. the runner's leadership operations), loaded on first use."""
     from kchaos.faults import controller_hold, crash, disk, network, partition, pause  # noqa: F401
 
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in _REGISTRY:
+            cls = ep.load()
+            if not (isinstance(cls, type) and issubclass(cls, Fault) and cls.name == ep.name):
+                raise TypeError(f"entry point {ep.name} = {ep.value}: not a Fault named {ep.name}")
+            register(cls)
     return dict(_REGISTRY)
 
 

@@ -124,7 +124,6 @@ def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec
     from kchaos.faults.base import abort_all
     from kchaos.faults.heal import heal_everything
     from kchaos.faults.nemesis import build_nemesis
-    from kchaos.harness.run import moves  # noqa: F401  (registers leadership operations)
     from kchaos.workloads.history import HistoryWriter
     from kchaos.workloads.workload import Workload
 

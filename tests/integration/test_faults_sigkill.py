@@ -15,7 +15,6 @@ import pytest
 from faults_helpers import wait_for
 
 from kchaos.faults import hostfs
-from kchaos.faults.toxiproxy import Toxiproxy
 from kchaos.harness.cluster import Cluster
 from kchaos.harness.cluster.cleanup import heal_faults
 
@@ -65,7 +64,7 @@ def faults_left(c: Cluster) -> list[str]:
         code, rules = c.exec(node, ["iptables", "-S"])
         if "KCHAOS" in rules:
             left.append(f"{node.name}: iptables {rules.count('KCHAOS')} KCHAOS lines")
-    left += Toxiproxy(c.toxiproxy_url).leftovers()
+    left += c.toxiproxy.leftovers()
     return left
 
 
