@@ -36,6 +36,8 @@ command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
 command -v fsfreeze >/dev/null || missing+=(util-linux)
 command -v mvn >/dev/null || missing+=(maven)
 command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || missing+=(golang-go)
+# actionlint runs shellcheck over the workflows' `run:` scripts when it finds it.
+command -v shellcheck >/dev/null || missing+=(shellcheck)
 if [ "${KCHAOS_WITH_BROWSER:-1}" = 1 ]; then
   command -v chromium >/dev/null || missing+=(chromium)
 fi
@@ -86,7 +88,38 @@ else
   done_ "installed"
 fi
 
-# 4. Images: built offline (debootstrap, Maven Central, Go module proxy) unless
+# 4. actionlint (checks .github/workflows in `make test`): built once with Go from the
+#    module proxy into the build cache, next to the Toxiproxy server; the link without a
+#    version is what tests/unit/test_workflows.py runs. Go 1.21+ fetches the toolchain that
+#    actionlint's go.mod asks for (GOTOOLCHAIN=auto).
+ACTIONLINT_VERSION=1.7.12
+step "actionlint $ACTIONLINT_VERSION"
+CACHE=${KCHAOS_CACHE_DIR:-/var/cache/kchaos}
+actionlint_bin=$CACHE/go/bin/actionlint-$ACTIONLINT_VERSION
+if [ -x "$actionlint_bin" ]; then
+  ln -sfn "actionlint-$ACTIONLINT_VERSION" "$CACHE/go/bin/actionlint"
+  done_ "cached"
+else
+  go_bin=go
+  [ -x /usr/local/go/bin/go ] && go_bin=/usr/local/go/bin/go
+  mkdir -p "$CACHE/go/bin" "$CACHE/logs"
+  tmp_bin=$(mktemp -d "$CACHE/go/bin/actionlint.XXXXXX")
+  if env CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS=-trimpath GOBIN="$tmp_bin" \
+    GOPATH="$CACHE/go/path" GOMODCACHE="$CACHE/go/modcache" GOCACHE="$CACHE/go/cache" \
+    "$go_bin" install "github.com/rhysd/actionlint/cmd/actionlint@v$ACTIONLINT_VERSION" \
+    >"$CACHE/logs/go-actionlint.log" 2>&1; then
+    mv "$tmp_bin/actionlint" "$actionlint_bin"
+    ln -sfn "actionlint-$ACTIONLINT_VERSION" "$CACHE/go/bin/actionlint"
+    rm -rf "$tmp_bin"
+    done_ "built"
+  else
+    rm -rf "$tmp_bin"
+    # Not fatal for set-up: the workflow test then fails and names this log.
+    done_ "FAILED (see $CACHE/logs/go-actionlint.log; needs Go 1.21+)"
+  fi
+fi
+
+# 5. Images: built offline (debootstrap, Maven Central, Go module proxy) unless
 #    KCHAOS_IMAGE_SOURCE=registry pulls the official ones; KCHAOS_KAFKA_VERSION picks the
 #    release. Each step prints its own timing; an up-to-date set takes a fraction of a second.
 if [ "${KCHAOS_SKIP_IMAGES:-0}" != 1 ]; then

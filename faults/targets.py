@@ -18,10 +18,9 @@ Grammar (one string):
 Random choices draw from nodes sorted by id with the RNG the schedule gives each fault,
 so the same seed and the same cluster state give the same targets.
 
-The leader and the active controller are looked up through the cluster's own
-``partition_leader(topic, partition)`` / ``active_controller_id()`` when it offers them
-(fakes in unit tests do); otherwise with confluent-kafka's AdminClient on
-``cluster.bootstrap_servers`` and each controller's Prometheus metrics on :7071.
+The leader and the active controller are the cluster's own reads,
+``ClusterHandle.partition_leader(topic, partition)`` and ``active_controller_id()``
+(implemented in ``kchaos.harness.cluster.observe``).
 """
 
 from __future__ import annotations
@@ -31,11 +30,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import requests
-
 from kchaos.faults.params import Where
 from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
-from kchaos.harness.errors import FaultError
+from kchaos.harness.errors import ClusterError, FaultError
 
 _KEYWORDS = ("all", "brokers", "controllers", "minority", "majority", "controller", "none")
 _TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -124,71 +121,15 @@ def resolve(cluster: ClusterHandle, spec: TargetSpec | str, rng: random.Random) 
 
 def partition_leader(cluster: ClusterHandle, topic: str, partition: int) -> int:
     """Node id of the partition's current leader (FaultError when it has none)."""
-    own = getattr(cluster, "partition_leader", None)
-    if callable(own):
-        return int(own(topic, partition))
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     try:
-        md = admin.list_topics(topic=topic, timeout=10)
-    except Exception as exc:  # KafkaException and friends
-        raise FaultError(f"leader:{topic}:{partition}: metadata request failed: {exc}") from exc
-    t = md.topics.get(topic)
-    if t is None or t.error is not None or partition not in t.partitions:
-        raise FaultError(f"leader:{topic}:{partition}: no such partition")
-    leader = t.partitions[partition].leader
-    if leader is None or leader < 0:
-        raise FaultError(f"leader:{topic}:{partition}: partition has no leader")
-    return int(leader)
+        return int(cluster.partition_leader(topic, partition))
+    except ClusterError as exc:
+        raise FaultError(f"leader:{topic}:{partition}: {exc}") from exc
 
 
-def active_controller(cluster: ClusterHandle, timeout: float = 10.0) -> int:
-    """Node id of the active KRaft controller, from ActiveControllerCount on :7071."""
-    own = getattr(cluster, "active_controller_id", None)
-    if callable(own):
-        return int(own())
-    errors = []
-    for node in _by_id(cluster.controllers):
-        try:
-            text = requests.get(f"http://{node.ip}:7071/metrics", timeout=timeout).text
-        except requests.RequestException as exc:
-            errors.append(f"{node.name}: {exc.__class__.__name__}")
-            continue
-        if active_controller_count(text) >= 1:
-            return node.node_id
-    return _controller_from_quorum_tool(cluster, errors)
-
-
-def active_controller_count(metrics_text: str) -> float:
-    """The ActiveControllerCount gauge in a Prometheus text page (0 when absent)."""
-    for line in metrics_text.splitlines():
-        if line.startswith("#") or "activecontrollercount" not in line.lower():
-            continue
-        try:
-            return float(line.rsplit(None, 1)[1])
-        except (IndexError, ValueError):
-            continue
-    return 0.0
-
-
-def _controller_from_quorum_tool(cluster: ClusterHandle, errors: list[str]) -> int:
-    cmd = [
-        "/opt/kafka/bin/kafka-metadata-quorum.sh",
-        "--bootstrap-server",
-        "localhost:9092",
-        "describe",
-        "--status",
-    ]
-    for node in _by_id(cluster.brokers):
-        try:
-            code, out = cluster.exec(node, cmd)
-        except Exception as exc:  # container stopped or paused
-            errors.append(f"{node.name}: {exc}")
-            continue
-        # Trust the printed LeaderId even when the tool fails later on its way out.
-        m = re.search(r"LeaderId:\s*(\d+)", out)
-        if m:
-            return int(m.group(1))
-        errors.append(f"{node.name}: quorum tool exit {code}")
-    raise FaultError("no active controller found: " + "; ".join(errors))
+def active_controller(cluster: ClusterHandle) -> int:
+    """Node id of the active KRaft controller (FaultError when none is found)."""
+    try:
+        return int(cluster.active_controller_id())
+    except ClusterError as exc:
+        raise FaultError(str(exc)) from exc

@@ -21,11 +21,12 @@ the first held, and so on; ``timeout`` bounds the whole wait. Conditions:
                                                        also be unfenced (listed as alive)
 =====================================================  ====================================
 
-How each is observed (never from a sleep):
+How each is observed (never from a sleep), through the cluster's own reads
+(``ClusterHandle.partition_isr``, ``broker_epoch``, ``alive_brokers``, implemented in
+``kchaos.harness.cluster.observe``):
 
 * ISR conditions: a Metadata request through the cluster's client proxies (confluent-kafka
-  ``AdminClient.list_topics`` on ``cluster.bootstrap_servers``), the same view a client has;
-  a fake cluster may answer through ``partition_isr(topic, partition)``.
+  ``AdminClient.list_topics`` on ``cluster.bootstrap_servers``), the same view a client has.
 * ``registered``: a KRaft broker logs ``Successfully registered broker B with broker epoch
   E`` when the controller answers its registration, and that answer is sent only once the
   RegisterBrokerRecord is committed; every (re-)registration gets a new, larger epoch (the
@@ -35,8 +36,7 @@ How each is observed (never from a sleep):
   starts being watched is the baseline; the condition holds when a different epoch shows
   up. Client metadata cannot do this (it lists unfenced brokers and no epoch), and a
   restart can fence and unfence a broker between two polls. ``unfenced`` adds the client
-  metadata's list of alive brokers. A fake cluster may answer through
-  ``broker_epoch(broker)`` and ``alive_brokers()``.
+  metadata's list of alive brokers.
 
 When the condition holds, the fault's ``start`` line carries ``trigger``: the condition as
 written, ``held_at`` (nanoseconds since the run started, the history's clock: the moment the
@@ -49,7 +49,6 @@ says ``"timed_out": true`` (with ``waited_s`` and ``last_observed``, and no ``he
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -58,13 +57,10 @@ from typing import Any, Protocol
 
 from kchaos.faults.params import Where
 from kchaos.harness.cluster.api import ClusterHandle
-from kchaos.harness.errors import FaultError
+from kchaos.harness.errors import ClusterError, FaultError
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_POLL_S = 0.15
-LOG_TAIL_LINES = 500  # first read of a broker's log; doubled while lines were missed
-LOG_TAIL_MAX = 64_000
-LOG_ANCHOR_LINES = 3
 ON_TIMEOUT = ("skip", "start")
 
 # condition -> (required fields, optional fields with defaults); field kinds below
@@ -82,7 +78,6 @@ _KINDS = {
     "unfenced": "bool",
 }
 _MINIMUM = {"broker": 0, "partition": 0, "size": 1}
-_REGISTERED = re.compile(r"Successfully registered broker (\d+) with broker epoch (-?\d+)")
 
 
 class TriggerTimeout(FaultError):
@@ -278,120 +273,30 @@ class ClusterState(Protocol):
 
 
 class HandleState:
-    """The cluster's handles: client metadata through the proxies, the broker's own log.
+    """The conditions' reads, on the cluster's own members (``partition_isr``,
+    ``broker_epoch``, ``alive_brokers``); a failed read is a FaultError (retried)."""
 
-    A cluster object offering ``partition_isr``, ``broker_epoch`` or ``alive_brokers``
-    (fakes in unit tests) answers for itself."""
-
-    def __init__(self, cluster: ClusterHandle, request_timeout: float = 3.0) -> None:
+    def __init__(self, cluster: ClusterHandle) -> None:
         self.cluster = cluster
-        self.request_timeout = request_timeout
-        self._admin: Any = None
-        self._logs: dict[int, LogFollower] = {}
-
-    def _client(self) -> Any:
-        if self._admin is None:
-            from confluent_kafka.admin import AdminClient
-
-            self._admin = AdminClient(
-                {
-                    "bootstrap.servers": self.cluster.bootstrap_servers,
-                    "socket.timeout.ms": int(self.request_timeout * 1000),
-                    "reconnect.backoff.max.ms": 500,
-                    "log_level": 0,
-                }
-            )
-        return self._admin
 
     def isr(self, topic: str, partition: int) -> list[int]:
-        own = getattr(self.cluster, "partition_isr", None)
-        if callable(own):
-            return sorted(int(b) for b in own(topic, partition))
-        md = self._client().list_topics(topic=topic, timeout=self.request_timeout)
-        t = md.topics.get(topic)
-        if t is None or t.error is not None:
-            raise FaultError(f"topic {topic!r}: {getattr(t, 'error', None) or 'not in metadata'}")
-        p = t.partitions.get(partition)
-        if p is None:
-            raise FaultError(f"{topic}-{partition}: not in metadata")
-        return sorted(int(b) for b in p.isrs)
+        try:
+            return sorted(int(b) for b in self.cluster.partition_isr(topic, partition))
+        except ClusterError as exc:
+            raise FaultError(str(exc)) from exc
 
     def alive_brokers(self) -> set[int]:
-        own = getattr(self.cluster, "alive_brokers", None)
-        if callable(own):
-            return {int(b) for b in own()}
-        md = self._client().list_topics(timeout=self.request_timeout)
-        return {int(b) for b in md.brokers}
+        try:
+            return {int(b) for b in self.cluster.alive_brokers()}
+        except ClusterError as exc:
+            raise FaultError(str(exc)) from exc
 
     def broker_epoch(self, broker: int) -> int | None:
-        own = getattr(self.cluster, "broker_epoch", None)
-        if callable(own):
-            got = own(broker)
-            return None if got is None else int(got)
-        if broker not in self._logs:
-            node = self.cluster.node(broker)
-            self._logs[broker] = LogFollower(lambda tail: self.cluster.logs(node, tail=tail))
-        follower = self._logs[broker]
-        for line in follower.new_lines():
-            epoch = last_registration(line, broker)
-            if epoch is not None:
-                follower.epoch = epoch
-        return follower.epoch
+        got = self.cluster.broker_epoch(broker)
+        return None if got is None else int(got)
 
     def close(self) -> None:
-        self._admin = None
-        self._logs.clear()
-
-
-class LogFollower:
-    """Reads a log through a ``tail(n) -> text`` call without missing lines: each read
-    ends with the lines that ended the previous one (the anchor) unless more lines came
-    since than the tail held; then the tail is doubled and the read repeated (up to
-    LOG_TAIL_MAX lines). A busy broker logs thousands of lines while it starts, so a fixed
-    tail can miss the one line that matters."""
-
-    def __init__(self, tail: Callable[[int], str], lines: int = LOG_TAIL_LINES) -> None:
-        self._tail = tail
-        self._lines = lines
-        self._anchor: list[str] | None = None
-        self.epoch: int | None = None
-        self.gaps = 0  # reads where even LOG_TAIL_MAX lines did not reach the anchor
-
-    def new_lines(self) -> list[str]:
-        """The lines logged since the previous call (on the first call: the last tail)."""
-        n = self._lines
-        while True:
-            lines = self._tail(n).splitlines()
-            fresh = self._after_anchor(lines)
-            if fresh is not None or self._anchor is None or n >= LOG_TAIL_MAX or len(lines) < n:
-                break
-            n = min(n * 2, LOG_TAIL_MAX)
-        if fresh is None:
-            if self._anchor is not None and len(lines) >= n:
-                self.gaps += 1
-            fresh = lines
-        if lines:
-            self._anchor = lines[-LOG_ANCHOR_LINES:]
-        return fresh
-
-    def _after_anchor(self, lines: list[str]) -> list[str] | None:
-        anchor = self._anchor
-        if anchor is None:
-            return None
-        k = len(anchor)
-        for i in range(len(lines) - k, -1, -1):
-            if lines[i : i + k] == anchor:
-                return lines[i + k :]
-        return None
-
-
-def last_registration(log_text: str, broker: int) -> int | None:
-    """The broker epoch of the last ``Successfully registered broker`` line for ``broker``."""
-    epoch = None
-    for m in _REGISTERED.finditer(log_text):
-        if int(m.group(1)) == broker:
-            epoch = int(m.group(2))
-    return epoch
+        pass
 
 
 @dataclass

@@ -145,6 +145,23 @@ class ClusterHandle(Protocol):
 
     def logs(self, node: NodeHandle, tail: int = 50) -> str: ...
 
+    # The cluster's state, read for faults and triggers (ClusterError when a read fails).
+    def partition_leader(self, topic: str, partition: int) -> int:
+        """Node id of the partition's current leader."""
+        ...
+
+    def partition_isr(self, topic: str, partition: int) -> list[int]: ...
+
+    def alive_brokers(self) -> set[int]:
+        """Brokers in the client metadata now."""
+        ...
+
+    def active_controller_id(self) -> int: ...
+
+    def broker_epoch(self, broker: int) -> int | None:
+        """The epoch of the broker's last registration, from its own log (None: none yet)."""
+        ...
+
     # The node's own data filesystem, on the host (ClusterError when an operation fails).
     def is_mounted(self, node: NodeHandle) -> bool: ...
 

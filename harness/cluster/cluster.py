@@ -21,10 +21,11 @@ from typing import Any
 
 import docker
 import docker.errors
+import requests
 from confluent_kafka.admin import AdminClient
 from docker.models.containers import Container
 
-from kchaos.harness.cluster import filesystem, readiness
+from kchaos.harness.cluster import filesystem, observe, readiness
 from kchaos.harness.cluster.api import (
     CLIENT_PORT,
     CONTROLLER_PORT,
@@ -64,6 +65,8 @@ from kchaos.harness.labels import new_run_id
 METRICS_PORT = 7071
 JMX_PORT = METRICS_PORT
 TOXIPROXY_UP_TIMEOUT = 30.0
+OBSERVE_TIMEOUT = 3.0  # one metadata request of a trigger (polled again and again)
+LOOKUP_TIMEOUT = 10.0  # one lookup of a fault's target (the leader, the active controller)
 
 
 class Cluster:
@@ -76,6 +79,8 @@ class Cluster:
         self._state = RunState(run_id=self.run_id, spec=self.spec)
         self._client: docker.DockerClient | None = None
         self._toxiproxy: Toxiproxy | None = None
+        self._observe_admin: AdminClient | None = None
+        self._epochs: observe.EpochReader | None = None
         self._stopped: set[int] = set()  # stopped on purpose (stop_node)
         self._starting: set[int] = set()  # (re)starting: an exit means "refused to start"
         self.subnet: str = ""  # e.g. "10.213.7.0/24", set by start()
@@ -238,6 +243,56 @@ class Cluster:
             return "ISR not full: " + "; ".join(problems) if problems else None
 
         self._until("ISR full", check, timeout)
+
+    # the cluster's state, read for faults and triggers (kchaos.harness.cluster.observe)
+    def _observer(self) -> AdminClient:
+        if self._observe_admin is None:
+            self._observe_admin = self.admin(
+                **{
+                    "socket.timeout.ms": int(OBSERVE_TIMEOUT * 1000),
+                    "reconnect.backoff.max.ms": 500,
+                    "log_level": 0,
+                }
+            )
+        return self._observe_admin
+
+    def partition_leader(self, topic: str, partition: int) -> int:
+        return observe.partition_leader(self._observer(), topic, partition, LOOKUP_TIMEOUT)
+
+    def partition_isr(self, topic: str, partition: int) -> list[int]:
+        return observe.partition_isr(self._observer(), topic, partition, OBSERVE_TIMEOUT)
+
+    def alive_brokers(self) -> set[int]:
+        return observe.alive_brokers(self._observer(), OBSERVE_TIMEOUT)
+
+    def active_controller_id(self) -> int:
+        """From ActiveControllerCount on each controller's :7071, else the quorum tool."""
+        errors = []
+        for node in sorted(self.controllers, key=lambda n: n.node_id):
+            try:
+                text = requests.get(self.metrics_url(node), timeout=LOOKUP_TIMEOUT).text
+            except requests.RequestException as exc:
+                errors.append(f"{node.name}: {exc.__class__.__name__}")
+                continue
+            if observe.active_controller_count(text) >= 1:
+                return node.node_id
+        for node in sorted(self.brokers, key=lambda n: n.node_id):
+            try:
+                code, out = self.exec(node, observe.QUORUM_STATUS)
+            except (ClusterError, docker.errors.APIError) as exc:  # stopped or paused
+                errors.append(f"{node.name}: {exc}")
+                continue
+            # Trust the printed LeaderId even when the tool fails later on its way out.
+            leader = observe.quorum_leader(out)
+            if leader is not None:
+                return leader
+            errors.append(f"{node.name}: quorum tool exit {code}")
+        raise ClusterError("no active controller found: " + "; ".join(errors))
+
+    def broker_epoch(self, broker: int) -> int | None:
+        if self._epochs is None:
+            self._epochs = observe.EpochReader(lambda b, tail: self.logs(self.node(b), tail))
+        return self._epochs.epoch(broker)
 
     def process_ids(self, node: NodeHandle) -> list[int]:
         """Host pids of every process in the node's container."""

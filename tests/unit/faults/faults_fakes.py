@@ -171,7 +171,7 @@ class FakeCluster:
     def active_controller_id(self) -> int:
         return self.controller
 
-    # state read by faults.trigger (HandleState asks the cluster first when it offers these)
+    # state read by faults.trigger
     def partition_isr(self, topic: str, partition: int) -> list[int]:
         self._observed()
         if self.isr_error is not None:

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 from faults_fakes import FakeCluster
 
-from kchaos.faults.targets import TargetSpec, active_controller_count, parse_target, resolve
+from kchaos.faults.targets import TargetSpec, parse_target, resolve
+from kchaos.harness.cluster.observe import active_controller_count
 from kchaos.harness.errors import ConfigError, FaultError
 
 

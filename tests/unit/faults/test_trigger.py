@@ -13,13 +13,12 @@ from faults_fakes import FakeCluster, FakeSink
 from kchaos.faults import active_faults, build_nemesis, from_spec
 from kchaos.faults.trigger import (
     HandleState,
-    LogFollower,
     TriggerContext,
     TriggerTimeout,
-    last_registration,
     parse_trigger,
     wait_for,
 )
+from kchaos.harness.cluster.observe import EpochReader, LogFollower, last_registration
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.scenario.loader import load_scenario
 
@@ -152,13 +151,8 @@ def test_broker_epoch_from_the_brokers_log(tmp_path: Path) -> None:
     assert last_registration(text, 3) == 20
     assert last_registration(text, 1) is None
 
-    class LogCluster(FakeCluster):
-        def logs(self, node: Any, tail: int = 50) -> str:
-            return text if node.node_id == 2 else ""
-
-    state = HandleState(LogCluster(3, tmp_path))
-    state.cluster.broker_epoch = None  # type: ignore[attr-defined]  # force the log path
-    assert state.broker_epoch(2) == 96 and state.broker_epoch(1) is None
+    reader = EpochReader(lambda broker, tail: text if broker == 2 else "")
+    assert reader.epoch(2) == 96 and reader.epoch(1) is None
 
 
 def test_stop_while_waiting_cancels_without_a_start_line(tmp_path: Path) -> None:
@@ -374,8 +368,11 @@ def test_registered_through_the_log_of_a_busy_broker(tmp_path: Path) -> None:
                 self.lines.extend(f"[a{i}] INFO after" for i in range(900))
             return "\n".join(self.lines[-tail:])
 
+        def broker_epoch(self, broker: int) -> int | None:  # the real Cluster's log path
+            return reader.epoch(broker)
+
     cluster = LogCluster(3, tmp_path)
-    cluster.broker_epoch = None  # type: ignore[assignment,method-assign]  # the log path
+    reader = EpochReader(lambda broker, tail: cluster.logs(cluster.node(broker), tail))
     held = wait_for(
         parse_trigger({"registered": {"broker": 2}}, 10),
         HandleState(cluster),
