@@ -7,7 +7,7 @@ import contextlib
 import docker.errors
 
 from kchaos.harness.cluster.cluster import Cluster
-from kchaos.harness.errors import ClusterError
+from kchaos.harness.errors import ClusterError, HealError
 
 
 def _own_heal(cluster: Cluster) -> list[str]:
@@ -15,7 +15,7 @@ def _own_heal(cluster: Cluster) -> list[str]:
     heal left)."""
     done = []
     for node in cluster.nodes:
-        if cluster.thaw_fs(node):
+        if cluster.is_mounted(node) and cluster.thaw_fs(node):
             done.append(f"thawed {node.name}")
         container = cluster.container(node)
         if container.status == "paused":
@@ -24,7 +24,7 @@ def _own_heal(cluster: Cluster) -> list[str]:
         if container.status == "running":
             with contextlib.suppress(ClusterError, ProcessLookupError):
                 cluster.signal(node, "CONT")
-    with contextlib.suppress(ClusterError):
+    with contextlib.suppress(HealError):
         cluster.toxiproxy.reset()
     for node in cluster.nodes:
         container = cluster.container(node)
