@@ -13,8 +13,8 @@ from typing import Literal
 
 from kchaos.harness.errors import ConfigError
 
-ClientLib = Literal["confluent", "kafka-python"]
-CLIENT_LIBS: tuple[str, ...] = ("confluent", "kafka-python")
+ClientLib = Literal["confluent", "kafka-python", "java"]
+CLIENT_LIBS: tuple[str, ...] = ("confluent", "kafka-python", "java")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from kchaos.workloads.clients import QUIET_LOG_LEVEL, make_consumer
 from kchaos.workloads.consumer import ConsumerWorker
 from kchaos.workloads.drain import DrainResult, drain
 from kchaos.workloads.history import HistorySink
+from kchaos.workloads.java_client import JavaConsumerWorker, JavaProducerWorker, JavaRuntime
 from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.monitor import BROKER_METRICS_FILE, AdminMetadataSource, Monitor
 from kchaos.workloads.producer import ProducerWorker, producer_factory
@@ -65,6 +66,7 @@ class Workload:
         metrics_port: int | None = None,
         pushgateway: str | None = None,
         run_id: str = "dev",
+        java: JavaRuntime | None = None,
     ) -> None:
         spec.validate()
         # harness metrics: served during the run and/or pushed at close when configured
@@ -80,6 +82,30 @@ class Workload:
         self.bootstrap_servers = bootstrap_servers
         self.sink = sink
         self.metrics = metrics
+        self.producers: list[Any]
+        self.consumers: list[Any]
+        if spec.client == "java":
+            if java is None:
+                raise WorkloadError("client java runs in containers: use Workload.for_cluster")
+            self._java_workers(java)
+        else:
+            self._python_workers()
+        self.monitor: Monitor | None = None
+        if monitor:
+            self.monitor = Monitor(
+                lambda: AdminMetadataSource(bootstrap_servers),
+                spec.topics,
+                sink,
+                interval=spec.monitor_interval_s,
+                metrics_urls=metrics_urls,
+                metrics_path=None if run_dir is None else Path(run_dir) / BROKER_METRICS_FILE,
+                metrics_interval=spec.metrics_interval_s,
+            )
+        self._started = False
+        self._stopped = False
+
+    def _python_workers(self) -> None:
+        spec, sink, metrics, servers = self.spec, self.sink, self.metrics, self.bootstrap_servers
         first = spec.first_process
         self.producers = [
             ProducerWorker(
@@ -87,9 +113,7 @@ class Workload:
                 spec.topics,
                 spec.producer,
                 sink,
-                producer_factory(
-                    spec.client, bootstrap_servers, spec.producer, f"kchaos-p{first + i}"
-                ),
+                producer_factory(spec.client, servers, spec.producer, f"kchaos-p{first + i}"),
                 metrics=metrics,
             )
             for i in range(spec.producers)
@@ -107,19 +131,22 @@ class Workload:
             )
             for i, cspec in enumerate(spec.consumers)
         ]  # fmt: skip
-        self.monitor: Monitor | None = None
-        if monitor:
-            self.monitor = Monitor(
-                lambda: AdminMetadataSource(bootstrap_servers),
-                spec.topics,
-                sink,
-                interval=spec.monitor_interval_s,
-                metrics_urls=metrics_urls,
-                metrics_path=None if run_dir is None else Path(run_dir) / BROKER_METRICS_FILE,
-                metrics_interval=spec.metrics_interval_s,
-            )
-        self._started = False
-        self._stopped = False
+
+    def _java_workers(self, java: JavaRuntime) -> None:
+        """One container per worker; producer i writes topic i mod len(topics) (the tools
+        take one topic each), consumer j reads topic j mod len(topics)."""
+        spec, sink, servers = self.spec, self.sink, self.bootstrap_servers
+        first, topics, n = spec.first_process, spec.topics, spec.producers
+        self.producers = [
+            JavaProducerWorker(first + i, topics[i % len(topics)], spec.producer, sink, servers,
+                               java, slot=i)
+            for i in range(n)
+        ]  # fmt: skip
+        self.consumers = [
+            JavaConsumerWorker(first + n + j, topics[j % len(topics)], cspec, sink, servers,
+                               java, slot=n + j)
+            for j, cspec in enumerate(spec.consumers)
+        ]  # fmt: skip
 
     @classmethod
     def for_cluster(
@@ -146,6 +173,7 @@ class Workload:
             metrics_port=metrics_port,
             pushgateway=pushgateway,
             run_id=cluster.run_id,
+            java=JavaRuntime.for_cluster(cluster, run_dir) if spec.client == "java" else None,
         )
 
     def _consumer_factory(
@@ -220,7 +248,7 @@ class Workload:
 
     def drain(self, deadline_s: float | None = None) -> DrainResult:
         """Read every partition to its high watermark (call after faults are healed)."""
-        lib, servers = self.spec.client, self.bootstrap_servers
+        lib, servers = _python_lib(self.spec.client), self.bootstrap_servers
         quiet = {"log_level": QUIET_LOG_LEVEL} if lib == "confluent" else None
         return drain(
             lambda: make_consumer(
@@ -259,3 +287,9 @@ class Workload:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _python_lib(client: str) -> str:
+    """The Python library of the harness's own reader (the drain): the run's library, or
+    confluent-kafka when the workload's clients are the Java tools."""
+    return "confluent" if client == "java" else client

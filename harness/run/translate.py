@@ -23,7 +23,7 @@ _PRODUCER_FIELDS: dict[str, tuple[str, type]] = {
     "compression.type": ("compression", str),
     "max.in.flight.requests.per.connection": ("max_in_flight", int),
 }
-CLIENTS = {"confluent-kafka": "confluent", "kafka-python": "kafka-python"}
+CLIENTS = {"confluent-kafka": "confluent", "kafka-python": "kafka-python", "java": "java"}
 
 
 def _typed(value: str, kind: type) -> Any:

@@ -19,6 +19,7 @@ import jsonschema
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.scenario.checks import FaultValidator, faults_validator, semantic_checks
 from kchaos.harness.scenario.feasible import check_schedule
+from kchaos.harness.scenario.javacheck import check_java_client
 from kchaos.harness.scenario.model import (
     ChecksConfig,
     ClusterConfig,
@@ -275,6 +276,7 @@ def load_scenario(
     scenario = _build(src, seed)
     check_durations(src, scenario)
     semantic_checks(src, scenario, fault_validator)
+    check_java_client(src, scenario)
     if fault_validator is faults_validator:  # the faults package's own run-time checks
         check_schedule(src, scenario)
     return scenario

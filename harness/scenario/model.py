@@ -62,7 +62,7 @@ class ConsumerConfig:
 @dataclass(frozen=True)
 class WorkloadConfig:
     duration: float = 60.0
-    client: Literal["confluent-kafka", "kafka-python"] = "confluent-kafka"
+    client: Literal["confluent-kafka", "kafka-python", "java"] = "confluent-kafka"
     topics: tuple[str, ...] = ()  # empty: every topic of the scenario
     producers: ProducerConfig = field(default_factory=ProducerConfig)
     consumers: ConsumerConfig = field(default_factory=ConsumerConfig)

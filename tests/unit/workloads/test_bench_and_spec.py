@@ -47,7 +47,7 @@ def test_bench_disks_hold_two_cases_of_the_biggest_size() -> None:
 def test_specs_reject_bad_values_naming_the_field() -> None:
     WorkloadSpec().validate()
     with pytest.raises(ConfigError, match="client"):
-        WorkloadSpec(client="java").validate()  # type: ignore[arg-type]
+        WorkloadSpec(client="sarama").validate()  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="acks"):
         WorkloadSpec(producer=ProducerSpec(acks="2")).validate()
     with pytest.raises(ConfigError, match="retries"):
