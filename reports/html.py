@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import plotly.offline
 
 from kchaos.harness.scenario.expect import Outcome, evaluate, verdict_text
-from kchaos.reports import plots, timeline
+from kchaos.reports import plots, replicas, timeline
 from kchaos.reports.rundata import RunData, series
 
 CSS = """
@@ -235,6 +235,7 @@ def render_run(data: RunData, outcome: Outcome | None = None) -> str:
         parts.append(figure_div(plots.recovery(data), "recovery"))
     parts += ["<h2>Faults</h2>", fault_table(data)]
     parts.append(timeline.render(data.run_dir, data.faults))
+    parts.append(replicas.render(data.results))
     parts.append(files_section(data.run_dir))
     config = escape(json.dumps(data.run, indent=2, sort_keys=True, default=str))
     parts.append(

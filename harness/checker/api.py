@@ -25,6 +25,9 @@ from kchaos.harness.checker.model import Anomaly, CheckOutcome, Results, combine
 from kchaos.harness.checker.ordering import check_ordering
 from kchaos.harness.checker.parse import read_history
 from kchaos.harness.checker.reads import check_reads
+from kchaos.harness.checker.replicas import FILE_NAME as REPLICAS_FILE
+from kchaos.harness.checker.replicas import KIND as REPLICAS_KIND
+from kchaos.harness.checker.replicas import attach_stories, compare_replicas
 from kchaos.harness.checker.reread import FILE_NAME as REREAD_FILE
 from kchaos.harness.checker.reread import KIND as REREAD_KIND
 from kchaos.harness.checker.reread import compare_reread
@@ -139,7 +142,26 @@ def check_history(
             )
             if results.valid is True:
                 results.valid = "unknown"
+    judge_replicas(results, facts, Path(path).parent / REPLICAS_FILE)
     return results
+
+
+def judge_replicas(results: Results, facts: Facts, path: Path) -> None:
+    """The replica-by-replica comparison (replicas.jsonl beside the history), where the
+    run has one: its stats, its anomaly, the replica story of each duplicate and lost
+    write. A divergence among in-sync replicas makes the run invalid."""
+    check = compare_replicas(facts, path)
+    if check is None:
+        return
+    results.stats["replicas"] = check.stats
+    outcome = CheckOutcome("replicas", stats={"disagreements_in_sync": check.divergence.count})
+    if check.divergence.count:
+        outcome.anomalies[REPLICAS_KIND] = check.divergence
+        results.anomalies[REPLICAS_KIND] = check.divergence
+        outcome.valid = False
+        results.valid = False
+    results.checkers["replicas"] = outcome
+    attach_stories(check.logs, results.anomalies)
 
 
 def check_run(run_dir: str | Path, *, write: bool = True) -> Results:

@@ -18,6 +18,8 @@ INVALIDATING: tuple[str, ...] = (
     "poll-skip",
     "acked-below-min-isr",
     "unclean-election",
+    # in-sync replicas that disagree below the high watermark (replicas.jsonl only)
+    "replica-divergence",
 )
 UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)
 # Reported, never invalid: offline windows, and elections of the last known leader after

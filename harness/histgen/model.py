@@ -10,9 +10,10 @@ from kchaos.harness.checker.model import INVALIDATING as CHECKER_INVALIDATING
 from kchaos.harness.checker.model import KINDS
 
 # Every anomaly kind of format v1 can be injected (the list is the checker's own); the
-# last-known-leader election of format 1.1 exists only in controller.jsonl, which the
-# generator does not write.
-INJECTABLE: tuple[str, ...] = tuple(k for k in KINDS if k != "last-known-leader-election")
+# last-known-leader election of format 1.1 exists only in controller.jsonl, and a replica
+# divergence only in replicas.jsonl, which the generator does not write.
+NOT_IN_HISTORY = ("last-known-leader-election", "replica-divergence")
+INJECTABLE: tuple[str, ...] = tuple(k for k in KINDS if k not in NOT_IN_HISTORY)
 
 INVALIDATING = frozenset(INJECTABLE) & frozenset(CHECKER_INVALIDATING)
 

@@ -257,12 +257,18 @@ def run_scenario(
 
 
 def _collect(cluster: Any, run_dir: Path, rec: Any, sc: Scenario, progress: RunProgress) -> None:
-    """controller.jsonl and the nodes' logs, while the containers still exist."""
+    """controller.jsonl, the nodes' logs and every replica's log (replicas.jsonl), while
+    the containers still exist."""
+    from kchaos.harness.run import replicas
     from kchaos.harness.run.controller_log import collect_after_run, describe
 
+    topics = [t.name for t in sc.topics]
     with progress.phase("controller log and broker logs"):
-        after = collect_after_run(cluster, run_dir, rec, [t.name for t in sc.topics])
+        after = collect_after_run(cluster, run_dir, rec, topics)
     progress.note(describe(after))
+    with progress.phase("replica logs"):
+        dumped = replicas.collect(cluster, run_dir, rec, topics)
+    progress.note(replicas.describe(dumped))
 
 
 def _judge(run_dir: Path, progress: RunProgress, console: Console) -> Any:

@@ -1,8 +1,10 @@
-"""After a real run: controller.jsonl from the KRaft metadata log, and RUN_DIR/logs.
+"""After a real run: controller.jsonl from the KRaft metadata log, RUN_DIR/logs, and
+replicas.jsonl from every replica's segment files.
 
 One short `kchaos run` (3 brokers, one partition, its leader SIGKILLed and restarted);
 then the controller's record must show the election the kill caused, with the new leader
-and leader epoch that the new leader's own log reports, at a time inside the run.
+and leader epoch that the new leader's own log reports, at a time inside the run; and
+the three replica logs must be dumped and agree below the high watermark.
 About 90 s on 2 cores. ``KCHAOS_TEST_KAFKA_VERSION`` picks another release (its image
 must have been built).
 """
@@ -162,3 +164,32 @@ def test_the_verdict_judges_elections_from_the_record(run_dir: Path):
     assert isr["elections"]["clean"] >= 1 and isr["elections"]["unclean"] == 0
     assert "unclean-election" not in results["anomalies"]
     assert results["stats"]["independent_reader"] == {"disagreements": 0}
+
+
+def test_every_replica_log_is_dumped_and_compared(run_dir: Path):
+    """replicas.jsonl (kafka-dump-log.sh on each broker's segment files) covers the three
+    replicas of the partition; the checker compared them below the high watermark and,
+    on this clean kill, found them equal; the kill shows as a second leader epoch."""
+    run = json.loads((run_dir / "run.json").read_text())
+    dumped = run["replicas"]
+    assert {b["status"] for b in dumped["brokers"].values()} == {"dumped"}, dumped
+    lines = [json.loads(x) for x in (run_dir / "replicas.jsonl").read_text().splitlines()]
+    brokers = {x["broker"]: x for x in lines if x["type"] == "broker"}
+    assert sorted(brokers) == [1, 2, 3]
+    drained = sum(len(e["records"]) for e in _history(run_dir) if e["f"] == "drain")
+    for b in brokers.values():
+        (rep,) = b["replicas"]
+        assert (rep["topic"], rep["partition"]) == (TOPIC, 0)
+        assert rep["first_offset"] == 0 and rep["next_offset"] >= drained > 100
+    batches = [x for x in lines if x["type"] == "batch"]
+    assert {x["broker"] for x in batches} == {1, 2, 3}
+    assert len({x["leader_epoch"] for x in batches}) >= 2  # before and after the kill
+    results = json.loads((run_dir / "results.json").read_text())
+    stats = results["stats"]["replicas"]
+    (part,) = stats["partitions"]
+    assert part["replicas"] == [1, 2, 3] and part["high_watermark"] >= drained
+    assert stats["offsets_compared"] == part["high_watermark"] > 100
+    assert stats["disagreements"] == 0 and stats["duplicate_sequences"] == 0
+    assert results["checkers"]["replicas"]["valid"] is True
+    assert "replica-divergence" not in results["anomalies"]
+    assert "<h2>Replicas</h2>" in (run_dir / "report.html").read_text()
