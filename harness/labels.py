@@ -14,7 +14,7 @@ from pathlib import Path
 
 LABEL_APP = "io.kchaos"  # value "1" on everything kchaos creates
 LABEL_RUN = "io.kchaos.run"  # the run id
-LABEL_ROLE = "io.kchaos.role"  # "broker", "controller", "toxiproxy", "tool"
+LABEL_ROLE = "io.kchaos.role"  # "broker", "controller", "toxiproxy", "tool", "client"
 LABEL_NODE = "io.kchaos.node"  # node id, for brokers and controllers
 
 
