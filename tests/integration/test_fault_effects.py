@@ -1,0 +1,299 @@
+"""The effect of each remaining fault family on a real broker, and its heal.
+
+Every test measures something during the fault and the same thing after ``stop()``:
+bandwidth (throughput near the limit, then much higher), timeout (a send stalls, then
+completes), reset-peer / timeout_ms / slow-close on a raw connection through a client proxy,
+cut and bridge (which nodes still reach which, and the follower that lost its leader leaves
+the ISR), slow disk (produce latency rises with the duty cycle) and disk full (what Kafka
+4.4.0 does on ENOSPC). All run on the shared cluster; timings are ratios or generous bounds.
+"""
+
+from __future__ import annotations
+
+import socket
+import statistics
+import struct
+import time
+
+import pytest
+from confluent_kafka import KafkaError, Message, Producer
+from faults_helpers import new_topic, partition, produce, wait_for
+
+from kchaos.faults import heal_everything, make_fault
+from kchaos.faults.targets import active_controller
+from kchaos.harness.cluster import Cluster
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
+
+# ApiVersions v0, correlation id 7, null client id: any Kafka listener answers it.
+_API_VERSIONS = struct.pack(">hhih", 18, 0, 7, -1)
+API_VERSIONS = struct.pack(">i", len(_API_VERSIONS)) + _API_VERSIONS
+# A request size far above socket.request.max.bytes: the broker closes the connection.
+OVERSIZED = struct.pack(">i", 0x7FFFFFFF)
+
+
+def probe(address: str, send: bytes, wait: float = 8.0) -> tuple[str, float]:
+    """Open a TCP connection, send ``send`` and report what came back first, with the
+    time it took: ``response`` (data), ``eof`` (orderly close), ``reset`` (RST) or
+    ``silent`` (nothing within ``wait`` seconds)."""
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.settimeout(wait)
+        t0 = time.monotonic()
+        try:
+            s.sendall(send)
+            data = s.recv(65536)
+        except ConnectionResetError:
+            return "reset", time.monotonic() - t0
+        except TimeoutError:
+            return "silent", time.monotonic() - t0
+        return ("response" if data else "eof"), time.monotonic() - t0
+
+
+def reaches(c: Cluster, src: int, dst: int) -> bool:
+    """Whether node ``src`` can open a TCP connection to ``dst``'s replication proxy."""
+    proxy = c.node(dst).proxies["replication"]
+    script = f"exec 3<>/dev/tcp/{proxy.listen_host}/{proxy.listen_port}"
+    code, _ = c.exec(c.node(src), ["timeout", "3", "bash", "-c", script])
+    return code == 0
+
+
+def blocked_pairs(c: Cluster) -> set[tuple[int, int]]:
+    ids = [n.node_id for n in c.nodes]
+    return {(a, b) for a in ids for b in ids if a != b and not reaches(c, a, b)}
+
+
+def warm_producer(bootstrap: str, topic: str, **conf: object) -> Producer:
+    """A producer (acks=1, no linger) that has sent one record to the topic and has its
+    connection and metadata, so that what is measured next is only the fault."""
+    p = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0, **conf}  # type: ignore[dict-item]
+    )
+    done: list[KafkaError | None] = []
+    p.produce(topic, b"warm", on_delivery=lambda err, msg: done.append(err))
+    p.flush(30)
+    assert done == [None], done
+    return p
+
+
+def _burst_rate(p: Producer, topic: str, n: int, size: int) -> float:
+    """Bytes per second of n records of ``size`` bytes, from the first send to the last ack."""
+    errors: list[KafkaError | None] = []
+    payload = b"b" * size
+    t0 = time.monotonic()
+    for _ in range(n):
+        p.produce(topic, payload, on_delivery=lambda err, msg: errors.append(err))
+        p.poll(0)
+    assert p.flush(120) == 0
+    elapsed = time.monotonic() - t0
+    assert errors == [None] * n, {str(e) for e in errors}
+    return n * size / elapsed
+
+
+def test_bandwidth_limits_throughput_to_the_rate(healthy_cluster: Cluster) -> None:
+    c = healthy_cluster
+    topic = new_topic(c.bootstrap_servers, "bandwidth")
+    p = warm_producer(c.bootstrap_servers, topic)
+    rate_kbps, n, size = 100, 300, 1000  # 300 KB: about 3 s at the limit
+    f = make_fault(
+        c,
+        "bandwidth",
+        f"leader:{topic}:0",
+        link="client",
+        direction="upstream",
+        rate_kbps=rate_kbps,
+    )
+    with f:
+        limited = _burst_rate(p, topic, n, size)
+    free = _burst_rate(p, topic, n, size)
+    limit = rate_kbps * 1000
+    print(f"bandwidth: limit {limit} B/s, limited {limited:.0f} B/s, healed {free:.0f} B/s")
+    assert limit / 4 <= limited <= limit * 1.5, f"{limited:.0f} B/s under a {limit} B/s limit"
+    assert free >= 4 * limited, f"after heal {free:.0f} B/s, limited {limited:.0f} B/s"
+
+
+def test_timeout_stalls_a_send_until_the_heal(healthy_cluster: Cluster) -> None:
+    c = healthy_cluster
+    topic = new_topic(c.bootstrap_servers, "timeout")
+    # a short request timeout: the send is retried (and dropped again) during the fault,
+    # and retried soon after the heal
+    p = warm_producer(c.bootstrap_servers, topic, **{"request.timeout.ms": 3000})
+    done: list[KafkaError | None] = []
+    with make_fault(c, "timeout", f"leader:{topic}:0", link="client", timeout_ms=0):
+        p.produce(topic, b"stalled", on_delivery=lambda err, msg: done.append(err))
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 7:  # two request timeouts: retried, still dropped
+            p.poll(0.2)
+        assert done == [], "a send completed through a black hole"
+    p.flush(40)
+    assert done == [None], "the stalled send did not complete after the heal"
+
+
+@pytest.mark.parametrize(
+    ("fault", "params", "send", "during", "healthy"),
+    [
+        # RST timeout_ms after the first data (which is swallowed); both directions: up to 2x
+        pytest.param(
+            "reset-peer",
+            {"timeout_ms": 1000},
+            API_VERSIONS,
+            ("reset", 1.0, 5.0),
+            "response",
+            id="reset-peer",
+        ),
+        # data dropped, then an orderly close after timeout_ms
+        pytest.param(
+            "timeout",
+            {"timeout_ms": 1500},
+            API_VERSIONS,
+            ("eof", 1.5, 5.0),
+            "response",
+            id="timeout",
+        ),
+        # the broker closes at once on an oversized request; the proxy holds the close back
+        pytest.param(
+            "slow-close",
+            {"delay_ms": 2000},
+            OVERSIZED,
+            ("eof", 2.0, 6.0),
+            "eof",
+            id="slow-close",
+        ),
+    ],
+)
+def test_toxic_on_a_raw_connection(
+    healthy_cluster: Cluster,
+    fault: str,
+    params: dict[str, int],
+    send: bytes,
+    during: tuple[str, float, float],
+    healthy: str,
+) -> None:
+    c = healthy_cluster
+    address = c.node(1).proxies["client"].address
+    before = probe(address, send)
+    with make_fault(c, fault, "1", link="client", **params):
+        seen = probe(address, send)
+    after = probe(address, send)
+    print(f"{fault}: before {before}, during {seen}, after {after}")
+    outcome, low, high = during
+    assert before[0] == healthy and before[1] < low / 2, before
+    assert seen[0] == outcome and low * 0.95 <= seen[1] <= high, (
+        f"{fault} {params}: {seen}, expected {outcome} within [{low}, {high}] s"
+    )
+    assert after[0] == healthy and after[1] < low / 2, f"after heal: {after}"
+
+
+@pytest.mark.parametrize("fault", ["cut", "bridge"])
+def test_partition_decides_which_nodes_talk(healthy_cluster: Cluster, fault: str) -> None:
+    c = healthy_cluster
+    bs = c.bootstrap_servers
+    topic = new_topic(bs, fault, min_isr=1)
+    leader, isr = partition(bs, topic)
+    followers = sorted(isr - {leader})
+    assert blocked_pairs(c) == set()
+    if fault == "cut":
+        # one-way: the follower cannot reach the leader; the leader still reaches it
+        cut_off = followers[0]
+        f = make_fault(c, "cut", str(cut_off), to=str(leader))
+        expected = {(cut_off, leader)}
+    else:
+        # the bridge talks to both others, which cannot talk to each other. The bridge is
+        # the active controller when it is not the leader, so that no broker is fenced.
+        controller = active_controller(c)
+        bridge = controller if controller in followers else followers[0]
+        cut_off = next(i for i in followers if i != bridge)
+        f = make_fault(c, "bridge", str(bridge))
+        expected = {(cut_off, leader), (leader, cut_off)}
+    with f:
+        assert blocked_pairs(c) == expected, f.detail
+        # a follower that cannot fetch from the leader falls behind as records arrive
+        assert produce(bs, topic, 20, acks="1") == [None] * 20
+        # read until one answer shows it: the cut-off broker's own metadata may be stale
+        shrunk = (leader, isr - {cut_off})
+        wait_for(lambda: partition(bs, topic) == shrunk, 40, f"leader {leader}, ISR {shrunk[1]}")
+    assert blocked_pairs(c) == set()
+    wait_for(lambda: partition(bs, topic)[1] == isr, 60, "ISR full after the heal")
+
+
+def _paced_latencies(p: Producer, topic: str, seconds: float, every: float = 0.1) -> list[float]:
+    """Send one record every ``every`` s for ``seconds``; each one's produce-to-ack time."""
+    latencies: list[float] = []
+
+    def acked(err: KafkaError | None, msg: Message) -> None:
+        assert err is None, err
+        latency = msg.latency()
+        assert latency is not None
+        latencies.append(latency)
+
+    t0 = time.monotonic()
+    sent = 0
+    while time.monotonic() - t0 < seconds:
+        p.produce(topic, b"s" * 100, on_delivery=acked)
+        sent += 1
+        while (left := t0 + sent * every - time.monotonic()) > 0:
+            p.poll(left)
+    p.flush(30)
+    assert len(latencies) == sent
+    return latencies
+
+
+def test_slow_disk_latency_rises_with_the_duty_cycle(healthy_cluster: Cluster) -> None:
+    c = healthy_cluster
+    topic = new_topic(c.bootstrap_servers, "slowdisk", min_isr=1)
+    p = warm_producer(c.bootstrap_servers, topic)
+    target = f"leader:{topic}:0"
+    base = statistics.mean(_paced_latencies(p, topic, 4))
+    with make_fault(c, "slow-disk", target, freeze_ms=300, thaw_ms=700):
+        low = statistics.mean(_paced_latencies(p, topic, 5))
+    with make_fault(c, "slow-disk", target, freeze_ms=700, thaw_ms=300):
+        high = statistics.mean(_paced_latencies(p, topic, 5))
+    after = statistics.mean(_paced_latencies(p, topic, 4))
+    means = f"mean ack latency: base {base:.3f}, 30% {low:.3f}, 70% {high:.3f}, after {after:.3f} s"
+    print(f"slow-disk: {means}")
+    # a record arriving while frozen waits for the thaw: on average duty * freeze_ms / 2
+    assert low > base + 0.015, means
+    assert high > 2 * low, means
+    assert after < high / 3, means
+
+
+def test_disk_full_takes_the_broker_down_and_heal_brings_it_back(
+    healthy_cluster: Cluster,
+) -> None:
+    """Measured 2026-11-23, Kafka 4.4.0: the first append after the fill fails with
+    IOException "No space left on device"; the broker marks its only log dir failed and
+    halts ("Shutdown broker because all log dirs in /var/lib/kafka/data have failed"), so
+    its container exits. Producers fail over to the new leader. Stopping the fault frees
+    the space but does not start the broker: heal_everything does."""
+    c = healthy_cluster
+    bs = c.bootstrap_servers
+    topic = new_topic(bs, "diskfull")
+    leader, isr = partition(bs, topic)
+    node = c.node(leader)
+    f = make_fault(c, "disk-full", str(leader))
+    f.start()
+    try:
+        assert f.detail["fill_bytes"][node.name] > 0
+        conf = {"message.timeout.ms": 60000}
+        errors = produce(bs, topic, 50, size=1000, timeout=90, **conf)
+        wait_for(lambda: c.container(node).status == "exited", 60, f"{node.name} exited")
+        log = c.logs(node, tail=300)
+    finally:
+        f.stop()
+    seen = f"deliveries: {sorted({str(e) for e in errors})}; log tail: {log[-1500:]}"
+    print(f"disk-full: {seen}")
+    assert "No space left on device" in log, seen
+    assert "all log dirs in /var/lib/kafka/data have failed" in log, seen
+    assert errors == [None] * 50, seen  # every record acknowledged by the new leader
+    wait_for(
+        lambda: (
+            partition(bs, topic)[0] not in (leader, -1) and leader not in partition(bs, topic)[1]
+        ),
+        30,
+        "another leader, the full broker out of the ISR",
+    )
+    time.sleep(2)
+    assert c.container(node).status == "exited", "the fault's stop is not expected to restart"
+    actions = heal_everything(c, wait_ready=True)
+    assert f"started stopped node {node.name}" in actions, actions
+    wait_for(lambda: partition(bs, topic)[1] == isr, 90, f"{node.name} back in the ISR")
