@@ -174,7 +174,8 @@ class Timeout(ToxicFault):
 
 @register
 class ResetPeer(ToxicFault):
-    """Reset connections (TCP RST) after timeout_ms (0 = at once)."""
+    """Reset a connection (TCP RST) timeout_ms after the first data it carries through the
+    toxic (0 = at once); that data is swallowed, idle connections are left alone."""
 
     name = "reset-peer"
     summary = "connections reset with RST"

@@ -21,17 +21,20 @@ def follower_of(leader: int, isr: set[int]) -> int:
     return min(isr - {leader})
 
 
-def test_paused_follower_leaves_isr_and_returns(healthy_cluster: Cluster) -> None:
+@pytest.mark.parametrize("mode", ["sigstop", "freezer"])
+def test_paused_follower_leaves_isr_and_returns(healthy_cluster: Cluster, mode: str) -> None:
     c = healthy_cluster
     bs = c.bootstrap_servers
     topic = new_topic(bs, "pause")
     leader, isr = partition(bs, topic)
     victim = follower_of(leader, isr)
-    with make_fault(c, "pause", str(victim), mode="sigstop") as f:
+    with make_fault(c, "pause", str(victim), mode=mode) as f:
         assert f.target_names == [c.node(victim).name]
+        if mode == "freezer":
+            assert c.container(c.node(victim)).status == "paused"
         produce(bs, topic, 20, acks="1")
         wait_for(lambda: victim not in partition(bs, topic)[1], 30, "ISR shrink")
-    wait_for(lambda: victim in partition(bs, topic)[1], 40, "ISR expand after SIGCONT")
+    wait_for(lambda: victim in partition(bs, topic)[1], 40, f"ISR expand after the {mode} resume")
 
 
 def test_frozen_fs_blocks_writes_and_thaw_resumes(healthy_cluster: Cluster) -> None:
