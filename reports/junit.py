@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
+from kchaos.harness.rundir.anomalies import KINDS as ANOMALY_KINDS
 from kchaos.harness.scenario.expect import Outcome, evaluate, verdict_text
-from kchaos.harness.scenario.model import ANOMALY_KINDS
 from kchaos.reports.rundata import RunData
 
 

@@ -12,7 +12,7 @@ from typing import Any
 __all__ = ["DATA_KINDS", "JobResult", "RunSummary", "export_parquet", "run_job"]
 
 _HOMES = {
-    "DATA_KINDS": "kchaos.harness.analysis.schema",
+    "DATA_KINDS": "kchaos.harness.rundir.anomalies",
     "JobResult": "kchaos.harness.analysis.job",
     "RunSummary": "kchaos.harness.analysis.job",
     "run_job": "kchaos.harness.analysis.job",

@@ -26,12 +26,12 @@ from kchaos.harness.analysis.anomalies import all_anomalies
 from kchaos.harness.analysis.load import load_events, precheck
 from kchaos.harness.analysis.outputs import write_run_outputs
 from kchaos.harness.analysis.runs import RunInput, resolve_runs
-from kchaos.harness.analysis.schema import DATA_KINDS, NOT_INVALID
 from kchaos.harness.analysis.session import spark_errors, start_session
 from kchaos.harness.analysis.tables import build_tables, unpersist
 from kchaos.harness.analysis.trend import write_trend
 from kchaos.harness.analysis.windows import fault_lines, window_stats
 from kchaos.harness.errors import KchaosError
+from kchaos.harness.rundir.anomalies import DATA_KINDS, NOT_INVALID
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

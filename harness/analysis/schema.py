@@ -12,18 +12,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-# The anomaly kinds of format v1 that are about data; the Spark job reports these.
-DATA_KINDS: tuple[str, ...] = (
-    "lost-write",
-    "uncommitted-read",
-    "aborted-read",
-    "duplicate",
-    "inconsistent-offset",
-    "unseen",
-)
-# Kinds that do not make a run invalid (they make it "unknown" at most).
-NOT_INVALID: frozenset[str] = frozenset({"unseen", "offline"})
-
 CORRUPT = "_corrupt"
 
 # Fields every line has, and the Python types a line-by-line validator expects of them.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kchaos.harness.analysis.outputs import WINDOW_DDL, window_rows
 from kchaos.harness.analysis.runs import KEY_CONFIGS, read_json, run_facts
-from kchaos.harness.analysis.schema import DATA_KINDS
+from kchaos.harness.rundir.anomalies import DATA_KINDS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -5,27 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kchaos.harness.rundir.anomalies import INVALIDATING, KINDS, UNKNOWN_MAKING
+
 Verdict = bool | Literal["unknown"]
 
-# Anomaly kinds of history format v1 and whether each makes a run invalid.
-INVALIDATING: tuple[str, ...] = (
-    "lost-write",
-    "uncommitted-read",
-    "aborted-read",
-    "duplicate",
-    "inconsistent-offset",
-    "nonmonotonic-poll",
-    "poll-skip",
-    "acked-below-min-isr",
-    "unclean-election",
-    # in-sync replicas that disagree below the high watermark (replicas.jsonl only)
-    "replica-divergence",
-)
-UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)
-# Reported, never invalid: offline windows, and elections of the last known leader after
-# every replica was lost (KIP-966; format 1.1, judged from controller.jsonl only).
-REPORTED_ONLY: tuple[str, ...] = ("offline", "last-known-leader-election")
-KINDS: tuple[str, ...] = INVALIDATING + UNKNOWN_MAKING + REPORTED_ONLY
 
 MAX_EXAMPLES = 5
 # Strings in results.json examples and on the console are cut to this many characters: a

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from kchaos.harness.checker.model import INVALIDATING as CHECKER_INVALIDATING
-from kchaos.harness.checker.model import KINDS
+from kchaos.harness.rundir.anomalies import INVALIDATING as CHECKER_INVALIDATING
+from kchaos.harness.rundir.anomalies import KINDS
 
 # Every anomaly kind of format v1 can be injected (the list is the checker's own); the
 # last-known-leader election of format 1.1 exists only in controller.jsonl, and a replica

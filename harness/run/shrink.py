@@ -36,10 +36,10 @@ from typing import Any
 import click
 import orjson
 
-from kchaos.harness.checker.model import INVALIDATING
 from kchaos.harness.errors import HistoryError, KchaosError
 from kchaos.harness.run.ddmin import BudgetExhausted, Prober, Trial, ddmin, greedy
 from kchaos.harness.run.replay import load_data, read_run_json, scenario_data
+from kchaos.harness.rundir.anomalies import INVALIDATING
 from kchaos.harness.scenario.dump import step_data, to_yaml
 from kchaos.harness.scenario.model import Scenario
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kchaos.harness.checker.model import REPORTED_ONLY
+from kchaos.harness.rundir.anomalies import REPORTED_ONLY
 
 EXIT_EXPECTED = 0
 EXIT_UNEXPECTED = 1

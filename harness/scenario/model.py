@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from kchaos.harness.checker.model import KINDS
+from kchaos.harness.rundir.anomalies import KINDS
 
 Verdict = Literal[True, False, "unknown"]
-# The anomaly kinds `expect` may name: the checker's vocabulary, defined once there.
+# The anomaly kinds `expect` may name: the vocabulary defined once in rundir.anomalies.
 ANOMALY_KINDS: tuple[str, ...] = KINDS
 
 

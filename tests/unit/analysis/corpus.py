@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kchaos.harness.analysis.schema import DATA_KINDS
 from kchaos.harness.histgen import INJECTABLE, generate_run
+from kchaos.harness.rundir.anomalies import DATA_KINDS
 
 CHECKER_TESTS = Path(__file__).resolve().parents[1] / "checker"
 CHECKER_MODULES = (

@@ -1,0 +1,41 @@
+"""The anomaly vocabulary of history format 1.1, defined once.
+
+Every kind a checker may report, grouped by what it does to a run's verdict. The
+checker, the Spark job, the scenario schema, the history generator and the reports all
+take their names from here.
+"""
+
+from __future__ import annotations
+
+#: Kinds that make a run invalid (unless a scenario lists them under ``allowed``).
+INVALIDATING: tuple[str, ...] = (
+    "lost-write",
+    "uncommitted-read",
+    "aborted-read",
+    "duplicate",
+    "inconsistent-offset",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "acked-below-min-isr",
+    "unclean-election",
+    # in-sync replicas that disagree below the high watermark (replicas.jsonl only)
+    "replica-divergence",
+)
+#: Kinds that leave a run's verdict unknown at best: the run cannot show it is valid.
+UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)
+#: Kinds reported and never invalid: offline windows, and elections of the last known
+#: leader after every replica was lost (KIP-966; judged from controller.jsonl only).
+REPORTED_ONLY: tuple[str, ...] = ("offline", "last-known-leader-election")
+#: Every kind, in the order reports list them.
+KINDS: tuple[str, ...] = INVALIDATING + UNKNOWN_MAKING + REPORTED_ONLY
+#: Kinds about the data (sends, reads, the drain): what the Spark job computes too.
+DATA_KINDS: tuple[str, ...] = (
+    "lost-write",
+    "uncommitted-read",
+    "aborted-read",
+    "duplicate",
+    "inconsistent-offset",
+    "unseen",
+)
+#: Kinds that never make a run invalid.
+NOT_INVALID: frozenset[str] = frozenset(UNKNOWN_MAKING + REPORTED_ONLY)
