@@ -9,8 +9,10 @@ keys the checkers read (``producer.acks``, ``cluster.server_properties``, ``topi
 
 from __future__ import annotations
 
+import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,9 @@ from kchaos.harness.scenario.model import Scenario
 
 # The run.json format this kchaos writes; readers refuse a newer one (kchaos replay).
 FORMAT = 1
+
+
+log = logging.getLogger(__name__)
 
 
 def utc_now() -> str:
@@ -41,6 +46,26 @@ class RunRecord:
         tmp = self.path.with_suffix(".json.tmp")
         tmp.write_bytes(orjson.dumps(jsonable(self.data), option=orjson.OPT_INDENT_2))
         os.replace(tmp, self.path)
+
+
+def record_step(
+    rec: Any, key: str, what: str, step: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    """Run one optional after-run step; its summary, or its error, goes to run.json[key].
+
+    Never raises an ordinary exception: evidence collected after a run is never worth
+    the run itself.
+    """
+    try:
+        summary = step()
+    except Exception as exc:  # noqa: BLE001 - recorded in run.json instead
+        log.warning("%s failed: %s", what, exc)
+        summary = {"error": f"{type(exc).__name__}: {exc}"}
+    try:
+        rec.update(**{key: summary})
+    except Exception as exc:  # noqa: BLE001
+        log.warning("run.json not updated with %s: %s", what, exc)
+    return summary
 
 
 def jsonable(value: Any) -> Any:

@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from kchaos.harness.run.record import record_step
 from kchaos.harness.run.replica_dump import parse_segments, partition_of
 
 log = logging.getLogger(__name__)
@@ -201,16 +202,7 @@ def write_replicas(cluster: Any, run_dir: Path, topics: Sequence[str]) -> dict[s
 
 def collect(cluster: Any, run_dir: Path, rec: Any, topics: Sequence[str]) -> dict[str, Any]:
     """Write replicas.jsonl and record the outcome in run.json; never raises."""
-    try:
-        summary = write_replicas(cluster, run_dir, topics)
-    except Exception as exc:  # noqa: BLE001 - evidence, never worth the run
-        log.warning("%s not written: %s", FILE_NAME, exc)
-        summary = {"error": f"{type(exc).__name__}: {exc}"}
-    try:
-        rec.update(replicas=summary)
-    except Exception as exc:  # noqa: BLE001
-        log.warning("run.json not updated with the replica dump: %s", exc)
-    return summary
+    return record_step(rec, "replicas", FILE_NAME, lambda: write_replicas(cluster, run_dir, topics))
 
 
 def describe(summary: dict[str, Any]) -> str:

@@ -15,7 +15,6 @@ A failure of the reader never fails the run: it is recorded in run.json
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -23,9 +22,8 @@ from typing import Any
 
 import orjson
 
+from kchaos.harness.run.record import record_step
 from kchaos.workloads.values import value_of
-
-log = logging.getLogger(__name__)
 
 FILE_NAME = "reread.jsonl"
 TOOL = "/opt/kafka/bin/kafka-console-consumer.sh"
@@ -121,9 +119,9 @@ def expected_counts(drain: Any) -> dict[str, int]:
 def collect(cluster: Any, run_dir: Path, rec: Any, drain: Any) -> None:
     """Read the topics the drain read; never raise (the verdict does not need it)."""
     topics = sorted({tp[0] for tp in getattr(drain, "drained", {})})
-    try:
-        summary = reread(cluster, run_dir, topics, expected_counts(drain))
-        rec.update(reread=summary)
-    except Exception as exc:  # noqa: BLE001 - an optional cross-check, recorded
-        log.warning("independent reader failed: %s", exc)
-        rec.update(reread={"error": f"{type(exc).__name__}: {exc}"})
+    record_step(
+        rec,
+        "reread",
+        "independent reader",
+        lambda: reread(cluster, run_dir, topics, expected_counts(drain)),
+    )

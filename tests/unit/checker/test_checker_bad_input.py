@@ -214,7 +214,8 @@ def test_history_that_is_a_directory(tmp_path: Path) -> None:
 
 _MEASURE = """
 import resource, subprocess, sys
-subprocess.run([sys.executable, "-c", "from kchaos.harness.cli import main; main()", "check", sys.argv[1]],
+cmd = [sys.executable, "-c", "from kchaos.harness.cli import main; main()"]
+subprocess.run(cmd + ["check", sys.argv[1]],
                stdout=open(sys.argv[2], "wb"), check=False)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
