@@ -5,7 +5,12 @@ shortened to a 30 s workload, with two harmless faults added before the decisive
 50 ms latency toxic on follower broker-3, a 2 s SIGSTOP of follower broker-2). Then:
 
 * replay: the replay runs the same schedule (run.json) and its history's fault lines
-  match the original's (id, fault, phase, targets; times within TOLERANCE_S);
+  match the original's (id, fault, phase, targets; each fault's start within
+  TOLERANCE_S). Stop lines are matched by fault id, not by time or order: the nemesis
+  writes a stop line when the stop's action has finished, and the kill's stop restarts
+  broker-1 and waits for it (the isolate's stop, 3 s later, then works on a broker
+  still starting); one CI run had a stop line 3.7 s later than its original, which
+  measures the restart, not the schedule.
 * shrink with a budget of 2 runs: ddmin's first split tries the two harmless faults alone
   (clean), then the isolation and the kill alone (lost writes), and stops there; the
   shrunk scenario lacks the harmless faults, validates, and was itself run and failed.
@@ -24,7 +29,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KCHAOS = [sys.executable, "-m", "kchaos.harness.cli"]
-TOLERANCE_S = 3.0  # a fault line's time, replay vs original (measured: at most 0.5 s apart)
+TOLERANCE_S = 3.0  # a fault's start, replay vs original (measured: at most 0.5 s apart)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -78,6 +83,12 @@ def fault_lines(run_dir: Path) -> list[dict]:
     return [e for e in events if e["f"] == "fault" and e["id"].startswith("f-")]
 
 
+def by_step(lines: list[dict]) -> dict[tuple[str, str], dict]:
+    """Fault lines keyed by (fault id, phase): stop lines of overlapping faults may be
+    written in either order."""
+    return {(e["id"], e["phase"]): e for e in lines}
+
+
 @pytest.fixture(scope="module")
 def noisy_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("noisy")
@@ -100,11 +111,14 @@ def test_replay_runs_the_same_schedule(noisy_run: Path, tmp_path: Path):
     assert replay["kafka_version"] == original["kafka_version"]
     assert replay["image"] == original["image"]
     assert replay["seed"] == original["seed"]
-    before, after = fault_lines(noisy_run), fault_lines(out)
-    key = ("id", "fault", "phase", "targets")
-    assert [tuple(e[k] for k in key) for e in after] == [tuple(e[k] for k in key) for e in before]
-    for a, b in zip(after, before, strict=True):
-        assert abs(a["time"] - b["time"]) / 1e9 < TOLERANCE_S, (a, b)
+    before, after = by_step(fault_lines(noisy_run)), by_step(fault_lines(out))
+    assert set(after) == set(before)
+    for step, b in before.items():
+        a = after[step]
+        assert (a["fault"], a["targets"]) == (b["fault"], b["targets"]), step
+        if step[1] == "start":
+            assert abs(a["time"] - b["time"]) / 1e9 < TOLERANCE_S, (a, b)
+    assert sum(1 for _, phase in before if phase == "start") == NEMESIS.count("- fault:")
 
 
 def test_shrink_drops_the_harmless_faults(noisy_run: Path, tmp_path: Path):
