@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
@@ -23,6 +25,12 @@ from kchaos.workloads.spec import ProducerSpec
 from kchaos.workloads.values import value_of
 
 _OFFSET_BEGINNING = -2
+
+# librdkafka's own log (its `debug` contexts, e.g. "eos,protocol,msg") goes through this
+# logger rather than the process's stderr; a run attaches a file handler to it
+# (:func:`kchaos.workloads.client_log.client_log`), so the client's account of retries and
+# epoch bumps sits in the run directory next to the brokers' logs.
+LIBRDKAFKA_LOG = logging.getLogger("kchaos.client.librdkafka")
 
 
 def producer_config(bootstrap_servers: str, spec: ProducerSpec, client_id: str) -> dict[str, Any]:
@@ -44,7 +52,25 @@ def producer_config(bootstrap_servers: str, spec: ProducerSpec, client_id: str) 
     if spec.max_in_flight is not None:
         conf["max.in.flight.requests.per.connection"] = spec.max_in_flight
     conf.update(spec.extra)
+    if "debug" in conf:
+        conf["logger"] = LIBRDKAFKA_LOG
     return conf
+
+
+def log_to_file(path: Path) -> logging.Handler:
+    """Send librdkafka's log to ``path`` (created on the first line only) until
+    :func:`stop_logging` is given the returned handler."""
+    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    LIBRDKAFKA_LOG.addHandler(handler)
+    LIBRDKAFKA_LOG.setLevel(logging.DEBUG)
+    LIBRDKAFKA_LOG.propagate = False  # a debug log can be large: never on the console
+    return handler
+
+
+def stop_logging(handler: logging.Handler) -> None:
+    LIBRDKAFKA_LOG.removeHandler(handler)
+    handler.close()
 
 
 def error_name(err: KafkaError) -> str:
@@ -110,6 +136,8 @@ def consumer_config(
     if rack:
         conf["client.rack"] = rack
     conf.update(extra)
+    if "debug" in conf:
+        conf["logger"] = LIBRDKAFKA_LOG
     if conf.get("group.protocol") == "consumer":  # KIP-848: the broker owns these
         for key in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
             if key not in extra:

@@ -38,6 +38,8 @@ from kchaos.workloads.spec import WorkloadSpec
 
 log = logging.getLogger(__name__)
 METRICS_PORT = 7071
+# librdkafka's log, written only when a client config sets `debug` (run-relative path)
+CLIENT_LOG_FILE = "logs/librdkafka.log"
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,9 @@ class Workload:
             )
         self._started = False
         self._stopped = False
+        # librdkafka's `debug` log, when a client config asks for one
+        self._client_log_path = None if run_dir is None else Path(run_dir) / CLIENT_LOG_FILE
+        self._client_log: logging.Handler | None = None
 
     def _python_workers(self) -> None:
         spec, sink, metrics, servers = self.spec, self.sink, self.metrics, self.bootstrap_servers
@@ -190,6 +195,11 @@ class Workload:
         if self._started:
             raise WorkloadError("workload already started")
         self._started = True
+        if self._client_log_path is not None and self.spec.client == "confluent":
+            from kchaos.workloads import confluent_client  # only confluent runs load it
+
+            self._client_log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._client_log = confluent_client.log_to_file(self._client_log_path)
         if self.metrics is not None and self.metrics_port is not None:
             port = self.metrics.serve(self.metrics_port)
             log.info("harness metrics on :%d/metrics", port)
@@ -221,6 +231,11 @@ class Workload:
             finally:
                 for consumer in self.consumers:
                     consumer.stop()
+                if self._client_log is not None:
+                    from kchaos.workloads import confluent_client
+
+                    confluent_client.stop_logging(self._client_log)
+                    self._client_log = None
         errors = [p.error for p in self.producers if p.error is not None]
         errors += [c.error for c in self.consumers if c.error is not None]
         if errors:
