@@ -147,7 +147,10 @@ class ControllerRecord:
         shutting down; any other removal came from the leader's AlterPartition: the leader
         judged the follower more than ``replica.lag.time.max.ms`` behind (KIP-501's case
         when the leader itself was the slow one). The broker's state is taken at the
-        partition line's offset, so a fence committed in the same batch counts.
+        partition line's offset, and a broker line of the same batch (same CreateTime)
+        counts even when it comes after: the controller writes the partition changes
+        of a fencing first and the broker's fenced state last (seen on 4.4.0: the ISR
+        change at offset 130, the fence at 134, one batch).
         """
         for (topic, part), states in self.partitions.items():
             for before, after in zip(states, states[1:], strict=False):
@@ -159,7 +162,7 @@ class ControllerRecord:
     def _removal_cause(self, broker: int, at: PartitionState) -> ShrinkCause:
         state = None
         for candidate in self.brokers.get(broker, ()):
-            if candidate.offset > at.offset:
+            if candidate.offset > at.offset and candidate.time != at.time:
                 break
             state = candidate
         if state is not None and state.fenced:

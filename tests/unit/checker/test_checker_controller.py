@@ -60,6 +60,22 @@ def test_isr_shrinks_are_attributed_to_the_leader_or_the_controller(tmp_path: Pa
     assert r.valid is True  # who shrank an ISR is evidence, never an anomaly
 
 
+def test_a_fence_later_in_the_same_batch_explains_the_shrink(tmp_path: Path) -> None:
+    h = H()
+    h.meta(0, 1, [1, 2, 3])
+    _base(h, ["a"])
+    h.drain_all(0, ["a"])
+    c = C()
+    c.broker(0, 1, 5)
+    c.part(0, 1, [1, 2, 3])
+    # one batch at 2 s: the election that drops the dead leader, then its fence
+    c.part(2 * S, 2, [2, 3], epoch=1)
+    c.broker(2 * S, 1, 5, fenced=True)
+    c.broker(9 * S, 1, 5, fenced=True)  # a later batch must not reach back
+    r = check_with(h, c, tmp_path)
+    assert r.stats["isr"]["shrinks"]["by_cause"] == {"fenced": 1}
+
+
 def _fresh(tmp_path: Path, name: str) -> Path:
     d = tmp_path / name
     d.mkdir()
