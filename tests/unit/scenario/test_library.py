@@ -19,6 +19,7 @@ REQUIRED = {
     "whole-cluster-power-loss-flush-every-message",
     "unsafe-acks1-unclean-election",
     "acks1-planned-leader-moves",
+    "librdkafka-idempotent-duplicate",
     "smoke",
 }
 
