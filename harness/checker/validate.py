@@ -145,8 +145,14 @@ def record_fault(
     fid = str(where.expect(ev, "id", (str, int)))
     if phase == "start":
         targets = ev.get("targets")
+        error = ev.get("error")
         fault = Fault(
-            fid, str(ev.get("fault")), targets if isinstance(targets, list) else [], index, time
+            fid,
+            str(ev.get("fault")),
+            targets if isinstance(targets, list) else [],
+            index,
+            time,
+            error=None if error is None else str(error),
         )
         open_faults[fid] = len(facts.faults)
         facts.faults.append(fault)
