@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kchaos.harness.rundir.runjson import RUN_JSON, write_run
+
 S = 1_000_000_000
 
 
@@ -132,7 +134,7 @@ def make_run(
             "checks": {"max_offline_seconds": 5.0},
         },
     }
-    (run_dir / "run.json").write_text(json.dumps(run))
+    write_run(run_dir / RUN_JSON, run)
     if results is not None:
         (run_dir / "results.json").write_text(json.dumps(with_series(run_dir, results)))
     return run_dir

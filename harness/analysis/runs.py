@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir.history import HISTORY_JSONL
 from kchaos.harness.rundir.runjson import load_run, read_object
 
-JSONL = "history.jsonl"
+JSONL = HISTORY_JSONL
 PARQUET = "history.parquet"
 
 
