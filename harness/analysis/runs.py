@@ -8,7 +8,7 @@ from typing import Any
 
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.history import HISTORY_JSONL
-from kchaos.harness.rundir.runjson import load_run, read_object
+from kchaos.harness.rundir.runjson import load_run
 
 JSONL = HISTORY_JSONL
 PARQUET = "history.parquet"
@@ -72,11 +72,6 @@ def resolve_runs(args: list[Path], prefer: str = "auto") -> list[RunInput]:
         found.extend(children)
     unique = list(dict.fromkeys(found))
     return [RunInput(i, p, _format_of(p, prefer)) for i, p in enumerate(unique)]
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    """A JSON object file (results.json, summary.json), None when absent."""
-    return read_object(path)
 
 
 # Settings the cross-run table shows, by the names Kafka gives them.
