@@ -206,13 +206,12 @@ def kchaos_check(kchaos_history: Any, kchaos_run_dir: Path) -> Callable[..., Any
     def check(
         expect_valid: bool | str | None = True, run_json: Mapping[str, Any] | None = None
     ) -> Any:
-        import orjson
-
         from kchaos.harness.checker import check_run
+        from kchaos.harness.rundir.runjson import RUN_JSON, write_run
 
         kchaos_history.close()
         if run_json is not None:
-            (kchaos_run_dir / "run.json").write_bytes(orjson.dumps(dict(run_json)))
+            write_run(kchaos_run_dir / RUN_JSON, run_json)
         results = check_run(kchaos_run_dir)
         if expect_valid is not None and results.valid != expect_valid:
             found = {k: a.count for k, a in results.anomalies.items()}

@@ -27,8 +27,8 @@ def with_fault_errors(outcome: Outcome, data: RunData) -> Outcome:
     step whose state trigger never held (run.json ``nemesis_errors``, phase ``trigger``:
     such a step writes no history line)."""
     failed = [f"fault {w.id} ({w.fault}) did not start: {w.error}" for w in data.faults if w.error]
-    for e in data.run.get("nemesis_errors") or ():
-        if isinstance(e, dict) and e.get("phase") == "trigger":
+    for e in data.run.nemesis_errors:
+        if e.get("phase") == "trigger":
             failed.append(f"fault {e.get('id')} ({e.get('fault')}) did not start: {e.get('error')}")
     if not failed:
         return outcome

@@ -107,7 +107,7 @@ def verdict_table(data: RunData, outcome: Outcome) -> str:
 
 
 def slo_table(outcome: Outcome, data: RunData) -> str:
-    checks = (data.run.get("scenario") or {}).get("checks") or data.run.get("checks") or {}
+    checks = data.run.checks
     stats = (data.results or {}).get("stats") or {}
     observed = (
         ((stats.get("availability") or {}).get("slo") or {}) if isinstance(stats, dict) else {}
@@ -146,15 +146,14 @@ def agreement_table(data: RunData) -> str:
 
 def header(data: RunData) -> str:
     run = data.run
-    image = run.get("image") or {}
     facts = [
         ("scenario", data.scenario_name),
         ("run id", data.run_id),
-        ("Kafka", str(run.get("kafka_version") or "?")),
-        ("image", str(image.get("kafka") if isinstance(image, dict) else image or "?")),
-        ("seed", str(run.get("seed", "?"))),
-        ("started", str(run.get("start") or run.get("started_at") or "?")),
-        ("ended", str(run.get("end") or run.get("ended_at") or "?")),
+        ("Kafka", str(run.kafka_version or "?")),
+        ("image", str(run.kafka_image or "?")),
+        ("seed", str("?" if run.seed is None else run.seed)),
+        ("started", str(run.start or "?")),
+        ("ended", str(run.end or "?")),
         (
             "history",
             f"{data.events} events, {data.end:.1f} s"
@@ -169,23 +168,23 @@ def header(data: RunData) -> str:
 def fault_table(data: RunData) -> str:
     if not data.faults:
         return "<p class='muted'>No fault was injected.</p>"
-    rec = {fid: secs for fid, _, secs in data.recovery}
+    rec = {r.id: r.seconds for r in data.recovery}  # the checker's time_to_full_isr
     rows, classes = [], []
     for w in data.faults:
-        stop = f"{w.stop:.1f}" if w.stop is not None else "never healed"
+        stop = f"{w.stop_s:.1f}" if w.stop_s is not None else "never healed"
         r = rec.get(w.id)
         rows.append(
             [
                 escape(w.id),
                 escape(w.fault),
                 escape(", ".join(w.targets)),
-                f"{w.start:.1f}",
+                f"{w.start_s:.1f}",
                 stop,
                 "" if r is None else f"{r:.1f}",
                 escape(f"did not start: {w.error}" if w.error else ""),
             ]
         )
-        classes.append("bad" if w.error or w.stop is None else "")
+        classes.append("bad" if w.error or w.stop_s is None else "")
     headers = ["id", "fault", "targets", "start s", "stop s", "to full ISR s", "error"]
     return table(headers, rows, classes)
 
@@ -231,13 +230,13 @@ def render_run(data: RunData, outcome: Outcome | None = None) -> str:
         figure_div(plots.isr(data), "isr"),
         figure_div(plots.offline(data), "offline"),
     ]
-    if any(secs is not None for _, _, secs in data.recovery):
+    if any(r.seconds is not None for r in data.recovery):
         parts.append(figure_div(plots.recovery(data), "recovery"))
     parts += ["<h2>Faults</h2>", fault_table(data)]
     parts.append(timeline.render(data.run_dir, data.faults))
     parts.append(replicas.render(data.results))
     parts.append(files_section(data.run_dir))
-    config = escape(json.dumps(data.run, indent=2, sort_keys=True, default=str))
+    config = escape(json.dumps(data.run.raw, indent=2, sort_keys=True, default=str))
     parts.append(
         f"<h2>Configuration</h2><details><summary>run.json</summary><pre>{config}</pre></details>"
     )

@@ -29,7 +29,7 @@ def run_suite(data: RunData, outcome: Outcome | None = None) -> ET.Element:
     """A <testsuite> for one run."""
     outcome = outcome or evaluate(data.expect, data.results)
     cls = f"kchaos.{data.scenario_name}"
-    suite = ET.Element("testsuite", name=cls, timestamp=str(data.run.get("start") or ""))
+    suite = ET.Element("testsuite", name=cls, timestamp=str(data.run.start or ""))
     expect = data.expect
     required = set(expect.get("anomalies") or ())
     allowed = set(expect.get("allowed") or ()) | {"offline"}
@@ -47,7 +47,9 @@ def run_suite(data: RunData, outcome: Outcome | None = None) -> ET.Element:
             failure = f"{count} {kind} found"
         out = f"{count} found" if count else ""
         if kind == "offline" and data.offline:
-            out = "; ".join(f"{p} from {s:.1f}s for {n:.1f}s" for p, s, n in data.offline)
+            out = "; ".join(
+                f"{o.name} from {o.start_s:.1f}s for {o.length_s:.1f}s" for o in data.offline
+            )
         _case(suite, cls, f"anomaly {kind}", failure, out)
     for name, passed in sorted(outcome.slo.items()):
         _case(suite, cls, f"slo {name}", None if passed else f"threshold {name} not met")

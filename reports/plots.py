@@ -54,12 +54,12 @@ def shade_faults(fig: go.Figure, data: RunData) -> None:
     visible = max(0.05, data.end / 300)  # an instantaneous operation stays visible
     windows = [w for w in data.faults if w.fault != "heal"]  # the final heal is no fault
     for w in windows:
-        stop = w.stop if w.stop is not None else data.end
-        shapes.append(_band(w.start, max(stop, w.start + visible), FAULT_FILL))
+        stop = w.stop_s if w.stop_s is not None else data.end
+        shapes.append(_band(w.start_s, max(stop, w.start_s + visible), FAULT_FILL))
         if len(windows) <= MAX_FAULT_LABELS:
             notes.append(
                 {
-                    "x": w.start,
+                    "x": w.start_s,
                     "y": 1,
                     "xref": "x",
                     "yref": "paper",
@@ -128,7 +128,7 @@ def isr(data: RunData) -> go.Figure:
             )
         )
     offline_bands = [
-        _band(start, start + max(length, 0.05), OFFLINE_FILL) for _, start, length in data.offline
+        _band(o.start_s, o.start_s + max(o.length_s, 0.05), OFFLINE_FILL) for o in data.offline
     ]
     add_bands(fig, offline_bands, [])
     shade_faults(fig, data)
@@ -144,9 +144,9 @@ def offline(data: RunData) -> go.Figure:
     if data.offline:
         fig.add_trace(
             go.Bar(
-                y=[o[0] for o in data.offline],
-                x=[o[2] for o in data.offline],
-                base=[o[1] for o in data.offline],
+                y=[o.name for o in data.offline],
+                x=[o.length_s for o in data.offline],
+                base=[o.start_s for o in data.offline],
                 orientation="h",
                 marker={"color": "crimson"},
                 name="offline",
@@ -155,12 +155,13 @@ def offline(data: RunData) -> go.Figure:
         )
     shade_faults(fig, data)
     fig = _layout(fig, "Offline windows (no leader)", "partition", data.end)
-    fig.update_layout(height=200 + 18 * len({o[0] for o in data.offline}))
+    fig.update_layout(height=200 + 18 * len({o.name for o in data.offline}))
     return fig
 
 
 def recovery(data: RunData) -> go.Figure:
-    points = [(stop, secs) for _, stop, secs in data.recovery if secs is not None]
+    # the checker's time_to_full_isr, from each fault's actual stop (results.json)
+    points = [(r.stop_s, r.seconds) for r in data.recovery if r.seconds is not None]
     fig = go.Figure()
     fig.add_trace(
         go.Scatter(
@@ -172,7 +173,7 @@ def recovery(data: RunData) -> go.Figure:
     )
     return _layout(
         fig,
-        "Time from each fault's heal to full ISR (a restart's log recovery included)",
+        "Time from each fault's stop to full ISR (the checker's time_to_full_isr)",
         "seconds",
         data.end,
     )

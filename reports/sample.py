@@ -3,7 +3,9 @@
 ``make_run(dir, results=...)`` writes 30 s of history (10 sends/s, one pause fault,
 an ISR dip on both partitions, partition t/1 offline for 2 s, a complete drain: the
 real checker finds it valid), a run.json, and the given results.json. ``LOST`` and
-``VALID`` are two verdicts to pair it with.
+``VALID`` are two verdicts to pair it with; the series a report plots (fault windows,
+offline windows, time to full ISR) are added to them from the real checker's verdict on
+this history, as ``kchaos check`` would have written them.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+from kchaos.harness.rundir.runjson import RUN_JSON, write_run
 
 S = 1_000_000_000
 
@@ -130,10 +134,23 @@ def make_run(
             "checks": {"max_offline_seconds": 5.0},
         },
     }
-    (run_dir / "run.json").write_text(json.dumps(run))
+    write_run(run_dir / RUN_JSON, run)
     if results is not None:
-        (run_dir / "results.json").write_text(json.dumps(results))
+        (run_dir / "results.json").write_text(json.dumps(with_series(run_dir, results)))
     return run_dir
+
+
+def with_series(run_dir: Path, results: dict[str, Any]) -> dict[str, Any]:
+    """``results`` with the checker's own series of ``run_dir``'s history added."""
+    from kchaos.harness.checker import check_history
+
+    checked = check_history(run_dir / "history.jsonl").to_json()["stats"]["availability"]
+    stats = dict(results.get("stats") or {})
+    availability = dict(stats.get("availability") or {})
+    for key in ("offline_windows", "full_isr_after_fault", "sends"):
+        availability.setdefault(key, checked[key])
+    stats["availability"] = availability
+    return {**results, "stats": stats}
 
 
 LOST = {

@@ -16,8 +16,8 @@ def summarize(data: RunData, outcome: Outcome) -> dict[str, Any]:
     return {
         "run_id": data.run_id,
         "scenario": data.scenario_name,
-        "kafka_version": data.run.get("kafka_version"),
-        "seed": data.run.get("seed"),
+        "kafka_version": data.run.kafka_version,
+        "seed": data.run.seed,
         "verdict": verdict_text(outcome.verdict),
         "valid": outcome.verdict,
         "expected": outcome.expected,

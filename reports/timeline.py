@@ -8,6 +8,7 @@ elections are classified by the same rule the checker uses.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -21,7 +22,7 @@ from kchaos.harness.checker.controller import (
     read_controller,
 )
 from kchaos.harness.errors import HistoryError
-from kchaos.reports.rundata import FaultWindow
+from kchaos.harness.rundir.results import FaultWindow
 
 MAX_ROWS = 400  # per partition table; a long run's tail is summarised
 
@@ -101,17 +102,17 @@ def broker_rows(record: ControllerRecord) -> list[Row]:
     return rows
 
 
-def fault_rows(faults: list[FaultWindow]) -> list[Row]:
+def fault_rows(faults: Sequence[FaultWindow]) -> list[Row]:
     rows = []
     for f in faults:
         targets = ", ".join(f.targets)
-        rows.append(Row(f.start, None, f"fault {f.id} start", f"{f.fault} on {targets}", "warn"))
-        if f.stop is not None:
-            rows.append(Row(f.stop, None, f"fault {f.id} stop", f"{f.fault} healed"))
+        rows.append(Row(f.start_s, None, f"fault {f.id} start", f"{f.fault} on {targets}", "warn"))
+        if f.stop_s is not None:
+            rows.append(Row(f.stop_s, None, f"fault {f.id} stop", f"{f.fault} healed"))
     return rows
 
 
-def render(run_dir: Path, faults: list[FaultWindow]) -> str:
+def render(run_dir: Path, faults: Sequence[FaultWindow]) -> str:
     """The "Controller timeline" section of report.html ("" when there is no record)."""
     from kchaos.reports.html import table  # the page's own table helper
 

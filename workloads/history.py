@@ -38,7 +38,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -47,6 +47,7 @@ from typing import Any, Protocol
 import orjson
 
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir.history import read_events
 from kchaos.workloads import scribe as _scribe
 
 log = logging.getLogger(__name__)
@@ -452,30 +453,9 @@ class ListSink:
 def read_history(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], bool]:
     """Complete lines of a history and whether a torn last line was dropped.
 
-    A line that does not parse anywhere but at the end is an error naming file and line.
+    A line that does not parse anywhere but at the end is an error naming file and line
+    (the run directory's one reader, :func:`kchaos.harness.rundir.history.read_events`).
     """
-    events: list[dict[str, Any]] = []
-    torn = False
-    lines = list(_lines(Path(path)))
-    for number, (raw, complete) in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            event = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            if number == len(lines) and not complete:
-                torn = True
-                break
-            raise HistoryError(f"not JSON: {exc}", file=str(path), line=number) from exc
-        events.append(event)
-    return events, torn
-
-
-def _lines(path: Path) -> Iterator[tuple[bytes, bool]]:
-    data = path.read_bytes()
-    parts = data.split(b"\n")
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if last and not part:
-            return
-        yield part, not last
+    torn: list[str] = []
+    events = list(read_events(Path(path), strict=True, on_torn=torn.append))
+    return events, bool(torn)

@@ -32,6 +32,7 @@ from kchaos.harness.analysis.trend import write_trend
 from kchaos.harness.analysis.windows import fault_lines, window_stats
 from kchaos.harness.errors import KchaosError
 from kchaos.harness.rundir.anomalies import DATA_KINDS, NOT_INVALID
+from kchaos.harness.rundir.history import F_DRAIN, F_POLL, F_SEND, OK
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,12 +81,12 @@ def _stats(loaded: Any, tables: Any) -> dict[int, dict[str, Any]]:
         for f, type_, n, end, records in rows:
             s["events"] += n
             s["end_ns"] = max(s["end_ns"], end)
-            if f == "send" and type_ in s["sends"]:
+            if f == F_SEND and type_ in s["sends"]:
                 s["sends"][type_] += n
-            elif f == "poll" and type_ == "ok":
+            elif f == F_POLL and type_ == OK:
                 s["polls"] += n
                 s["records_polled"] += records
-            elif f == "drain" and type_ == "ok":
+            elif f == F_DRAIN and type_ == OK:
                 s["records_drained"] += records
         stats[rk] = s
     for row in tables.drained.collect():

@@ -26,6 +26,7 @@ from kchaos.harness.analysis.runs import RunInput
 from kchaos.harness.analysis.schema import CORRUPT, REQUIRED, TYPES, column_names, history_schema
 from kchaos.harness.analysis.session import spark_errors
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir.history import F_SEND
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -176,7 +177,7 @@ def _load(spark: SparkSession, runs: list[RunInput], scratch: Path) -> Loaded:
         agg["corrupt"] += int(row["corrupt"] or 0)
         agg["bad"] += int(row["bad"] or 0)
         valid = row["n"] - int(row["corrupt"] or 0)
-        if row["f"] == "send" and row["topic"] is not None:
+        if row["f"] == F_SEND and row["topic"] is not None:
             topics.add(row["topic"])
         if row["f"] is not None and row["type"] is not None and valid > 0:
             counts.setdefault(row["rk"], []).append(

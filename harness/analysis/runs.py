@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir.history import HISTORY_JSONL
+from kchaos.harness.rundir.runjson import load_run
 
-JSONL = "history.jsonl"
+JSONL = HISTORY_JSONL
 PARQUET = "history.parquet"
 
 
@@ -73,19 +74,6 @@ def resolve_runs(args: list[Path], prefer: str = "auto") -> list[RunInput]:
     return [RunInput(i, p, _format_of(p, prefer)) for i, p in enumerate(unique)]
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
-    """A JSON object file (run.json, results.json), None when absent."""
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise HistoryError(f"not valid JSON: {exc}", file=str(path)) from exc
-    if not isinstance(data, dict):
-        raise HistoryError("not a JSON object", file=str(path))
-    return data
-
-
 # Settings the cross-run table shows, by the names Kafka gives them.
 KEY_CONFIGS: tuple[str, ...] = (
     "acks",
@@ -114,15 +102,6 @@ def _walk(node: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], 
     return out
 
 
-def _pick(run: dict[str, Any], names: tuple[str, ...]) -> Any:
-    """The first scalar found under any of ``names`` (shallowest first)."""
-    best: tuple[int, Any] | None = None
-    for path, key, value in _walk(run):
-        if key in names and value is not None and (best is None or len(path) < best[0]):
-            best = (len(path), value)
-    return None if best is None else best[1]
-
-
 def _config_values(run: dict[str, Any], key: str) -> str | None:
     """Every distinct value ``key`` has anywhere in run.json, joined ("all", "1|all")."""
     names = {key, key.replace(".", "_")}  # "replication_factor" as scenario files spell it
@@ -136,16 +115,16 @@ def _config_values(run: dict[str, Any], key: str) -> str | None:
 
 def run_facts(path: Path) -> dict[str, Any]:
     """Scenario, Kafka version and key configs from run.json (None where not stated)."""
-    run = read_json(path / "run.json") or {}
+    run = load_run(path, missing_ok=True)
     facts: dict[str, Any] = {
-        "run_id": _pick(run, ("run_id", "id")) or path.name,
-        "scenario": _pick(run, ("scenario", "scenario_name", "name")),
-        "kafka_version": _pick(run, ("kafka_version",)),
-        "seed": _pick(run, ("seed",)),
-        "started": _pick(run, ("start", "started", "started_at", "wall_start")),
+        "run_id": run.run_id or path.name,
+        "scenario": run.scenario_name,
+        "kafka_version": run.kafka_version,
+        "seed": run.seed,
+        "started": run.start,
     }
     for key in KEY_CONFIGS:
-        facts[key] = _config_values(run, key)
+        facts[key] = _config_values(dict(run.raw), key)
     for name in ("run_id", "scenario", "kafka_version", "seed", "started"):
         if facts[name] is not None:
             facts[name] = str(facts[name])

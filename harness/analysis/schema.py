@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kchaos.harness.rundir.history import TYPES as HISTORY_TYPES
+
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
@@ -43,7 +45,7 @@ RECORD_FIELDS: dict[str, tuple[type, ...]] = {
     "offset": (int,),
     "value": (str,),
 }
-TYPES = frozenset({"invoke", "ok", "fail", "info"})
+TYPES = HISTORY_TYPES
 
 
 def history_schema(with_corrupt: bool = True) -> StructType:

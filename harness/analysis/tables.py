@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir.history import F_DRAIN, F_DRAIN_END, F_POLL, F_SEND, INVOKE, OK
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -37,7 +38,7 @@ def send_topics(events: DataFrame) -> list[str]:
     its validation pass instead)."""
     from pyspark.sql import functions as F
 
-    rows = events.filter(F.col("f") == "send").select("topic").distinct().collect()
+    rows = events.filter(F.col("f") == F_SEND).select("topic").distinct().collect()
     return sorted(r["topic"] for r in rows if r["topic"] is not None)
 
 
@@ -56,8 +57,8 @@ def build_sends(events: DataFrame, topics: Sequence[str] | None = None) -> DataF
     outcomes = F.array(*[F.lit(o) for o in OUTCOMES])
     tid = F.array_position(by_id, F.col("topic")).cast("int")  # 1-based; null: no topic
     code = F.array_position(outcomes, F.col("type")).cast("int")
-    send = events.filter(F.col("f") == "send")
-    is_inv = F.col("type") == "invoke"
+    send = events.filter(F.col("f") == F_SEND)
+    is_inv = F.col("type") == INVOKE
     at_done = F.when(~is_inv, F.col("index"))  # min_by skips the invoke lines (null)
     agg = send.groupBy("rk", "value").agg(
         F.min(F.when(is_inv, F.col("time"))).alias("t_invoke"),
@@ -94,7 +95,7 @@ def build_sends(events: DataFrame, topics: Sequence[str] | None = None) -> DataF
 def build_reads(events: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    lines = events.filter(F.col("f").isin("poll", "drain") & (F.col("type") == "ok"))
+    lines = events.filter(F.col("f").isin(F_POLL, F_DRAIN) & (F.col("type") == OK))
     rec = lines.select(
         "rk",
         F.col("f").alias("src"),
@@ -119,7 +120,7 @@ def build_reads(events: DataFrame) -> DataFrame:
 def build_drained(events: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    ends = events.filter((F.col("f") == "drain-end") & (F.col("type") == "ok"))
+    ends = events.filter((F.col("f") == F_DRAIN_END) & (F.col("type") == OK))
     return ends.groupBy(*PART).agg(
         F.max_by("log_start_offset", "index").alias("lso"),
         F.max_by("high_watermark", "index").alias("hwm"),

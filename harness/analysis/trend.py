@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kchaos.harness.analysis.outputs import WINDOW_DDL, window_rows
-from kchaos.harness.analysis.runs import KEY_CONFIGS, read_json, run_facts
+from kchaos.harness.analysis.runs import KEY_CONFIGS, run_facts
 from kchaos.harness.rundir.anomalies import DATA_KINDS
+from kchaos.harness.rundir.results import load_results
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -63,7 +64,8 @@ def _count(anomalies: dict[str, Any], kind: str) -> int:
 
 def trend_row(rs: RunSummary) -> dict[str, Any]:
     facts = run_facts(rs.run.path)
-    results = read_json(rs.run.path / "results.json")
+    judged = load_results(rs.run.path)
+    results = None if judged is None else judged.raw
     found = rs.summary["anomalies"]
     row: dict[str, Any] = {
         "run": facts["run_id"],

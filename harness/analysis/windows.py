@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kchaos.harness.rundir.history import F_FAULT
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -69,7 +71,7 @@ def fault_lines(events: DataFrame) -> dict[int, list[FaultLine]]:
     from pyspark.sql import functions as F
 
     rows = (
-        events.filter(F.col("f") == "fault")
+        events.filter(F.col("f") == F_FAULT)
         .select("rk", "time", "index", "phase", "id", "fault")
         .collect()
     )

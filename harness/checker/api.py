@@ -32,6 +32,8 @@ from kchaos.harness.checker.reread import FILE_NAME as REREAD_FILE
 from kchaos.harness.checker.reread import KIND as REREAD_KIND
 from kchaos.harness.checker.reread import compare_reread
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir.history import HISTORY_JSONL
+from kchaos.harness.rundir.results import RESULTS_JSON
 
 Checker = Callable[[Facts, RunConfig], CheckOutcome]
 
@@ -170,12 +172,12 @@ def check_run(run_dir: str | Path, *, write: bool = True) -> Results:
     if not run_dir.is_dir():
         what = "not a directory" if run_dir.exists() else "no such run directory"
         raise HistoryError(what, file=str(run_dir))
-    history = run_dir / "history.jsonl"
+    history = run_dir / HISTORY_JSONL
     if not history.exists():
         raise HistoryError("no history.jsonl in the run directory", file=str(run_dir))
     if not history.is_file():
         raise HistoryError("is not a regular file", file=str(history))
-    out = run_dir / "results.json"
+    out = run_dir / RESULTS_JSON
     if write and out.is_dir():
         raise HistoryError("is in the way: not a regular file", file=str(out))
     results = check_history(history, RunConfig.load(run_dir))

@@ -178,6 +178,7 @@ def _send_stats(facts: Facts) -> dict[str, Any]:
                 "start_s": round(f.start_time / _NS, 6),
                 "stop_s": None if stop is None else round(stop / _NS, 6),
                 "duration_s": None if stop is None else round((stop - f.start_time) / _NS, 6),
+                **({"error": f.error} if f.error is not None else {}),
                 **_bucket(counts[n + 2], lat[n + 2]),
             }
         )

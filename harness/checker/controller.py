@@ -6,8 +6,9 @@ Where the file is present it is the truth for leaders, ISRs and ELRs: elections,
 ``acked-below-min-isr`` and offline windows are judged from it for every partition it
 describes (the monitor's samples remain the fallback for partitions it does not).
 
-Bad input raises :class:`HistoryError` naming the file, the line (1-based) and the field;
-a torn last line (no newline, not JSON) is ignored with a warning, as in the history.
+The lines are read by the run directory's reader
+(:func:`kchaos.harness.rundir.controller.read_controller_lines`): bad input raises
+HistoryError naming the file, the line and the field.
 """
 
 from __future__ import annotations
@@ -18,44 +19,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
+from kchaos.harness.rundir.controller import (
+    CONTROLLER_JSONL,
+    BrokerLine,
+    PartitionLine,
+    read_controller_lines,
+)
 
-from kchaos.harness.checker.validate import Where
-from kchaos.harness.errors import HistoryError
-
-FILE_NAME = "controller.jsonl"
+FILE_NAME = CONTROLLER_JSONL
 
 ElectionKind = Literal["clean", "last-known-leader", "unclean"]
 
 
-@dataclass(frozen=True)
-class PartitionState:
-    """One partition line: the partition's committed state after the record."""
-
-    line: int
-    offset: int
-    time: int
-    leader: int
-    leader_epoch: int
-    partition_epoch: int
-    isr: tuple[int, ...]
-    elr: tuple[int, ...]
-    last_known_elr: tuple[int, ...]
-    replicas: tuple[int, ...]
-    recovering: bool
-
-
-@dataclass(frozen=True)
-class BrokerState:
-    """One broker line: the broker's registration after the record."""
-
-    line: int
-    offset: int
-    time: int
-    broker: int
-    broker_epoch: int
-    fenced: bool
-    shutting_down: bool
+# The line types are the run directory's (kchaos.harness.rundir.controller); the checker
+# calls a partition line a state.
+PartitionState = PartitionLine
+BrokerState = BrokerLine
 
 
 ShrinkCause = Literal["fenced", "shutdown", "leader", "other"]
@@ -244,113 +223,14 @@ def load_controller(run_dir: str | Path) -> ControllerRecord | None:
 
 
 def read_controller(path: str | Path) -> ControllerRecord:
-    """Read and validate one ``controller.jsonl``."""
-    path = Path(path)
-    name = str(path)
-    if path.is_dir():
-        raise HistoryError("expected a file, found a directory", file=name)
-    try:
-        fh = path.open("rb")
-    except OSError as exc:
-        raise HistoryError(f"cannot open: {exc.strerror}", file=name) from None
-    record = ControllerRecord(path=name)
-    where = Where(name)
-    last_offset = -1
-    last_time = 0
-    no = 0
-    with fh:
-        for raw in fh:
-            no += 1
-            if not raw.strip():
-                where.at(no).fail("empty line")
-            try:
-                line: Any = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                if not raw.endswith(b"\n"):
-                    record.warnings.append(
-                        f"{name}:{no}: torn last line ignored ({len(raw)} bytes)"
-                    )
-                    break
-                where.at(no).fail(f"not JSON ({exc})")
-            where.at(no)
-            if type(line) is not dict:
-                where.fail("expected a JSON object")
-            offset = where.expect(line, "offset", int)
-            time = where.expect(line, "time", int)
-            typ = where.expect(line, "type", str)
-            if offset <= last_offset:
-                where.fail(f"offset {offset} not greater than the previous {last_offset}", "offset")
-            if time < last_time:
-                where.fail(f"time {time} earlier than the previous {last_time}", "time")
-            last_offset, last_time = offset, time
-            if typ == "partition":
-                state = _partition(where, line, no, offset, time)
-                key = (line["topic"], line["partition"])
-                record.partitions.setdefault(key, []).append(state)
-            elif typ == "broker":
-                broker = _broker(where, line, no, offset, time)
-                record.brokers.setdefault(broker.broker, []).append(broker)
-            # other types: a later format's addition, ignored as the format says
-    record.lines = no
-    record.last_time = last_time
+    """Read and validate one ``controller.jsonl`` into per-partition and per-broker lists."""
+    read = read_controller_lines(path)
+    record = ControllerRecord(
+        path=read.path, lines=read.count, last_time=read.last_time, warnings=read.warnings
+    )
+    for line in read.lines:
+        if isinstance(line, PartitionLine):
+            record.partitions.setdefault((line.topic, line.partition), []).append(line)
+        else:
+            record.brokers.setdefault(line.broker, []).append(line)
     return record
-
-
-def _partition(
-    where: Where, line: dict[str, Any], no: int, offset: int, time: int
-) -> PartitionState:
-    where.expect(line, "topic", str)
-    part = where.expect(line, "partition", int)
-    if part < 0:
-        where.fail(f"a partition number cannot be negative, got {part}", "partition")
-    leader = where.expect(line, "leader", int)
-    if leader < -1:
-        where.fail(f"expected a broker id or -1 (no leader), got {leader}", "leader")
-    isr = _ids(where, line, "isr", required=True)
-    return PartitionState(
-        line=no,
-        offset=offset,
-        time=time,
-        leader=leader,
-        leader_epoch=_optional(where, line, "leader_epoch", -1),
-        partition_epoch=_optional(where, line, "partition_epoch", -1),
-        isr=isr,
-        elr=_ids(where, line, "elr"),
-        last_known_elr=_ids(where, line, "last_known_elr"),
-        replicas=_ids(where, line, "replicas"),
-        recovering=_optional(where, line, "recovering", False),
-    )
-
-
-def _broker(where: Where, line: dict[str, Any], no: int, offset: int, time: int) -> BrokerState:
-    broker = where.expect(line, "broker", int)
-    if broker < 0:
-        where.fail(f"a broker id cannot be negative, got {broker}", "broker")
-    return BrokerState(
-        line=no,
-        offset=offset,
-        time=time,
-        broker=broker,
-        broker_epoch=_optional(where, line, "broker_epoch", -1),
-        fenced=_optional(where, line, "fenced", False),
-        shutting_down=_optional(where, line, "shutting_down", False),
-    )
-
-
-def _ids(
-    where: Where, line: dict[str, Any], key: str, *, required: bool = False
-) -> tuple[int, ...]:
-    if key not in line and not required:
-        return ()
-    items = where.int_list(line, key)
-    for item in items:
-        if item < 0:
-            where.fail(f"expected broker ids, got {item}", key)
-    return tuple(items)
-
-
-def _optional(where: Where, line: dict[str, Any], key: str, default: Any) -> Any:
-    """``line[key]`` of exactly the default's type (int or bool), or the default."""
-    if key not in line:
-        return default
-    return where.expect(line, key, type(default))

@@ -71,6 +71,7 @@ class Fault:
     start_time: int
     stop_index: int | None = None
     stop_time: int | None = None
+    error: str | None = None  # the fault could not start (its start line says why)
 
 
 _BLOCK = 8192

@@ -14,8 +14,6 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from kchaos.harness.checker.config import acks_is_all
 from kchaos.harness.checker.facts import (
     FAIL,
@@ -28,28 +26,34 @@ from kchaos.harness.checker.facts import (
     Facts,
 )
 from kchaos.harness.checker.validate import Where, bad_record, metadata, record_fault
-from kchaos.harness.errors import HistoryError, shown
+from kchaos.harness.errors import shown
+from kchaos.harness.rundir.history import (
+    F_ASSIGN,
+    F_DRAIN,
+    F_DRAIN_END,
+    F_FAULT,
+    F_METADATA,
+    F_POLL,
+    F_SEND,
+    INVOKE,
+    TYPES,
+    numbered,
+)
 
-_TYPES = frozenset(("invoke", "ok", "fail", "info"))
+_TYPES = TYPES
 
 
 def read_history(path: str | Path) -> Facts:
     """Read and validate ``path`` into :class:`Facts` in one pass."""
-    path = Path(path)
     name = str(path)
-    try:
-        fh = path.open("rb", buffering=1 << 20)
-    except OSError as exc:
-        raise HistoryError(f"cannot open: {exc.strerror}", file=name) from None
-    with fh:
-        facts = _read(fh, name, Where(name))
+    facts = _read(path, name, Where(name))
     facts.trim()
     return facts
 
 
-def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot loop is kept in one place
+def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - the hot loop is kept in one place
     facts = Facts(path=name)
-    loads = orjson.loads
+    torn: list[str] = []
     values = facts.values
     vget = values.get
     tp_of = facts.tp
@@ -77,18 +81,10 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
     epoch = 0
     no = 0
     bits = TP_BITS
+    ev: Any
     try:
-        for raw in fh:
-            no += 1
-            try:
-                ev: Any = loads(raw)
-            except orjson.JSONDecodeError as exc:
-                # Torn: the last line, cut short while it was written (so it starts as an
-                # event does). Anything else that is not JSON is bad input.
-                if not raw.endswith(b"\n") and raw[:64].lstrip()[:1] == b"{":
-                    facts.warnings.append(f"{name}:{no}: torn last line ignored ({len(raw)} bytes)")
-                    break
-                where.at(no).fail(f"not JSON ({exc}): {shown(raw)}")
+        # Strict: a line that is not JSON is bad input; a torn last line ends the stream.
+        for no, ev in numbered(path, strict=True, on_torn=torn.append):
             try:
                 index = ev["index"]
                 time = ev["time"]
@@ -113,12 +109,12 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
             last_index = index
             last_time = time
 
-            if f == "send":
+            if f == F_SEND:
                 value = ev.get("value")
                 if type(value) is not str:
                     where.at(no).expect(ev, "value", str)
                 vid = vget(value)
-                if typ == "invoke":
+                if typ == INVOKE:
                     topic = ev.get("topic")
                     if type(topic) is not str:
                         where.at(no).expect(ev, "topic", str)
@@ -183,8 +179,8 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
                     status[vid] = INFO
                     n_info += 1
                     epoch_counts[e][2] += 1
-            elif f == "poll":
-                if typ == "invoke":
+            elif f == F_POLL:
+                if typ == INVOKE:
                     pending_poll[proc] = index
                     continue
                 if pending_poll.pop(proc, None) is None:
@@ -258,7 +254,7 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
                     last = off
                 if tp >= 0:
                     stretch[tp] = last
-            elif f == "drain":
+            elif f == F_DRAIN:
                 if typ != "ok":
                     continue
                 records = ev.get("records")
@@ -310,12 +306,12 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
                         read_conflicts.setdefault(packed, {old}).add(vid)
                         place(vid, packed)
                         drained_in(vid, tp)
-            elif f == "metadata":
+            elif f == F_METADATA:
                 if typ != "ok":
                     continue
                 metadata(facts, where.at(no), ev, index, time, last_obs)
                 n_meta += 1
-            elif f == "assign":
+            elif f == F_ASSIGN:
                 if typ != "ok":
                     continue
                 parts = where.at(no).expect(ev, "partitions", list)
@@ -329,7 +325,7 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
                     ):
                         where.fail(f"expected [topic, partition], got {shown(pair)}", "partitions")
                 stretches[proc] = {}  # a new stretch of reading for every partition
-            elif f == "drain-end":
+            elif f == F_DRAIN_END:
                 if typ != "ok":
                     continue
                 where.at(no)
@@ -342,7 +338,7 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
                         f"log start offset {lso} above the high watermark {hwm}", "log_start_offset"
                     )
                 facts.drain_ends[tp_of(topic, part)] = DrainEnd(lso, hwm, index)
-            elif f == "fault":
+            elif f == F_FAULT:
                 if record_fault(facts, where.at(no), ev, index, time, open_faults):
                     epoch = len(facts.epoch_faults) - 1
                     facts.epoch_counts.append([0, 0, 0])
@@ -353,6 +349,9 @@ def _read(fh: Any, name: str, where: Where) -> Facts:  # noqa: C901 - the hot lo
     except OverflowError:  # a 64-bit number that a position or an array cannot hold
         where.at(no).fail("a number is out of range (offsets, indexes and times are 64-bit)")
 
+    if torn:
+        facts.warnings.extend(torn)
+        no += 1  # the torn line counts as read
     facts.lines = no
     facts.last_time = last_time
     facts.counts = {

@@ -5,49 +5,10 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from kchaos.harness.checker.facts import Facts, Fault, LeaderChange
-from kchaos.harness.errors import HistoryError, shown
+from kchaos.harness.errors import shown
+from kchaos.harness.rundir.where import NAMES, Where
 
-_NAMES = {int: "an integer", str: "a string", list: "a list", dict: "an object"}
-
-
-class Where:
-    """The file and line being read, for error messages ``file:line: field: what``."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.no = 0
-
-    def at(self, no: int) -> Where:
-        self.no = no
-        return self
-
-    def fail(self, message: str, field: str | None = None) -> NoReturn:
-        raise HistoryError(message, file=self.path, line=self.no, field=field)
-
-    def expect(self, event: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
-        """``event[key]``, which must exist and be of (exactly) ``kind``."""
-        if key not in event:
-            self.fail("missing field", key)
-        value = event[key]
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if type(value) not in kinds:
-            names = " or ".join(_NAMES.get(k, k.__name__) for k in kinds)
-            self.fail(f"expected {names}, got {shown(value, 60)}", key)
-        return value
-
-    def natural(self, event: dict[str, Any], key: str) -> int:
-        """``event[key]``, which must be an integer of at least 0 (offsets, partitions)."""
-        value = self.expect(event, key, int)
-        if value < 0:
-            self.fail(f"must not be negative, got {value}", key)
-        return int(value)
-
-    def int_list(self, event: dict[str, Any], key: str) -> list[int]:
-        items = self.expect(event, key, list)
-        for item in items:
-            if type(item) is not int:
-                self.fail(f"expected a list of integers, got {shown(item)}", key)
-        return items
+__all__ = ["Where", "bad_record", "metadata", "record_fault"]
 
 
 def bad_record(where: Where, rec: Any) -> NoReturn:
@@ -58,7 +19,7 @@ def bad_record(where: Where, rec: Any) -> NoReturn:
         if key not in rec:
             where.fail("a record lacks this field", f"records.{key}")
         if type(rec[key]) is not kind:
-            where.fail(f"expected {_NAMES[kind]}, got {shown(rec[key])}", f"records.{key}")
+            where.fail(f"expected {NAMES[kind]}, got {shown(rec[key])}", f"records.{key}")
         if kind is int and rec[key] < 0:
             where.fail(f"must not be negative, got {rec[key]}", f"records.{key}")
     where.fail("bad record", "records")
@@ -145,8 +106,14 @@ def record_fault(
     fid = str(where.expect(ev, "id", (str, int)))
     if phase == "start":
         targets = ev.get("targets")
+        error = ev.get("error")
         fault = Fault(
-            fid, str(ev.get("fault")), targets if isinstance(targets, list) else [], index, time
+            fid,
+            str(ev.get("fault")),
+            targets if isinstance(targets, list) else [],
+            index,
+            time,
+            error=None if error is None else str(error),
         )
         open_faults[fid] = len(facts.faults)
         facts.faults.append(fault)

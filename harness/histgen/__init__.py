@@ -18,10 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
-
 from kchaos.harness.histgen.model import INJECTABLE, INVALIDATING, GeneratedHistory, Injection
 from kchaos.harness.histgen.sim import Sim, drain
+from kchaos.harness.rundir.runjson import RUN_JSON, write_run
 
 __all__ = ["INJECTABLE", "GeneratedHistory", "Injection", "generate", "generate_run"]
 
@@ -108,5 +107,5 @@ def generate_run(run_dir: str | Path, **kwargs: Any) -> GeneratedHistory:
     }
     if run_json:
         config.update(run_json)
-    (run_dir / "run.json").write_bytes(orjson.dumps(config, option=orjson.OPT_INDENT_2))
+    write_run(run_dir / RUN_JSON, config)
     return gen

@@ -29,10 +29,11 @@ from kchaos.harness.run.metadata_records import (
     parse_dump,
     snapshot_to_read,
 )
+from kchaos.harness.rundir.controller import CONTROLLER_JSONL
 
 log = logging.getLogger(__name__)
 
-FILE_NAME = "controller.jsonl"
+FILE_NAME = CONTROLLER_JSONL
 LOGS_DIR = "logs"
 METADATA_DIR = "__cluster_metadata-0"
 DEFAULT_LOG_DIR = "/var/lib/kafka/data"  # harness.cluster.config.DATA_DIR

@@ -49,6 +49,7 @@ from typing import Any
 import orjson
 
 from kchaos.harness.errors import InputError
+from kchaos.harness.rundir.controller import BrokerLine, ControllerLine, PartitionLine
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader: the leader did not change
@@ -96,71 +97,6 @@ class DumpFile:
         """For a ``*.checkpoint`` snapshot, the log offset it ends at (exclusive)."""
         match = _CHECKPOINT.match(PurePosixPath(self.path).name)
         return int(match.group(1)) if match else None
-
-
-@dataclass(frozen=True)
-class PartitionLine:
-    offset: int
-    time: int
-    topic: str
-    partition: int
-    leader: int
-    leader_epoch: int
-    partition_epoch: int
-    isr: tuple[int, ...]
-    elr: tuple[int, ...]
-    last_known_elr: tuple[int, ...]
-    replicas: tuple[int, ...]
-    recovering: bool
-    snapshot: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "offset": self.offset,
-            "time": self.time,
-            "type": "partition",
-            "topic": self.topic,
-            "partition": self.partition,
-            "leader": self.leader,
-            "leader_epoch": self.leader_epoch,
-            "partition_epoch": self.partition_epoch,
-            "isr": list(self.isr),
-            "elr": list(self.elr),
-            "last_known_elr": list(self.last_known_elr),
-            "replicas": list(self.replicas),
-            "recovering": self.recovering,
-        }
-        if self.snapshot:
-            out["snapshot"] = True
-        return out
-
-
-@dataclass(frozen=True)
-class BrokerLine:
-    offset: int
-    time: int
-    broker: int
-    broker_epoch: int
-    fenced: bool
-    shutting_down: bool
-    snapshot: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "offset": self.offset,
-            "time": self.time,
-            "type": "broker",
-            "broker": self.broker,
-            "broker_epoch": self.broker_epoch,
-            "fenced": self.fenced,
-            "shutting_down": self.shutting_down,
-        }
-        if self.snapshot:
-            out["snapshot"] = True
-        return out
-
-
-ControllerLine = PartitionLine | BrokerLine
 
 
 @dataclass(frozen=True)

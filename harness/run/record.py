@@ -10,20 +10,17 @@ keys the checkers read (``producer.acks``, ``cluster.server_properties``, ``topi
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from kchaos.harness.run.translate import producer_fields
+from kchaos.harness.rundir.runjson import FORMAT, jsonable, write_run
 from kchaos.harness.scenario.model import Scenario
 
-# The run.json format this kchaos writes; readers refuse a newer one (kchaos replay).
-FORMAT = 1
+__all__ = ["FORMAT", "RunRecord", "initial", "jsonable", "record_step", "utc_now"]
 
 
 log = logging.getLogger(__name__)
@@ -43,9 +40,7 @@ class RunRecord:
         self.write()
 
     def write(self) -> None:
-        tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_bytes(orjson.dumps(jsonable(self.data), option=orjson.OPT_INDENT_2))
-        os.replace(tmp, self.path)
+        write_run(self.path, self.data)
 
 
 def record_step(
@@ -66,25 +61,6 @@ def record_step(
     except Exception as exc:  # noqa: BLE001
         log.warning("run.json not updated with %s: %s", what, exc)
     return summary
-
-
-def jsonable(value: Any) -> Any:
-    """Plain JSON data: mapping keys as strings ("t/0" for a (topic, partition) key)."""
-    if isinstance(value, dict):
-        return {_key(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "__dataclass_fields__"):
-        return jsonable(dict(value.__dict__))
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
-
-
-def _key(key: Any) -> str:
-    if isinstance(key, tuple):
-        return "/".join(str(k) for k in key)
-    return str(key)
 
 
 def initial(sc: Scenario, run_id: str, kafka_version: str, command: list[str] | None) -> dict:

@@ -22,43 +22,23 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from kchaos.harness.errors import ConfigError, HistoryError, KchaosError, shown
-from kchaos.harness.run.record import FORMAT
+from kchaos.harness.rundir.runjson import RunJson, load_run
 from kchaos.harness.scenario.dump import file_data, to_yaml
 from kchaos.harness.scenario.loader import load_scenario
 from kchaos.harness.scenario.model import Scenario
 
 
-def read_run_json(run_dir: Path) -> dict[str, Any]:
-    """RUN_DIR/run.json as a dict; HistoryError (exit 3, one line) when it is missing,
-    unreadable, not a JSON object, of a newer format, or without its scenario."""
-    if not run_dir.is_dir():
-        raise HistoryError("not a run directory (no such directory)", file=str(run_dir))
-    path = run_dir / "run.json"
-    if not path.is_file():
-        raise HistoryError("not a run directory: it has no run.json", file=str(run_dir))
-    try:
-        data = orjson.loads(path.read_bytes())
-    except OSError as exc:
-        raise HistoryError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    except orjson.JSONDecodeError as exc:
-        raise HistoryError(f"not JSON: {exc}", file=str(path)) from None
-    if not isinstance(data, dict):
-        raise HistoryError(f"must be a JSON object, got {type(data).__name__}", file=str(path))
-    fmt = data.get("format")
-    if isinstance(fmt, bool) or not isinstance(fmt, int):
-        raise HistoryError(f"must be an integer, got {shown(fmt)}", file=str(path), field="format")
-    if fmt > FORMAT:
-        raise HistoryError(
-            f"format {fmt} is newer than this kchaos reads ({FORMAT}); use a newer kchaos",
-            file=str(path),
-            field="format",
-        )
-    if not isinstance(data.get("scenario"), dict):
-        raise HistoryError("missing: run.json has no scenario", file=str(path), field="scenario")
-    return data
+def read_run_json(run_dir: Path) -> RunJson:
+    """RUN_DIR/run.json through the run-directory model; HistoryError (exit 3, one line)
+    when it is missing, unreadable, of a newer format, or without format or scenario."""
+    run = load_run(run_dir)
+    if run.format is None:
+        raise HistoryError("must be an integer, got None", file=run.source, field="format")
+    if run.scenario is None:
+        raise HistoryError("missing: run.json has no scenario", file=run.source, field="scenario")
+    return run
 
 
 def schedule_steps(schedule: Any, file: str) -> list[dict[str, Any]]:
@@ -99,22 +79,22 @@ def explicit_params(fault: Any, params: Any) -> Any:
     return {k: v for k, v in params.items() if k not in declared or declared[k] != v}
 
 
-def scenario_data(run: Mapping[str, Any], file: str) -> dict[str, Any]:
+def scenario_data(run: RunJson, file: str) -> dict[str, Any]:
     """Scenario-file data of a stored run: its scenario, Kafka version and schedule."""
     try:
-        data = file_data(run["scenario"])
+        data = file_data(dict(run.scenario or {}))
     except (KeyError, TypeError, AttributeError) as exc:
         raise HistoryError(
             f"the stored scenario is incomplete ({type(exc).__name__}: {exc})",
             file=file,
             field="scenario",
         ) from None
-    if isinstance(run.get("kafka_version"), str):
-        data["cluster"]["kafka_version"] = run["kafka_version"]
-    if isinstance(run.get("seed"), int):
-        data["seed"] = run["seed"]
-    if "schedule" in run:
-        steps = schedule_steps(run["schedule"], file)
+    if run.kafka_version is not None:
+        data["cluster"]["kafka_version"] = run.kafka_version
+    if run.seed is not None:
+        data["seed"] = run.seed
+    if run.schedule is not None:
+        steps = schedule_steps(list(run.schedule), file)
         data.pop("nemesis", None)
         if steps:
             data["nemesis"] = {"steps": steps}
@@ -134,22 +114,20 @@ def load_data(data: Mapping[str, Any], file: str, *, kafka_version: str | None =
         ) from None
 
 
-def replay_scenario(
-    run_dir: Path, *, kafka_version: str | None = None
-) -> tuple[Scenario, dict[str, Any]]:
+def replay_scenario(run_dir: Path, *, kafka_version: str | None = None) -> tuple[Scenario, RunJson]:
     """The scenario a replay of ``run_dir`` runs, and the original run.json."""
     run = read_run_json(run_dir)
-    file = str(run_dir / "run.json")
+    file = run.source
     sc = load_data(scenario_data(run, file), file, kafka_version=kafka_version)
     return sc, run
 
 
-def replay_of(run_dir: Path, run: Mapping[str, Any]) -> dict[str, Any]:
+def replay_of(run_dir: Path, run: RunJson) -> dict[str, Any]:
     """What the replay's run.json says about the run it replays."""
     return {
         "run_dir": str(run_dir.resolve()),
-        "run_id": run.get("run_id"),
-        "kafka_version": run.get("kafka_version"),
+        "run_id": run.run_id,
+        "kafka_version": run.kafka_version,
         "image": run.get("image"),
     }
 
@@ -178,9 +156,7 @@ def replay_cmd(run_dir: Path, kafka_version: str | None, out: Path | None, quiet
 
     sc, run = replay_scenario(run_dir, kafka_version=kafka_version)
     console = Console()
-    console.print(
-        f"replay of {run_dir} (run {run.get('run_id')}, Kafka {run.get('kafka_version')})"
-    )
+    console.print(f"replay of {run_dir} (run {run.run_id}, Kafka {run.kafka_version})")
     result = run_scenario(
         sc,
         out=out,
@@ -189,8 +165,8 @@ def replay_cmd(run_dir: Path, kafka_version: str | None, out: Path | None, quiet
         command=sys.argv,
         extra={"replay_of": replay_of(run_dir, run)},
     )
-    image = (read_run_json(result.run_dir).get("image") or {}).get("kafka")
-    before = (run.get("image") or {}).get("kafka")
+    image = read_run_json(result.run_dir).kafka_image
+    before = run.kafka_image
     if kafka_version is None and before and image and image != before:
         console.print(f"[yellow]note: the original ran on image {before}, this one on {image}[/]")
     return result.exit_code

@@ -40,6 +40,8 @@ from kchaos.harness.errors import HistoryError, KchaosError
 from kchaos.harness.run.ddmin import BudgetExhausted, Prober, Trial, ddmin, greedy
 from kchaos.harness.run.replay import load_data, read_run_json, scenario_data
 from kchaos.harness.rundir.anomalies import INVALIDATING
+from kchaos.harness.rundir.history import F_FAULT, HISTORY_JSONL, PHASE_START, read_events
+from kchaos.harness.rundir.runjson import RunJson, read_object
 from kchaos.harness.scenario.dump import step_data, to_yaml
 from kchaos.harness.scenario.model import Scenario
 
@@ -77,17 +79,11 @@ def describe(step: Step) -> str:
 
 
 def read_results(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "results.json"
-    if not path.is_file():
+    data = read_object(run_dir / "results.json")
+    if data is None:
         raise HistoryError(
             f"no results.json: judge the run first (kchaos check {run_dir})", file=str(run_dir)
         )
-    try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        raise HistoryError(f"cannot read: {exc}", file=str(path)) from None
-    if not isinstance(data, dict):
-        raise HistoryError("must be a JSON object", file=str(path))
     return data
 
 
@@ -105,26 +101,19 @@ def invalidating_kinds(results: Mapping[str, Any]) -> tuple[str, ...]:
 
 def fault_targets(run_dir: Path) -> dict[str, list[str]]:
     """Fault id -> the nodes its start line in history.jsonl names."""
-    path = run_dir / "history.jsonl"
+    path = run_dir / HISTORY_JSONL
     out: dict[str, list[str]] = {}
     if not path.is_file():
         return out
-    with path.open("rb") as fh:
-        for line in fh:
-            if b'"fault"' not in line or b'"start"' not in line:
-                continue
-            try:
-                event = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if (
-                isinstance(event, dict)
-                and event.get("f") == "fault"
-                and event.get("phase") == "start"
-                and isinstance(event.get("targets"), list)
-                and event["targets"]
-            ):
-                out.setdefault(str(event.get("id")), [str(t) for t in event["targets"]])
+    for event in read_events(path):
+        if (
+            isinstance(event, dict)
+            and event.get("f") == F_FAULT
+            and event.get("phase") == PHASE_START
+            and isinstance(event.get("targets"), list)
+            and event["targets"]
+        ):
+            out.setdefault(str(event.get("id")), [str(t) for t in event["targets"]])
     return out
 
 
@@ -136,7 +125,7 @@ def _randomly_drawn(target: Any) -> bool:
 @dataclass(frozen=True)
 class Original:
     run_dir: Path
-    run: dict[str, Any]
+    run: RunJson
     data: dict[str, Any]  # scenario-file data, steps taken out
     steps: Candidate
     kinds: tuple[str, ...]  # the target
@@ -147,7 +136,7 @@ def read_original(run_dir: Path) -> Original:
     """The run to shrink; HistoryError (exit 3) when it cannot be shrunk."""
     run = read_run_json(run_dir)
     results = read_results(run_dir)
-    file = str(run_dir / "run.json")
+    file = run.source
     if results.get("valid") is not False:
         verdict = {True: "valid", "unknown": "unknown"}.get(results.get("valid"), "missing")
         raise HistoryError(
@@ -169,10 +158,10 @@ def read_original(run_dir: Path) -> Original:
             "the run has no concrete fault schedule to shrink", file=file, field="schedule"
         )
     drawn = fault_targets(run_dir)
-    schedule = run.get("schedule") or []
+    schedule = run.schedule or ()
     steps = []
     for i, step in enumerate(raw_steps):
-        fid = schedule[i].get("id") if i < len(schedule) and isinstance(schedule[i], dict) else None
+        fid = schedule[i].get("id") if i < len(schedule) else None
         if _randomly_drawn(step.get("target")) and fid in drawn:
             step = {**step, "target": ",".join(drawn[fid])}
         steps.append(_step(step))
@@ -359,7 +348,7 @@ def shrink_run(
         from kchaos.harness.run.orchestrate import run_scenario
 
         run = run_scenario
-    out_dir = suite_dir_for(str(original.run.get("run_id") or run_dir.name), out, "shrink")
+    out_dir = suite_dir_for(str(original.run.run_id or run_dir.name), out, "shrink")
     out_dir.mkdir(parents=True, exist_ok=True)
     state = Search(original, out_dir, run, console, command)
     prober: Prober[Candidate] = Prober(
@@ -396,7 +385,7 @@ def _write(state: Search, best: Candidate, budget: int, repeats: int) -> dict[st
 
     original = state.original
     name = str(original.data["name"])
-    run_id = original.run.get("run_id")
+    run_id = original.run.run_id
     data = {
         **original.data,
         "name": name if name.endswith("-shrunk") else f"{name}-shrunk",

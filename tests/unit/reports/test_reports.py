@@ -5,6 +5,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from kchaos.harness.checker import check_run
 from kchaos.reports.build import write_run_reports
 from kchaos.reports.commands import report_cmd
 from kchaos.reports.rundata import load_run, series
@@ -15,9 +16,10 @@ from kchaos.reports.suite import SuiteFailure, write_suite_reports
 def test_rundata_reads_the_history(lost_run: Path):
     data = load_run(lost_run)
     assert data.totals == {"ok": 240, "fail": 10, "info": 50}
-    assert [(w.fault, w.start, w.stop) for w in data.faults] == [("pause", 10.0, 18.0)]
-    assert data.offline == [("t/1", 12.0, 2.0)]
-    assert [(fid, stop, secs) for fid, stop, secs in data.recovery] == [("f-0", 18.0, 2.0)]
+    # fault windows, offline windows and recovery: the checker's, from results.json
+    assert [(w.fault, w.start_s, w.stop_s) for w in data.faults] == [("pause", 10.0, 18.0)]
+    assert [(o.name, o.start_s, o.length_s) for o in data.offline] == [("t/1", 12.0, 2.0)]
+    assert [(r.id, r.stop_s, r.seconds) for r in data.recovery] == [("f-0", 18.0, 2.0)]
     assert {(m.kind, m.value) for m in data.markers} == {
         ("lost-write", "0-42"),
         ("duplicate", "0-77"),
@@ -131,12 +133,16 @@ def test_a_fault_that_did_not_start_fails_the_run(tmp_path: Path):
     history = run / "history.jsonl"
     lines = history.read_text().splitlines()
     broken = (
-        '{"index": 0, "time": 1, "process": "nemesis", "type": "info", "f": "fault", '
+        '{"index": 0, "time": 0, "process": "nemesis", "type": "info", "f": "fault", '
         '"phase": "start", "id": "f-9", "fault": "kill", "targets": [], "error": "no node"}\n'
-        '{"index": 1, "time": 2, "process": "nemesis", "type": "info", "f": "fault", '
+        '{"index": 1, "time": 0, "process": "nemesis", "type": "info", "f": "fault", '
         '"phase": "stop", "id": "f-9", "fault": "kill", "targets": []}'
     )
-    history.write_text(broken + "\n" + "\n".join(lines) + "\n")
+    events = [json.loads(x) for x in broken.splitlines() + lines]
+    for i, e in enumerate(events):
+        e["index"] = i
+    history.write_text("".join(json.dumps(e) + "\n" for e in events))
+    check_run(run)  # the report shows the checker's fault windows
     rep = write_run_reports(run)
     assert rep.outcome.exit_code == 1 and not rep.outcome.expected
     assert any("f-9 (kill) did not start: no node" in r for r in rep.outcome.reasons)
@@ -247,6 +253,6 @@ def test_report_timeline_from_the_controller_record(tmp_path: Path):
     assert "Controller timeline" in page
     assert "broker 2 registered" in page and "broker epoch 31" in page
     assert "clean election" in page and "fault f-0 start" in page
-    starts = {(part, start) for part, start, _ in rep.data.offline}
+    starts = {(o.name, o.start_s) for o in rep.data.offline}
     assert ("t/0", 11.5) in starts
     assert ("t/1", 12.0) in starts  # a partition the record lacks keeps its samples

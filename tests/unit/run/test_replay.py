@@ -45,7 +45,7 @@ def test_replay_runs_the_stored_concrete_schedule(tmp_path: Path, name: str) -> 
     run_dir = stored_run(tmp_path / "run", sc)
     replayed, run = replay_scenario(run_dir)
     # the same concrete faults: times, durations, ids, targets, params, triggers
-    assert concrete(replayed) == run["schedule"] == concrete(sc)
+    assert concrete(replayed) == list(run.schedule or ()) == concrete(sc)
     # and everything else the run depends on
     assert replayed.cluster == dataclasses.replace(sc.cluster, kafka_version="4.4.0")
     assert replayed.topics == sc.topics
@@ -61,8 +61,8 @@ def test_a_random_schedule_is_replayed_as_its_draws(tmp_path: Path) -> None:
     assert sc.nemesis.random is not None  # the library's random schedule
     replayed, run = replay_scenario(stored_run(tmp_path / "run", sc))
     assert replayed.nemesis.random is None
-    assert len(replayed.nemesis.steps) == len(run["schedule"]) > 1
-    assert concrete(replayed) == run["schedule"]
+    assert len(replayed.nemesis.steps) == len(list(run.schedule or ())) > 1
+    assert concrete(replayed) == list(run.schedule or ())
 
 
 def test_a_changed_random_drawer_cannot_change_the_replay(tmp_path: Path) -> None:
@@ -136,11 +136,12 @@ def test_replay_of_a_newer_format(tmp_path: Path, capsys: pytest.CaptureFixture[
     ("content", "message"),
     [
         (b"{not json", "not JSON"),
-        (b"[1, 2]", "must be a JSON object"),
-        (b'{"format": "one"}', "format: must be an integer"),
+        (b"[1, 2]", "expected a JSON object, got list"),
+        (b'{"format": "one"}', "format: expected integer, got 'one'"),
+        (b'{"scenario": {}}', "format: must be an integer"),
         (b'{"format": 1}', "scenario: missing"),
         (b'{"format": 1, "scenario": {"name": "x"}}', "scenario: the stored scenario is"),
-        (b'{"format": 1, "scenario": {}, "schedule": 3}', "scenario"),
+        (b'{"format": 1, "scenario": {}, "schedule": 3}', "schedule: expected array, got 3"),
     ],
 )
 def test_unreadable_run_json_is_one_line(tmp_path: Path, content: bytes, message: str) -> None:
@@ -170,4 +171,4 @@ def test_a_bad_kafka_version_is_named_as_the_option(tmp_path: Path) -> None:
 
 def test_read_run_json_accepts_what_the_runner_writes(tmp_path: Path) -> None:
     run_dir = stored_run(tmp_path / "run", library.load("smoke"))
-    assert read_run_json(run_dir)["format"] == record.FORMAT
+    assert read_run_json(run_dir).format == record.FORMAT

@@ -1,0 +1,378 @@
+"""``run.json``: one typed model, one reader, one writer.
+
+The runner writes run.json when a run starts and rewrites it as the run goes
+(:func:`write_run`); every reader (the checker, the reports, the analysis tables, replay
+and shrink) gets it from :func:`load_run` as a :class:`RunJson`. Its JSON Schema,
+``kchaos/harness/schema/run.schema.json``, is package data like the scenario's; a file
+that breaks it is bad input (exit 3) naming the file and the field.
+
+Every field is optional: a hand-written run.json that only states a setting the checkers
+read is a valid one. The fields readers use are typed here; every other key (whatever a
+later kchaos or an after-run step adds) stays in :attr:`RunJson.raw` and is written back
+and shown unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import orjson
+
+from kchaos.harness.errors import HistoryError, shown
+
+#: The run.json format this kchaos writes; a reader refuses a newer one.
+FORMAT = 1
+#: The file's name inside a run directory.
+RUN_JSON = "run.json"
+
+_UNCLEAN = "unclean.leader.election.enable"
+_MIN_ISR = "min.insync.replicas"
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    """The published JSON Schema of run.json."""
+    text = resources.files("kchaos.harness").joinpath("schema/run.schema.json").read_text()
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def read_object(path: Path) -> dict[str, Any] | None:
+    """A JSON object file of a run directory (run.json, results.json, summary.json);
+    None when absent, HistoryError naming the file when it is not a JSON object."""
+    if not path.exists():
+        return None
+    if not path.is_file():
+        raise HistoryError("is not a regular file", file=str(path))
+    try:
+        data = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise HistoryError(f"not JSON: {exc}", file=str(path)) from None
+    except OSError as exc:
+        raise HistoryError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    if not isinstance(data, dict):
+        raise HistoryError(
+            f"expected a JSON object, got {type(data).__name__}", file=str(path), line=1
+        )
+    return data
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What run.json says that changes the checkers' verdict, with Kafka's defaults."""
+
+    acks_all: bool = True
+    unclean_enabled: bool = False
+    topic_unclean: Mapping[str, bool] = field(default_factory=dict)
+    min_insync: int | None = None  # None: what the metadata lines report
+    topic_min_insync: Mapping[str, int] = field(default_factory=dict)
+    max_offline_seconds: float | None = None
+    max_time_to_full_isr_seconds: float | None = None
+    min_ok_sends: int | None = None
+
+    def unclean_for(self, topic: str) -> bool:
+        return self.topic_unclean.get(topic, self.unclean_enabled)
+
+    def min_insync_for(self, topic: str) -> int | None:
+        return self.topic_min_insync.get(topic, self.min_insync)
+
+    @classmethod
+    def from_run_json(cls, data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
+        """The settings of a run.json mapping (see :func:`settings_of` for the keys)."""
+        return settings_of(data, source)
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunSettings:
+        """``run_dir/run.json``'s settings; Kafka's defaults when it is absent."""
+        return load_run(run_dir, missing_ok=True).settings
+
+
+@dataclass(frozen=True)
+class RunJson:
+    """A run's run.json. ``raw`` is the whole file; the rest are the fields readers use."""
+
+    raw: Mapping[str, Any]
+    source: str
+    settings: RunSettings
+    format: int | None = None
+    run_id: str | None = None
+    status: str | None = None
+    scenario: Mapping[str, Any] | None = None  # the resolved scenario (Scenario.to_dict())
+    scenario_name: str | None = None
+    seed: int | None = None
+    kafka_version: str | None = None
+    kafka_image: str | None = None
+    start: str | None = None
+    end: str | None = None
+    history_start_unix_ns: int | None = None
+    checks: Mapping[str, Any] = field(default_factory=dict)
+    expect: Mapping[str, Any] = field(default_factory=dict)
+    schedule: tuple[Mapping[str, Any], ...] | None = None  # None: the nemesis never started
+    nemesis_errors: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def present(self) -> bool:
+        """False for the empty model of a run directory without run.json."""
+        return bool(self.raw) or self.format is not None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A top-level key not typed here, as written (``replay_of``, ``after_run``, ...)."""
+        return self.raw.get(key, default)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], source: str = RUN_JSON) -> RunJson:
+        """Validate ``data`` against the schema and type it; HistoryError naming ``source``
+        and the field, also for a format newer than :data:`FORMAT`."""
+        _validate(data, source)
+        fmt = data.get("format")
+        if fmt is not None and fmt > FORMAT:
+            raise HistoryError(
+                f"format {fmt} is newer than this kchaos reads ({FORMAT}); use a newer kchaos",
+                file=source,
+                field="format",
+            )
+        scenario = data.get("scenario")
+        sc = scenario if isinstance(scenario, Mapping) else None
+        name = sc.get("name") if sc is not None else scenario or data.get("scenario_name")
+        image = data.get("image")
+
+        def section(key: str) -> Mapping[str, Any]:
+            inner = sc.get(key) if sc is not None else None
+            if isinstance(inner, Mapping):
+                return dict(inner)
+            return dict(data.get(key) or {})
+
+        return cls(
+            raw=data,
+            source=source,
+            settings=settings_of(data, source),
+            format=fmt,
+            run_id=data.get("run_id"),
+            status=data.get("status"),
+            scenario=sc,
+            scenario_name=None if name is None else str(name),
+            seed=data.get("seed"),
+            kafka_version=data.get("kafka_version") or _kafka_version(sc),
+            kafka_image=(image or {}).get("kafka") if isinstance(image, Mapping) else None,
+            start=data.get("start"),
+            end=data.get("end"),
+            history_start_unix_ns=data.get("history_start_unix_ns"),
+            checks=section("checks"),
+            expect=section("expect"),
+            schedule=None if data.get("schedule") is None else tuple(data["schedule"]),
+            nemesis_errors=tuple(data.get("nemesis_errors") or ()),
+        )
+
+
+def _kafka_version(scenario: Mapping[str, Any] | None) -> str | None:
+    """The scenario's own ``cluster.kafka_version`` (where a run.json states no other)."""
+    cluster = (scenario or {}).get("cluster")
+    version = cluster.get("kafka_version") if isinstance(cluster, Mapping) else None
+    return None if version is None else str(version)
+
+
+def load_run(path: str | Path, *, missing_ok: bool = False) -> RunJson:
+    """Read run.json: ``path`` is the file or its run directory.
+
+    Bad input (not JSON, not an object, a field of the wrong type, a newer format) raises
+    HistoryError naming the file and field. A missing file is an error too, unless
+    ``missing_ok``: then the empty model (every field unset, Kafka's default settings).
+    """
+    path = Path(path)
+    file = path if path.name == RUN_JSON else path / RUN_JSON
+    if not file.parent.is_dir():
+        raise HistoryError("not a run directory (no such directory)", file=str(file.parent))
+    data = read_object(file)
+    if data is None:
+        if missing_ok:
+            return RunJson(raw={}, source=str(file), settings=RunSettings())
+        raise HistoryError(f"not a run directory: it has no {RUN_JSON}", file=str(file.parent))
+    return RunJson.from_mapping(data, str(file))
+
+
+def write_run(path: Path, data: Mapping[str, Any]) -> None:
+    """Write run.json atomically (readers never see half a file) as indented JSON."""
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_bytes(orjson.dumps(jsonable(data), option=orjson.OPT_INDENT_2))
+    os.replace(tmp, path)
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON data: mapping keys as strings ("t/0" for a (topic, partition) key),
+    dataclasses as objects, anything else unknown as its string."""
+    if isinstance(value, Mapping):
+        return {_key(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "__dataclass_fields__"):
+        return jsonable(dict(value.__dict__))
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, tuple):
+        return "/".join(str(k) for k in key)
+    return str(key)
+
+
+def _validate(data: Mapping[str, Any], source: str) -> None:
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        err = errors[0]
+        where = ".".join(str(p) for p in err.absolute_path) or None
+        message = err.message
+        if err.validator == "type":
+            message = f"expected {_types(err.validator_value)}, got {shown(err.instance)}"
+        raise HistoryError(message, file=source, field=where)
+
+
+def _types(value: Any) -> str:
+    names = [value] if isinstance(value, str) else list(value)
+    return " or ".join(n for n in names if n != "null") or "null"
+
+
+# ------------------------------------------------------------------- checker settings
+
+
+def settings_of(data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
+    """What the checkers read from run.json (all optional; Kafka's defaults otherwise).
+
+    Keys looked up, first match wins, at the top level or under ``scenario``:
+
+    - acks: ``producer.acks``, ``workload.producer.acks``, ``workload.producers.acks``,
+      ``acks``. ``all`` / ``-1`` mean acks=all (the default when absent). A send line's
+      own optional ``acks`` field overrides it for that send.
+    - broker properties: ``broker_config``, ``cluster.broker_config``,
+      ``cluster.server_properties``, ``cluster.config``: a mapping of server properties;
+      ``unclean.leader.election.enable`` and ``min.insync.replicas`` are read.
+    - topic configs: ``topics`` (or ``workload.topics``): a list of ``{"name": ..,
+      "configs": {..}}`` or a mapping name -> ``{"configs": {..}}``; the same two
+      properties, overriding the broker's for that topic.
+    - thresholds: ``checks.max_offline_seconds``, ``checks.max_time_to_full_isr_seconds``,
+      ``checks.min_ok_sends``.
+    """
+    roots = [data]
+    if isinstance(data.get("scenario"), Mapping):
+        roots.append(data["scenario"])
+
+    def find(*paths: str) -> tuple[Any, str] | None:
+        for root in roots:
+            for path in paths:
+                node: Any = root
+                for part in path.split("."):
+                    if not isinstance(node, Mapping) or part not in node:
+                        break
+                    node = node[part]
+                else:
+                    return node, path
+        return None
+
+    kwargs: dict[str, Any] = {}
+    acks = find("producer.acks", "workload.producer.acks", "workload.producers.acks", "acks")
+    if acks is not None:
+        kwargs["acks_all"] = acks_is_all(acks[0])
+    broker = find(
+        "broker_config", "cluster.broker_config", "cluster.server_properties", "cluster.config"
+    )
+    if broker is not None and isinstance(broker[0], Mapping):
+        props = broker[0]
+        if _UNCLEAN in props:
+            kwargs["unclean_enabled"] = _bool(props[_UNCLEAN], source, f"{broker[1]}.{_UNCLEAN}")
+        if _MIN_ISR in props:
+            kwargs["min_insync"] = _positive(props[_MIN_ISR], source, f"{broker[1]}.{_MIN_ISR}")
+    topics = find("topics", "workload.topics")
+    if topics is not None:
+        t_unclean, t_min = _topic_configs(topics[0], source)
+        kwargs["topic_unclean"] = t_unclean
+        kwargs["topic_min_insync"] = t_min
+    for key in ("max_offline_seconds", "max_time_to_full_isr_seconds"):
+        hit = find(f"checks.{key}")
+        if hit is not None and hit[0] is not None:
+            if (
+                isinstance(hit[0], bool)
+                or not isinstance(hit[0], int | float)
+                or not math.isfinite(hit[0])
+                or hit[0] < 0
+            ):
+                raise HistoryError(
+                    f"expected a number of seconds, got {shown(hit[0])}",
+                    file=source,
+                    field=f"checks.{key}",
+                )
+            kwargs[key] = float(hit[0])
+    hit = find("checks.min_ok_sends")
+    if hit is not None and hit[0] is not None:
+        kwargs["min_ok_sends"] = _int(hit[0], source, "checks.min_ok_sends")
+        if kwargs["min_ok_sends"] < 0:
+            raise HistoryError(
+                f"must not be negative, got {hit[0]}", file=source, field="checks.min_ok_sends"
+            )
+    return RunSettings(**kwargs)
+
+
+def acks_is_all(value: Any) -> bool:
+    return str(value).strip().lower() in ("all", "-1")
+
+
+def _topic_configs(topics: Any, source: str) -> tuple[dict[str, bool], dict[str, int]]:
+    items: list[tuple[str, Any]] = []
+    if isinstance(topics, Mapping):
+        items = [(str(k), v) for k, v in topics.items()]
+    elif isinstance(topics, list):
+        items = [(str(t.get("name")), t) for t in topics if isinstance(t, Mapping)]
+    unclean: dict[str, bool] = {}
+    min_isr: dict[str, int] = {}
+    for name, spec in items:
+        if not isinstance(spec, Mapping):
+            continue
+        configs = spec.get("configs", spec.get("config", {}))
+        if not isinstance(configs, Mapping):
+            continue
+        if _UNCLEAN in configs:
+            unclean[name] = _bool(configs[_UNCLEAN], source, f"topics.{name}.{_UNCLEAN}")
+        if _MIN_ISR in configs:
+            min_isr[name] = _positive(configs[_MIN_ISR], source, f"topics.{name}.{_MIN_ISR}")
+    return unclean, min_isr
+
+
+def _bool(value: Any, source: str, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise HistoryError(f"expected true or false, got {shown(value)}", file=source, field=where)
+
+
+def _int(value: Any, source: str, where: str) -> int:
+    """An integer, or a string of one (Kafka properties are strings); not 1.5, not "2.0"."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,18}\s*", value):
+        return int(value)
+    raise HistoryError(f"expected an integer, got {shown(value)}", file=source, field=where)
+
+
+def _positive(value: Any, source: str, where: str) -> int:
+    """min.insync.replicas: a whole number of replicas, at least 1."""
+    number = _int(value, source, where)
+    if number < 1:
+        raise HistoryError(
+            f"expected a positive integer, got {shown(value)}", file=source, field=where
+        )
+    return number
