@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
-from kchaos.harness.run.translate import producer_fields
 from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.scenario.plan import producer_fields
 
 # The run.json format this kchaos writes; readers refuse a newer one (kchaos replay).
 FORMAT = 1
