@@ -27,13 +27,19 @@ quiet period drawn from ``quiet_s``; no fault runs past ``start_s + duration_s``
 ``f-1``, ``f-2``, ... in order of start. Everything is drawn from RNGs seeded by the
 schedule's seed, so the same seed gives the same faults, target specs, params and times;
 targets such as ``random`` are resolved at start with the fault's own seeded RNG.
+
+The mapping is parsed into typed steps (:class:`Step`, :class:`RandomSpec`) that
+:func:`scripted_schedule` and :func:`random_schedule` turn into a :class:`Schedule`. A
+scenario file does not come through the mapping: its loader builds those typed steps
+itself (with its own file, line and field in every error) and calls the same two
+functions, so a scenario's fault is validated once, at load.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kchaos.faults.base import FaultSpec, fault_spec
@@ -111,6 +117,56 @@ class Schedule:
         return [f.to_dict() for f in self.faults]
 
 
+@dataclass(frozen=True)
+class Step:
+    """One scripted fault, validated: start ``at`` (or when ``trigger`` holds, from ``at``)
+    and stop ``duration`` seconds later. ``spec``'s id and seed are set by
+    :func:`scripted_schedule`."""
+
+    at: float
+    duration: float
+    spec: FaultSpec
+    trigger: Trigger | None = None
+
+
+@dataclass(frozen=True)
+class RandomEntry:
+    """One fault family of a random schedule: ``targets`` are the choices, ``params`` are
+    values or draws (``{"choice": [...]}``, ``{"uniform": [lo, hi]}``, ``{"randint": ...}``),
+    ``duration`` the [lo, hi] of its faults (None: the schedule's ``fault_s``)."""
+
+    fault: str
+    targets: tuple[Any, ...] = (None,)
+    params: Mapping[str, Any] = field(default_factory=dict)
+    weight: float = 1.0
+    duration: tuple[float, float] | None = None
+    where: Where = Where()
+
+
+@dataclass(frozen=True)
+class RandomSpec:
+    """A random schedule's shape; :func:`random_schedule` draws it with a seed."""
+
+    entries: tuple[RandomEntry, ...]
+    start: float = 0.0
+    duration: float = 60.0
+    fault_s: tuple[float, float] = (5.0, 15.0)
+    quiet_s: tuple[float, float] = (5.0, 10.0)
+    concurrency: int = 1
+    stagger: float = 0.0
+
+
+def scripted_schedule(steps: Sequence[Step], seed: int | str = 0) -> Schedule:
+    """The steps in order of start (equal times keep their order), numbered ``f-1``,
+    ``f-2``, ... and given the schedule's seed; nothing is validated again."""
+    ordered = sorted(steps, key=lambda s: s.at)
+    faults = [
+        ScheduledFault(s.at, s.duration, replace(s.spec, id=f"f-{i}", seed=seed), s.trigger)
+        for i, s in enumerate(ordered, start=1)
+    ]
+    return Schedule(tuple(faults), seed)
+
+
 def _number(value: Any, where: Where, minimum: float = 0.0) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise where.error(f"must be a number, got {value!r}")
@@ -184,7 +240,7 @@ def _scripted(
     spec: Mapping[str, Any], seed: int | str, where: Where, context: TriggerContext | None
 ) -> Schedule:
     _check_keys(spec, SCRIPTED_KEYS, where)
-    raw = []
+    steps = []
     for entry, w in _entries(spec, where):
         _check_keys(entry, STEP_KEYS, w)
         trigger = None
@@ -207,20 +263,14 @@ def _scripted(
         at = _number(entry.get("at", 0), w.child("at", entry))
         dur_key = "for" if "for" in entry else "duration"
         dur = _number(entry.get(dur_key, 0), w.child(dur_key, entry))
-        raw.append((at, dur, entry, w, trigger))
-    raw.sort(key=lambda r: r[0])  # stable: equal times keep file order
-    faults = []
-    for i, (at, dur, entry, w, trigger) in enumerate(raw, start=1):
         fs = fault_spec(
             entry.get("fault"),  # type: ignore[arg-type]
             entry.get("target"),
             entry.get("params"),
-            id=f"f-{i}",
-            seed=seed,
             where=w,
         )
-        faults.append(ScheduledFault(at, dur, fs, trigger))
-    return Schedule(tuple(faults), seed)
+        steps.append(Step(at, dur, fs, trigger))
+    return scripted_schedule(steps, seed)
 
 
 def _draw_param(value: Any, rng: random.Random, where: Where) -> Any:
@@ -246,18 +296,18 @@ def _random(spec: Mapping[str, Any], seed: int | str, where: Where) -> Schedule:
     stagger = _number(spec.get("stagger_s", 0), where.child("stagger_s", spec))
     if max(fault_s[0], 0) + max(quiet_s[0], 0) <= 0:
         raise where.child("quiet_s", spec).error("fault_s and quiet_s cannot both be 0")
-    templates = []
+    entries = []
     for entry, w in _entries(spec, where):
         _check_keys(entry, {"fault", "weight", "target", "params", "for"}, w)
         weight = _number(entry.get("weight", 1), w.child("weight", entry))
-        dur = _range(entry["for"], w.child("for", entry)) if "for" in entry else fault_s
+        dur = _range(entry["for"], w.child("for", entry)) if "for" in entry else None
         targets = entry.get("target")
         if isinstance(targets, Sequence) and not isinstance(targets, str):
             if not targets:
                 raise w.child("target", entry).error("an empty list of targets")
-            choices: list[Any] = list(targets)
+            choices: tuple[Any, ...] = tuple(targets)
         else:
-            choices = [targets]
+            choices = (targets,)
         params = entry.get("params") or {}
         pw = w.child("params", entry)
         _mapping(params, pw)
@@ -266,30 +316,39 @@ def _random(spec: Mapping[str, Any], seed: int | str, where: Where) -> Schedule:
         for c in choices:
             sample = {k: _draw_param(v, probe, pw.child(k, params)) for k, v in params.items()}
             fault_spec(entry.get("fault"), c, sample, where=w)  # type: ignore[arg-type]
-        templates.append((entry, w, weight, dur, choices, params, pw))
-    if sum(t[2] for t in templates) <= 0:
+        entries.append(RandomEntry(entry["fault"], choices, params, weight, dur, w))
+    if sum(e.weight for e in entries) <= 0:
         raise where.child("faults", spec).error("weights must not all be 0")
+    shape = RandomSpec(tuple(entries), start, duration, fault_s, quiet_s, lanes, stagger)
+    return random_schedule(shape, seed)
 
+
+def random_schedule(spec: RandomSpec, seed: int | str = 0) -> Schedule:
+    """Draw the faults of a random schedule (its entries already checked): the same seed
+    gives the same faults, targets, params and times. A drawn param value out of its
+    range is a ConfigError at the entry's ``where``."""
     drawn: list[tuple[float, int, Any]] = []
-    end = start + duration
-    for lane in range(lanes):
+    end = spec.start + spec.duration
+    weights = [e.weight for e in spec.entries]
+    for lane in range(spec.concurrency):
         rng = random.Random(f"{seed}/lane-{lane}")
-        t = start + lane * stagger
+        t = spec.start + lane * spec.stagger
         while True:
-            entry, w, _, dur, choices, params, pw = rng.choices(
-                templates, weights=[x[2] for x in templates]
-            )[0]
-            d = rng.uniform(*dur)
+            entry = rng.choices(spec.entries, weights=weights)[0]
+            d = rng.uniform(*(entry.duration or spec.fault_s))
             if t + d > end:
                 break
-            target = choices[rng.randrange(len(choices))]
-            values = {k: _draw_param(v, rng, pw.child(k, params)) for k, v in params.items()}
-            drawn.append((t, lane, (d, entry, w, target, values)))
-            t += d + rng.uniform(*quiet_s)
+            target = entry.targets[rng.randrange(len(entry.targets))]
+            pw = entry.where.child("params", entry.params)
+            values = {
+                k: _draw_param(v, rng, pw.child(k, entry.params)) for k, v in entry.params.items()
+            }
+            drawn.append((t, lane, (d, entry, target, values)))
+            t += d + rng.uniform(*spec.quiet_s)
     drawn.sort(key=lambda x: (x[0], x[1]))
     faults = []
-    for i, (t, _, (d, entry, w, target, values)) in enumerate(drawn, start=1):
-        fs = fault_spec(entry.get("fault"), target, values, id=f"f-{i}", seed=seed, where=w)
+    for i, (t, _, (d, entry, target, values)) in enumerate(drawn, start=1):
+        fs = fault_spec(entry.fault, target, values, id=f"f-{i}", seed=seed, where=entry.where)
         faults.append(ScheduledFault(round(t, 6), round(d, 6), fs))
     return Schedule(tuple(faults), seed)
 

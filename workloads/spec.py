@@ -1,8 +1,8 @@
 """Frozen specs of a workload: what to produce, how to consume, where to drain.
 
 Every field has a safe default (acks=all, idempotent, the confluent-kafka client); the
-runner builds a :class:`WorkloadSpec` from a scenario and hands it to
-:class:`kchaos.workloads.workload.Workload`.
+scenario loader builds a :class:`WorkloadSpec` (``Scenario.plan.workload``) and the runner
+hands it to :class:`kchaos.workloads.workload.Workload`.
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ def run_matrix(
     from rich.console import Console
 
     from kchaos.harness.run.suite import run_entries, suite_dir_for
-    from kchaos.harness.run.translate import image_source
+    from kchaos.harness.scenario.plan import image_source
 
     console = console or Console()
     if not refs:

@@ -10,6 +10,7 @@ A SIGKILL of the harness cannot be caught: ``kchaos cleanup`` removes what it le
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import signal
 import threading
@@ -25,10 +26,11 @@ from rich.console import Console
 from kchaos.harness.errors import ConfigError, KchaosError
 from kchaos.harness.labels import new_run_id
 from kchaos.harness.paths import runs_dir
-from kchaos.harness.run import record, reread, translate
+from kchaos.harness.run import record, reread
 from kchaos.harness.run.progress import RunProgress
 from kchaos.harness.run.topics import create_topics
 from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.scenario.plan import image_source, plan_of
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +88,7 @@ def ensure_images(sc: Scenario, kafka_version: str) -> Any:
     """kchaos.harness.images.ensure_images for the scenario's image source."""
     from kchaos.harness.images import ensure_images as ensure
 
-    return ensure(kafka_version, source=translate.image_source(sc))
-
-
-def default_kafka_version() -> str:
-    from kchaos.harness.cluster.spec import default_kafka_version as default
-
-    return default()
+    return ensure(kafka_version, source=image_source(sc))
 
 
 class _Live:
@@ -123,7 +119,7 @@ def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec
     """Topics, workload, nemesis, heal, drain; the history is closed on the way out."""
     from kchaos.faults.base import abort_all
     from kchaos.faults.heal import heal_everything
-    from kchaos.faults.nemesis import build_nemesis
+    from kchaos.faults.nemesis import Nemesis
     from kchaos.workloads.history import HistoryWriter
     from kchaos.workloads.workload import Workload
 
@@ -134,22 +130,14 @@ def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec
     with HistoryWriter(run_dir / "history.jsonl") as history:
         # the wall clock of the history's time 0, to align controller.jsonl with it
         rec.update(history_start_unix_ns=time.time_ns() - history.elapsed_ns())
-        spec = translate.workload_spec(sc)
-        with Workload.for_cluster(spec, cluster, history, run_dir=run_dir) as workload:
+        plan = plan_of(sc)
+        with Workload.for_cluster(plan.workload, cluster, history, run_dir=run_dir) as workload:
             try:
                 with progress.phase("clients"):
                     workload.start()
                 live.workload = workload
-                nemesis_spec = translate.nemesis_spec(sc)
-                if nemesis_spec is not None:
-                    nemesis = build_nemesis(
-                        cluster,
-                        nemesis_spec,
-                        history,
-                        seed=sc.seed,
-                        file=sc.source,
-                        wait_ready=True,
-                    )
+                if plan.schedule is not None:
+                    nemesis = Nemesis(cluster, plan.schedule, history, wait_ready=True)
                     rec.update(schedule=nemesis.schedule.to_list(), status="running")
                     nemesis.start()
                 progress.workload(sc.workload.duration, live.status, lambda: False)
@@ -193,13 +181,14 @@ def run_scenario(
     """Run one scenario end to end; returns the outcome (exit code by ``expect``).
 
     ``extra`` adds top-level keys to run.json (``replay_of``, ``shrink_of``)."""
-    from kchaos.harness.cluster import Cluster, ClusterSpec
+    from kchaos.harness.cluster import Cluster
 
     console = console or Console()
     progress = RunProgress(console, quiet=quiet)
     run_id = new_run_id()
     run_dir = resolve_run_dir(out, run_id)
-    kafka_version = sc.cluster.kafka_version or default_kafka_version()
+    plan = plan_of(sc)
+    kafka_version = plan.cluster.kafka_version
     rec = record.RunRecord(
         run_dir / "run.json",
         {**record.initial(sc, run_id, kafka_version, command), **(extra or {})},
@@ -215,8 +204,7 @@ def run_scenario(
             with progress.phase("images"):
                 images = ensure_images(sc, kafka_version)
             rec.update(image={"kafka": images.kafka, "toxiproxy": images.toxiproxy})
-            fields = translate.cluster_fields(sc, kafka_version)
-            spec = ClusterSpec(images=images, run_id=run_id, **fields)
+            spec = dataclasses.replace(plan.cluster, images=images, run_id=run_id)
             cluster = Cluster(spec)
             started = False
             try:

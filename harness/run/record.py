@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kchaos.harness.run.translate import producer_fields
 from kchaos.harness.rundir.runjson import FORMAT, jsonable, write_run
 from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.scenario.plan import producer_fields
 
 __all__ = ["FORMAT", "RunRecord", "initial", "jsonable", "record_step", "utc_now"]
 

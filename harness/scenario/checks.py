@@ -1,17 +1,15 @@
 """Checks a JSON Schema cannot express: references between parts of a scenario.
 
-Fault names, targets and parameters are validated by the faults package itself (its
-registry, entry-point faults included, and parameter specs); the error keeps this file's
-line. This module adds what it knows itself (topics, node ids, times).
+Fault names, targets, parameters and triggers are validated by the faults package itself
+(its registry, entry-point faults included, parameter specs and trigger parser) when the
+loader builds the scenario's plan (:mod:`kchaos.harness.scenario.plan`), once; the error
+keeps this file's line. This module adds what it knows itself (topics, node ids, times).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
 
-from kchaos.harness.errors import ConfigError
 from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source
 
@@ -22,28 +20,6 @@ _TARGET_HELP = (
     "all, brokers, controllers, random, random:K, minority, majority, controller, none, "
     "leader:TOPIC:PARTITION, broker-N, controller-N, N, or several nodes joined by commas"
 )
-
-# (fault name, target, params) -> None, or raise ConfigError (without file/line).
-FaultValidator = Callable[[str, str, Mapping[str, Any]], None]
-
-
-def faults_validator() -> FaultValidator | None:
-    """The faults package's own validation (every registered fault, entry points too)."""
-    from kchaos.faults.base import fault_spec
-
-    def validate(fault: str, target: str, params: Mapping[str, Any]) -> None:
-        fault_spec(fault, target, dict(params))
-
-    return validate
-
-
-def _relocate(src: Source, path: Path_, exc: ConfigError) -> ConfigError:
-    """The faults package's error, placed at this scenario's file and line."""
-    sub = (exc.field or "").replace("[", ".").replace("]", "")
-    extra: Path_ = tuple(p for p in sub.split(".") if p)
-    if extra and extra[0] in ("fault", "target", "params"):
-        path = (*path[:-1], *extra) if path[-1] in ("fault", "target", "params") else path
-    return src.error(path, exc.detail)
 
 
 def _check_target(src: Source, sc: Scenario, path: Path_, target: str) -> None:
@@ -67,29 +43,6 @@ def _check_target(src: Source, sc: Scenario, path: Path_, target: str) -> None:
             raise src.error(path, f"{name!r} is not a target ({_TARGET_HELP})")
         if int(m["id"]) not in ids:
             raise src.error(path, f"no node {name!r} in this cluster")
-
-
-def _check_when(
-    src: Source, sc: Scenario, base: Path_, when: Any, timeout: Any, on_timeout: Any
-) -> None:
-    """A step's state trigger, by the faults package's own parser, against this
-    scenario's topics (partitions, replication factor) and broker ids."""
-    if when is None:
-        key = "timeout" if timeout is not None else "on_timeout"
-        raise src.error((*base, key), f"{key} needs a `when` condition")
-    from kchaos.faults.params import Where
-    from kchaos.faults.trigger import TriggerContext, parse_trigger
-
-    context = TriggerContext(
-        topics={t.name: (t.partitions, t.replication_factor) for t in sc.topics},
-        brokers=set(range(1, sc.cluster.brokers + 1)),
-    )
-    try:
-        parse_trigger(when, timeout, Where(field="when"), context, on_timeout=on_timeout)
-    except ConfigError as exc:
-        sub = re.findall(r"[^.\[\]]+", exc.field or "when")
-        path: Path_ = tuple(int(p) if p.isdigit() else p for p in sub)
-        raise src.error((*base, *path), exc.detail) from None
 
 
 def _check_topics(src: Source, sc: Scenario) -> set[str]:
@@ -127,11 +80,7 @@ def _check_topics(src: Source, sc: Scenario) -> set[str]:
     return seen
 
 
-def semantic_checks(
-    src: Source,
-    sc: Scenario,
-    validator: Callable[[], FaultValidator | None] = faults_validator,
-) -> None:
+def semantic_checks(src: Source, sc: Scenario) -> None:
     cl = sc.cluster
     seen = _check_topics(src, sc)
     for i, name in enumerate(sc.workload.topics):
@@ -146,17 +95,9 @@ def semantic_checks(
     duration = sc.workload.duration
     if duration <= 0:
         raise src.error(("workload", "duration"), "must be more than 0 seconds")
-    check_fault = validator()
     for i, step in enumerate(sc.nemesis.steps):
         base: Path_ = ("nemesis", "steps", i)
         _check_target(src, sc, (*base, "target"), step.target)
-        if check_fault is not None:
-            try:
-                check_fault(step.fault, step.target, step.params)
-            except ConfigError as exc:
-                raise _relocate(src, (*base, "fault"), exc) from None
-        if step.when is not None or step.timeout is not None or step.on_timeout is not None:
-            _check_when(src, sc, base, step.when, step.timeout, step.on_timeout)
         end = step.at + (step.duration or 0.0)
         if end > duration:
             raise src.error(
@@ -169,12 +110,6 @@ def semantic_checks(
         rbase: Path_ = ("nemesis", "random")
         for j, target in enumerate(rnd.targets):
             _check_target(src, sc, (*rbase, "targets", j), target)
-        for i, fault in enumerate(rnd.faults):
-            if check_fault is not None:
-                try:
-                    check_fault(fault, rnd.targets[0], rnd.params.get(fault, {}))
-                except ConfigError as exc:
-                    raise _relocate(src, (*rbase, "faults", i), exc) from None
         if rnd.min_duration > rnd.max_duration:
             raise src.error((*rbase, "min_duration"), "is more than max_duration")
         for fault in rnd.params:

@@ -1,5 +1,7 @@
 """Can the nemesis do what the scenario says? The faults package's own run-time checks,
-run at validation against the cluster the scenario describes, before any container starts.
+run at validation on the fault specs of the scenario's plan (:mod:`kchaos.harness.scenario.plan`,
+validated once when it was built) against the cluster the scenario describes, before any
+container starts.
 
 At run time a fault resolves its target spec against the live cluster
 (:func:`kchaos.faults.targets.resolve`), is built (:class:`kchaos.faults.base.Fault` refuses too few
@@ -15,13 +17,17 @@ fault in the workload is refused too: it would silently run without faults.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kchaos.harness.errors import ClusterError, ConfigError, FaultError, shown
+from kchaos.harness.errors import ClusterError, FaultError, shown
 from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source
+
+if TYPE_CHECKING:
+    from kchaos.faults.schedule import Schedule
+    from kchaos.harness.cluster.spec import ClusterSpec
+    from kchaos.harness.scenario.plan import Plan
 
 _SUBNET = "172.31.0.0/24"  # any subnet: only names, ids and proxies are looked at
 
@@ -34,15 +40,9 @@ class PlannedCluster:
     bootstrap_servers = ""
     toxiproxy_url = ""
 
-    def __init__(self, sc: Scenario) -> None:
-        from kchaos.harness.cluster.spec import FALLBACK_KAFKA_VERSION, ClusterSpec
+    def __init__(self, sc: Scenario, spec: ClusterSpec) -> None:
         from kchaos.harness.cluster.topology import plan_nodes, toxiproxy_ip
 
-        spec = ClusterSpec(
-            brokers=sc.cluster.brokers,
-            controllers=sc.cluster.controllers,
-            kafka_version=sc.cluster.kafka_version or FALLBACK_KAFKA_VERSION,
-        )
         self.toxiproxy_ip = toxiproxy_ip(_SUBNET)
         self.nodes = sorted(plan_nodes(spec, self.run_id, _SUBNET), key=lambda n: n.node_id)
         self.brokers = [n for n in self.nodes if n.is_broker]
@@ -73,50 +73,16 @@ class PlannedCluster:
         return f"brokers {brokers}; controllers {', '.join(n.name for n in self.controllers)}"
 
 
-def check_schedule(src: Source, sc: Scenario) -> None:
-    """Raise ConfigError (file, line, field) for a fault the run would refuse or skip."""
-    from kchaos.faults.base import fault_spec
-
-    try:
-        cluster = PlannedCluster(sc)
-    except ConfigError as exc:  # e.g. a Kafka release the cluster cannot run
-        raise src.error(("cluster", exc.field or "kafka_version"), exc.detail) from None
-    if sc.nemesis.empty:
+def check_schedule(src: Source, sc: Scenario, plan: Plan) -> None:
+    """Raise ConfigError (file, line, field) for a fault of the plan the run would refuse
+    or skip; the faults were validated when the plan was built."""
+    if plan.schedule is None:
         return
-    for i, step in enumerate(sc.nemesis.steps):
-        base: Path_ = ("nemesis", "steps", i)
-        spec = _placed(src, (*base, "fault"), fault_spec, step.fault, step.target, step.params)
-        _check_fault(src, sc, cluster, spec, (*base, "params"), (*base, "target"))
-    rnd = sc.nemesis.random
-    if rnd is None:
-        return
-    rbase: Path_ = ("nemesis", "random")
-    probe = random.Random(0)
-    for fault in rnd.faults:
-        where: Path_ = (*rbase, "params", fault)
-        params = _placed(src, where, _draw, rnd.params.get(fault, {}), probe)
-        for j, target in enumerate(rnd.targets):
-            spec = _placed(src, (*rbase, "targets", j), fault_spec, fault, target, params)
-            _check_fault(src, sc, cluster, spec, where, (*rbase, "targets", j))
-    _check_random_fits(src, sc)
-
-
-def _placed(src: Source, path: Path_, fn: Any, *args: Any) -> Any:
-    """``fn(*args)``; a ConfigError from it that names no file is placed at ``path``."""
-    try:
-        return fn(*args)
-    except ConfigError as exc:
-        if exc.file is not None:
-            raise
-        raise src.error(path, exc.detail) from None
-
-
-def _draw(params: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
-    """One draw of a random schedule's params, as faults.schedule draws them."""
-    from kchaos.faults.params import Where
-    from kchaos.faults.schedule import _draw_param
-
-    return {k: _draw_param(v, rng, Where(field=f"params.{k}")) for k, v in params.items()}
+    cluster = PlannedCluster(sc, plan.cluster)
+    for params_path, target_path, spec in plan.probes:
+        _check_fault(src, sc, cluster, spec, params_path, target_path)
+    if sc.nemesis.random is not None:
+        _check_random_fits(src, sc, plan.schedule)
 
 
 def _check_fault(
@@ -181,11 +147,9 @@ def _check_proxies(cls: type, targets: Sequence[Any], params: Mapping[str, Any])
         raise FaultError(f"clients do not connect to {names} (no client proxy)")
 
 
-def _check_random_fits(src: Source, sc: Scenario) -> None:
-    """The random schedule the run will draw (same seed) must hold at least one fault."""
-    from kchaos.faults.schedule import from_spec
-    from kchaos.harness.run.translate import nemesis_spec
-
+def _check_random_fits(src: Source, sc: Scenario, schedule: Schedule) -> None:
+    """The random schedule the run will draw (drawn with the run's seed, in the plan)
+    must hold at least one fault."""
     rnd = sc.nemesis.random
     assert rnd is not None
     duration = sc.workload.duration
@@ -204,13 +168,6 @@ def _check_random_fits(src: Source, sc: Scenario) -> None:
             f"{max(room, 0):g} s after start ({rnd.start:g} s) and the final quiet period "
             f"({rnd.quiet:g} s)",
         )
-    spec = nemesis_spec(sc)
-    if spec is None:
-        return
-    try:
-        schedule = from_spec(spec, seed=sc.seed)
-    except ConfigError as exc:
-        raise src.error(rbase, exc.detail) from None
     if not schedule.faults:
         raise src.error(
             rbase,

@@ -1,4 +1,5 @@
-"""Load a scenario: YAML -> overrides -> JSON Schema -> frozen dataclasses -> checks.
+"""Load a scenario: YAML -> overrides -> JSON Schema -> frozen dataclasses -> checks ->
+plan (the cluster, workload and fault schedule in their own packages' types).
 
 Every error is a :class:`kchaos.harness.errors.ConfigError` naming the file, the line and the
 field; the CLI prints it as one line, without a traceback.
@@ -9,7 +10,8 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,8 @@ from typing import Any
 import jsonschema
 
 from kchaos.harness.errors import ConfigError
-from kchaos.harness.scenario.checks import FaultValidator, faults_validator, semantic_checks
+from kchaos.harness.scenario import plan
+from kchaos.harness.scenario.checks import semantic_checks
 from kchaos.harness.scenario.feasible import check_schedule
 from kchaos.harness.scenario.javacheck import check_java_client
 from kchaos.harness.scenario.model import (
@@ -237,9 +240,8 @@ def load_scenario(
     broker_config: str | Path | None = None,
     seed: int | None = None,
     kafka_version: str | None = None,
-    fault_validator: Callable[[], FaultValidator | None] = faults_validator,
 ) -> Scenario:
-    """Load, override, validate and build a scenario.
+    """Load, override, validate and build a scenario and its plan (``Scenario.plan``).
 
     ``overrides`` are ``dotted.path=value`` strings (``--set``); ``broker_config`` is a
     Java properties file merged over ``cluster.server_properties``; ``kafka_version``
@@ -275,11 +277,11 @@ def load_scenario(
     validate_schema(src)
     scenario = _build(src, seed)
     check_durations(src, scenario)
-    semantic_checks(src, scenario, fault_validator)
+    semantic_checks(src, scenario)
     check_java_client(src, scenario)
-    if fault_validator is faults_validator:  # the faults package's own run-time checks
-        check_schedule(src, scenario)
-    return scenario
+    built = plan.build(scenario, src)
+    check_schedule(src, scenario, built)
+    return replace(scenario, plan=built)
 
 
 def expect_for_version(expect: dict[str, Any], kafka_version: str | None) -> dict[str, Any]:

@@ -9,10 +9,13 @@ configuration.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from kchaos.harness.rundir.anomalies import KINDS
+
+if TYPE_CHECKING:
+    from kchaos.harness.scenario.plan import Plan
 
 Verdict = Literal[True, False, "unknown"]
 # The anomaly kinds `expect` may name: the vocabulary defined once in rundir.anomalies.
@@ -138,11 +141,15 @@ class Scenario:
     seed: int = 0
     source: str = ""  # the file it came from (or "<library>/name.yaml")
     tags: tuple[str, ...] = ()
+    # The cluster, workload and schedule in their own packages' types, built by the
+    # loader (harness.scenario.plan); not part of the scenario's value or its file.
+    plan: Plan | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (for run.json); loading it back gives the same scenario."""
-        data = _plain(asdict(self))
+        data = _plain(asdict(replace(self, plan=None)))
         assert isinstance(data, dict)
+        data.pop("plan")
         return data
 
     @property

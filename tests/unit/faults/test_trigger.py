@@ -304,13 +304,10 @@ def test_scenario_triggers_are_rejected_with_file_line_and_field(
     assert message in e.detail
 
 
-def test_scenario_trigger_reaches_the_nemesis_spec() -> None:
-    from kchaos.harness.run.translate import nemesis_spec
-
+def test_scenario_trigger_reaches_the_schedule() -> None:
     sc = load_scenario("trig.yaml", text=SCENARIO.format(topic="t", partition=1))
-    spec = nemesis_spec(sc)
-    assert spec is not None
-    schedule = from_spec(spec)
+    assert sc.plan is not None and sc.plan.schedule is not None
+    schedule = sc.plan.schedule
     triggered = [f for f in schedule.faults if f.trigger is not None]
     assert len(triggered) == 1 and triggered[0].trigger is not None
     assert triggered[0].trigger.timeout == 40.0

@@ -1,7 +1,7 @@
 """`kchaos replay`: run.json -> scenario, without Docker.
 
 A stored run is simulated the way the runner writes it: record.initial() plus the
-schedule the nemesis expands (faults.schedule.from_spec(translate.nemesis_spec(sc))).
+schedule the loader built (the scenario's plan).
 """
 
 from __future__ import annotations
@@ -12,20 +12,20 @@ from pathlib import Path
 import orjson
 import pytest
 
-from kchaos.faults.schedule import from_spec
 from kchaos.harness import cli
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.run import record, translate
+from kchaos.harness.run import record
 from kchaos.harness.run.replay import read_run_json, replay_scenario
 from kchaos.harness.scenario import library
 from kchaos.harness.scenario.dump import scenario_yaml
 from kchaos.harness.scenario.loader import load_scenario
 from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.scenario.plan import plan_of
 
 
 def concrete(sc: Scenario) -> list[dict]:
-    spec = translate.nemesis_spec(sc)
-    return [] if spec is None else from_spec(spec).to_list()
+    schedule = plan_of(sc).schedule
+    return [] if schedule is None else schedule.to_list()
 
 
 def stored_run(run_dir: Path, sc: Scenario, *, schedule: bool = True, **extra: object) -> Path:

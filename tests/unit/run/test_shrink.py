@@ -9,10 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from kchaos.faults.schedule import from_spec
 from kchaos.harness import cli
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.run import record, translate
+from kchaos.harness.run import record
 from kchaos.harness.run.orchestrate import RunResult
 from kchaos.harness.run.shrink import (
     fewer_targets,
@@ -24,6 +23,7 @@ from kchaos.harness.run.shrink import (
 from kchaos.harness.scenario import library
 from kchaos.harness.scenario.loader import load_scenario
 from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.scenario.plan import plan_of
 
 NOISY = [
     "nemesis.steps=["
@@ -42,7 +42,7 @@ def noisy() -> Scenario:
 def stored_failing_run(run_dir: Path, sc: Scenario, results: dict[str, Any] | None = None) -> Path:
     run_dir.mkdir(parents=True)
     data = record.initial(sc, "20261123-120000-abcd", "4.4.0", [])
-    schedule = from_spec(translate.nemesis_spec(sc)).to_list()  # type: ignore[arg-type]
+    schedule = plan_of(sc).schedule.to_list()  # type: ignore[union-attr]
     data["schedule"] = schedule
     (run_dir / "run.json").write_bytes(orjson.dumps(record.jsonable(data)))
     results = results or {

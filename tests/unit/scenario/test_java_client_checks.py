@@ -33,7 +33,7 @@ workload:
 
 
 def load(text: str, **kw):
-    return load_scenario("s.yaml", text=text, fault_validator=lambda: None, **kw)
+    return load_scenario("s.yaml", text=text, **kw)
 
 
 def error_of(text: str, **kw) -> ConfigError:

@@ -6,7 +6,6 @@ import pytest
 
 from kchaos.harness.cli import main
 from kchaos.harness.scenario import library
-from kchaos.harness.scenario.checks import faults_validator
 from kchaos.harness.scenario.loader import schema
 
 REQUIRED = {
@@ -35,8 +34,11 @@ def test_library_has_every_incident():
 
 
 def test_faults_registry_is_used_for_validation():
-    # The library is validated against the real fault names and parameters.
-    assert faults_validator() is not None
+    # The library is validated against the real fault names and parameters: each scenario
+    # carries the faults' own validated specs.
+    sc = library.load("smoke")
+    assert sc.plan is not None and sc.plan.schedule is not None
+    assert all(f.spec.params for f in sc.plan.schedule.faults)
 
 
 @pytest.mark.parametrize("name", sorted(REQUIRED))

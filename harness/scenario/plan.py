@@ -1,0 +1,327 @@
+"""A scenario in the other packages' own types, built once, by the loader.
+
+From the validated :class:`~kchaos.harness.scenario.model.Scenario` the loader builds the
+three things a run hands on: the cluster's :class:`ClusterSpec` (the runner adds the image
+tags and the run id), the clients' :class:`WorkloadSpec` and the nemesis's
+:class:`Schedule` (scripted steps, or the random schedule drawn with the scenario's seed).
+Each is built by its own package's typed constructors (``fault_spec``, ``parse_trigger``,
+``scripted_schedule``, ``random_schedule``, the spec dataclasses), and every refusal on the
+way names the scenario's file, line and field. The runner takes them from
+:attr:`Scenario.plan`; nothing is turned back into a mapping or parsed again.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kchaos.faults.base import FaultSpec, fault_spec
+from kchaos.faults.params import Where
+from kchaos.faults.schedule import (
+    RandomEntry,
+    RandomSpec,
+    Schedule,
+    Step,
+    random_schedule,
+    scripted_schedule,
+)
+from kchaos.faults.trigger import TriggerContext, parse_trigger
+from kchaos.harness.cluster.spec import ClusterSpec, default_kafka_version
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.scenario.model import ProducerConfig, Scenario
+from kchaos.harness.scenario.yamlsrc import Path_, Source, dotted
+from kchaos.workloads.clients import QUIET_LOG_LEVEL
+from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+
+# (path in the scenario, message) -> the error to raise, placed in the scenario's file.
+Place = Callable[[Path_, str], ConfigError]
+
+# Producer properties that ProducerSpec has typed fields for: property -> (field, type).
+_PRODUCER_FIELDS: dict[str, tuple[str, type]] = {
+    "enable.idempotence": ("idempotence", bool),
+    "retries": ("retries", int),
+    "delivery.timeout.ms": ("delivery_timeout_ms", int),
+    "request.timeout.ms": ("request_timeout_ms", int),
+    "linger.ms": ("linger_ms", int),
+    "batch.size": ("batch_size", int),
+    "compression.type": ("compression", str),
+    "max.in.flight.requests.per.connection": ("max_in_flight", int),
+}
+# The scenario's client names -> WorkloadSpec.client.
+CLIENTS = {"confluent-kafka": "confluent", "kafka-python": "kafka-python", "java": "java"}
+# WorkloadSpec.validate's fields -> where they are in a scenario.
+_WORKLOAD_FIELDS: dict[str, Path_] = {
+    "topics": ("workload", "topics"),
+    "client": ("workload", "client"),
+    "producers": ("workload", "producers", "count"),
+    "producer": ("workload", "producers"),
+}
+
+
+# Every fault the schedule may start, as validated: (where its params are in the
+# scenario, where its target is, the spec). A random schedule's are one draw per
+# (fault, target); the feasibility checks (harness.scenario.feasible) try each.
+Probe = tuple[Path_, Path_, FaultSpec]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the runner starts: the cluster (no images or run id yet), the clients and the
+    fault schedule (None: no nemesis)."""
+
+    cluster: ClusterSpec
+    workload: WorkloadSpec
+    schedule: Schedule | None
+    probes: tuple[Probe, ...] = field(default=(), compare=False, repr=False)
+    basis: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+
+
+def _basis(sc: Scenario) -> tuple[Any, ...]:
+    """The scenario values a plan is built from."""
+    return (sc.cluster, sc.topics, sc.workload, sc.nemesis, sc.seed)
+
+
+def build(sc: Scenario, src: Source | None = None) -> Plan:
+    """The scenario's plan; errors are placed by ``src`` (the loader's), else in
+    ``sc.source`` by field only (a scenario built or re-seeded in Python)."""
+    place: Place = src.error if src is not None else _placer(sc.source)
+    cluster = cluster_spec(sc, place)
+    workload = workload_spec(sc, place)
+    faults, probes = schedule(sc, cluster, place)
+    return Plan(cluster, workload, faults, tuple(probes), _basis(sc))
+
+
+def plan_of(sc: Scenario) -> Plan:
+    """The plan the loader built; for a scenario changed since (``replace(sc, seed=...)``
+    in a matrix) or made in Python, one built now from its typed values."""
+    if sc.plan is not None and sc.plan.basis == _basis(sc):
+        return sc.plan
+    return build(sc)
+
+
+def _placer(file: str) -> Place:
+    def place(path: Path_, message: str) -> ConfigError:
+        return ConfigError(message, file=file or None, field=dotted(path) or None)
+
+    return place
+
+
+def _path(field: str | None) -> Path_:
+    """A faults-style field (``params.latency_ms``, ``when[1].topic``) as a path."""
+    return tuple(int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", field or ""))
+
+
+# ---------------------------------------------------------------------------- cluster
+
+
+def image_source(sc: Scenario) -> str:
+    """``registry`` (official images) or ``offline`` (built here); the scenario's
+    ``cluster.image`` decides, else the KCHAOS_IMAGE_SOURCE environment variable."""
+    if sc.cluster.image in ("registry", "offline"):
+        return sc.cluster.image
+    return os.environ.get("KCHAOS_IMAGE_SOURCE", "offline")
+
+
+def cluster_spec(sc: Scenario, place: Place) -> ClusterSpec:
+    cl = sc.cluster
+    image = cl.image if cl.image and cl.image not in ("offline", "registry") else None
+    try:
+        return ClusterSpec(
+            brokers=cl.brokers,
+            controllers=cl.controllers,
+            kafka_version=cl.kafka_version or default_kafka_version(),
+            kafka_image=image,
+            server_properties=dict(cl.server_properties),
+            broker_properties={k: dict(v) for k, v in cl.broker_properties.items()},
+            heap=cl.heap,
+        )
+    except ConfigError as exc:
+        raise place(("cluster", *_path(exc.field or "kafka_version")), exc.detail) from None
+
+
+# --------------------------------------------------------------------------- workload
+
+
+def _typed(value: str, kind: type) -> Any:
+    if kind is bool:
+        return value.strip().lower() == "true"
+    return kind(value)
+
+
+def producer_fields(p: ProducerConfig, client: str = "confluent-kafka") -> dict[str, Any]:
+    """Keyword arguments of workloads.spec.ProducerSpec for a scenario's producers (a
+    ValueError names a property whose value is not of its type)."""
+    fields: dict[str, Any] = {
+        "acks": p.acks,
+        "message_size": p.message_size,
+        "keys": p.keys,
+        "rate": p.rate if p.rate > 0 else None,
+        "max_in_flight_sends": p.max_in_flight,
+    }
+    extra: dict[str, str] = {}
+    for key, value in p.configs.items():
+        if key in _PRODUCER_FIELDS:
+            name, kind = _PRODUCER_FIELDS[key]
+            try:
+                fields[name] = _typed(value, kind)
+            except ValueError:
+                raise ValueError(key, f"must be {kind.__name__}, got {value!r}") from None
+        else:
+            extra[key] = value
+    if "log_level" not in extra and client == "confluent-kafka":
+        extra["log_level"] = QUIET_LOG_LEVEL
+    if p.acks != "all" and "enable.idempotence" not in p.configs:
+        fields["idempotence"] = False  # idempotence requires acks=all
+    fields["extra"] = extra
+    return fields
+
+
+def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
+    w = sc.workload
+    c = w.consumers
+    extra = dict(c.configs)
+    if w.client == "confluent-kafka":
+        extra.setdefault("log_level", QUIET_LOG_LEVEL)
+    consumer = ConsumerSpec(mode=c.mode, group_id=c.group, rack=c.rack, extra=extra)
+    try:
+        producer = ProducerSpec(**producer_fields(w.producers, w.client))
+    except ValueError as exc:
+        key, message = exc.args
+        raise place(("workload", "producers", "configs", key), message) from None
+    spec = WorkloadSpec(
+        topics=w.topics or tuple(t.name for t in sc.topics),
+        producers=w.producers.count,
+        consumers=tuple(consumer for _ in range(c.count)),
+        client=CLIENTS[w.client],  # type: ignore[arg-type]
+        producer=producer,
+        duration_s=w.duration,
+        drain_deadline_s=w.drain_timeout,
+        monitor_interval_s=w.monitor_interval,
+    )
+    try:
+        spec.validate()
+    except ConfigError as exc:
+        field = exc.field or ""
+        path = _WORKLOAD_FIELDS.get(field.split("[")[0], ("workload", "consumers"))
+        raise place(path, exc.detail) from None
+    return spec
+
+
+# ---------------------------------------------------------------------------- nemesis
+
+
+def _fault(place: Place, base: Path_, fault: str, target: Any, params: Any) -> FaultSpec:
+    """The faults package's own validation of one fault; its error placed at ``base``
+    (the step) or, for a parameter, at that parameter."""
+    try:
+        return fault_spec(fault, target, params)
+    except ConfigError as exc:
+        sub = _path(exc.field)
+        if sub and sub[0] in ("target", "params") and base[-1] == "fault":
+            raise place((*base[:-1], *sub), exc.detail) from None
+        raise place(base, exc.detail) from None
+
+
+def schedule(
+    sc: Scenario, cluster: ClusterSpec, place: Place
+) -> tuple[Schedule | None, list[Probe]]:
+    """The nemesis's schedule (None when the scenario has no faults) and its probes."""
+    n = sc.nemesis
+    probes: list[Probe] = []
+    if n.steps:
+        context = TriggerContext(
+            topics={t.name: (t.partitions, t.replication_factor) for t in sc.topics},
+            brokers=set(cluster.broker_ids),
+        )
+        steps = []
+        for i, s in enumerate(n.steps):
+            base: Path_ = ("nemesis", "steps", i)
+            spec = _fault(place, (*base, "fault"), s.fault, s.target, s.params)
+            trigger = None
+            if s.when is not None or s.timeout is not None or s.on_timeout is not None:
+                if s.when is None:
+                    key = "timeout" if s.timeout is not None else "on_timeout"
+                    raise place((*base, key), f"{key} needs a `when` condition")
+                try:
+                    trigger = parse_trigger(
+                        s.when, s.timeout, Where(field="when"), context, on_timeout=s.on_timeout
+                    )
+                except ConfigError as exc:
+                    raise place((*base, *_path(exc.field or "when")), exc.detail) from None
+            steps.append(Step(s.at, s.duration or 0.0, spec, trigger))
+            probes.append(((*base, "params"), (*base, "target"), spec))
+        return scripted_schedule(steps, sc.seed), probes
+    if n.random is not None:
+        return _random(sc, place, probes), probes
+    return None, probes
+
+
+def _random_probes(sc: Scenario, place: Place) -> list[Probe]:
+    """Each (fault, target) of the random schedule with one draw of its params, validated."""
+    r = sc.nemesis.random
+    assert r is not None
+    rbase: Path_ = ("nemesis", "random")
+    probe = random.Random(0)
+    out: list[Probe] = []
+    for i, fault in enumerate(r.faults):
+        raw = r.params.get(fault, {})
+        try:
+            params = _draw(raw, probe)
+        except ConfigError as exc:
+            raise place((*rbase, "params", fault, *_path(exc.field)), exc.detail) from None
+        for j, target in enumerate(r.targets):
+            try:
+                spec = fault_spec(fault, target, params)
+            except ConfigError as exc:
+                sub = _path(exc.field)
+                if sub[:1] == ("params",):
+                    path: Path_ = (*rbase, "params", fault, *sub[1:])
+                elif sub[:1] == ("target",):
+                    path = (*rbase, "targets", j)
+                else:
+                    path = (*rbase, "faults", i)
+                raise place(path, exc.detail) from None
+            out.append(((*rbase, "params", fault), (*rbase, "targets", j), spec))
+    return out
+
+
+def _draw(params: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
+    """One draw of a random schedule's params, as faults.schedule draws them."""
+    from kchaos.faults.schedule import _draw_param
+
+    return {k: _draw_param(v, rng, Where(field=k)) for k, v in params.items()}
+
+
+def _random(sc: Scenario, place: Place, probes: list[Probe]) -> Schedule:
+    r = sc.nemesis.random
+    assert r is not None
+    probes.extend(_random_probes(sc, place))
+    # Leave room at the end so that the last fault is healed before the workload stops.
+    length = max(0.0, sc.workload.duration - r.start - r.quiet)
+    shape = RandomSpec(
+        entries=tuple(
+            RandomEntry(
+                fault=f,
+                targets=tuple(r.targets),
+                params=dict(r.params.get(f, {})),
+                where=Where(field=f"faults[{i}]"),
+            )
+            for i, f in enumerate(r.faults)
+        ),
+        start=r.start,
+        duration=length,
+        fault_s=(r.min_duration, r.max_duration),
+        quiet_s=(r.quiet, r.quiet),
+    )
+    try:
+        return random_schedule(shape, sc.seed)
+    except ConfigError as exc:  # a drawn value out of its parameter's range
+        sub = _path(exc.field)  # faults, i, params, name
+        path: Path_ = ("nemesis", "random")
+        if len(sub) >= 3 and sub[2] == "params":
+            path = (*path, "params", r.faults[int(sub[1])], *sub[3:])
+        raise place(path, exc.detail) from None

@@ -1,0 +1,242 @@
+"""The scenario's plan: cluster, workload and schedule built once by the loader, in their
+own packages' types, and handed to the runner as they are."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kchaos.faults.base
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.run import orchestrate
+from kchaos.harness.scenario import library, load_scenario
+from kchaos.harness.scenario.plan import plan_of
+
+
+def test_workload_spec_of_smoke():
+    sc = library.load("smoke")
+    assert sc.plan is not None
+    spec = sc.plan.workload
+    assert spec.topics == ("smoke",)
+    assert spec.producers == 2 and len(spec.consumers) == 1
+    assert spec.client == "confluent"
+    assert spec.producer.acks == "all" and spec.producer.idempotence is True
+    assert spec.producer.delivery_timeout_ms == 10000
+    assert spec.duration_s == sc.workload.duration
+
+
+def test_acks1_producer_is_not_idempotent():
+    spec = plan_of(library.load("unsafe-acks1-unclean-election")).workload
+    assert spec.producer.acks == "1" and spec.producer.idempotence is False
+    assert spec.producer.retries == 0
+
+
+def test_cluster_spec():
+    spec = plan_of(library.load("kip-392-follower-fetch-failover")).cluster
+    assert spec.broker_properties[2] == {"broker.rack": "rack-2"}
+    assert spec.server_properties["replica.selector.class"].endswith("RackAwareReplicaSelector")
+    assert spec.kafka_image is None and spec.images is None and spec.run_id is None
+    assert spec.kafka_version == "4.4.0"
+
+
+def test_every_library_schedule_builds_and_is_reproducible():
+    for name in library.library_names():
+        sc = library.load(name)
+        a = plan_of(sc).schedule
+        assert a is not None and a.faults, name
+        assert a.to_list() == plan_of(library.load(name)).schedule.to_list(), name  # type: ignore[union-attr]
+        assert a.length <= sc.workload.duration, name
+        assert a.seed == sc.seed
+
+
+def test_random_schedule_of_leader_moves_follows_the_seed():
+    sc = library.load("acks1-planned-leader-moves")
+    schedule = plan_of(sc).schedule
+    assert schedule is not None
+    names = {f.spec.fault for f in schedule.faults}
+    assert names <= {"preferred-election", "reassign"} and len(schedule.faults) >= 4
+    other = library.load("acks1-planned-leader-moves", seed=sc.seed + 1).plan
+    assert other is not None and other.schedule is not None
+    assert other.schedule.to_list() != schedule.to_list()
+    # a scenario re-seeded in Python (a matrix's seeds) gets the schedule of its seed
+    reseeded = dataclasses.replace(sc, seed=sc.seed + 1)
+    assert plan_of(reseeded).schedule.to_list() == other.schedule.to_list()  # type: ignore[union-attr]
+    assert plan_of(sc) is sc.plan  # unchanged: the loader's plan itself
+
+
+def test_the_plan_is_not_part_of_the_scenario_value():
+    sc = library.load("smoke")
+    assert "plan" not in sc.to_dict()
+    assert sc == dataclasses.replace(sc, plan=None)
+
+
+SCENARIO = """\
+name: one-place
+description: A scenario whose fault parameter is wrong, for the plan's unit test.
+cluster:
+  brokers: 3
+topics:
+  - name: t
+workload:
+  duration: 30
+nemesis:
+  steps:
+    - fault: latency
+      at: 5
+      duration: 5
+      target: broker-1
+      params:
+        latency_ms: -5
+"""
+PRODUCER_CONFIG = "  duration: 30\n  producers:\n    configs:\n      retries: {retries}\n"
+
+
+@pytest.fixture
+def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every fault validation (fault_spec's parameter check) by fault name."""
+    calls: list[str] = []
+    real = kchaos.faults.base.validate_params
+
+    def spy(declared: Any, raw: Any, where: Any) -> Any:
+        calls.append(where.field)
+        return real(declared, raw, where)
+
+    monkeypatch.setattr(kchaos.faults.base, "validate_params", spy)
+    return calls
+
+
+def test_a_bad_fault_parameter_is_reported_once_with_the_scenario_line(validations):
+    with pytest.raises(ConfigError) as err:
+        load_scenario("one.yaml", text=SCENARIO)
+    e = err.value
+    assert (e.file, e.line, e.field) == ("one.yaml", 16, "nemesis.steps.0.params.latency_ms")
+    assert "must be >= 0" in e.detail
+    assert len(validations) == 1  # validated once, refused once
+
+
+def test_each_scripted_fault_is_validated_once_at_load(validations):
+    sc = load_scenario("one.yaml", text=SCENARIO.replace("-5", "50"))
+    assert len(validations) == 1
+    assert sc.plan is not None and sc.plan.schedule is not None
+    (fault,) = sc.plan.schedule.faults
+    assert (fault.id, fault.at, fault.duration, fault.spec.target) == ("f-1", 5.0, 5.0, "broker-1")
+    assert fault.spec.params["latency_ms"] == 50.0 and fault.spec.seed == sc.seed
+
+
+def test_a_bad_producer_property_names_its_line():
+    text = SCENARIO.replace("  duration: 30\n", PRODUCER_CONFIG.format(retries="many"))
+    with pytest.raises(ConfigError) as err:
+        load_scenario("one.yaml", text=text)
+    e = err.value
+    assert (e.line, e.field) == (11, "workload.producers.configs.retries")
+    assert "'many'" in e.detail
+
+
+def test_workload_spec_refusals_name_the_scenario_field():
+    # WorkloadSpec's own rule (idempotence needs retries), reported at load, in the file
+    text = SCENARIO.replace("  duration: 30\n", PRODUCER_CONFIG.format(retries=0))
+    with pytest.raises(ConfigError) as err:
+        load_scenario("one.yaml", text=text)
+    e = err.value
+    assert (e.file, e.field) == ("one.yaml", "workload.producers") and e.line == 9
+    assert "idempotence needs retries" in e.detail
+
+
+class _Progress:
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        yield
+
+    def workload(self, *args: Any) -> None:
+        pass
+
+    def note(self, *args: Any) -> None:
+        pass
+
+
+class _Rec:
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+
+    def update(self, **fields: Any) -> None:
+        self.data.update(fields)
+
+
+def test_the_runner_hands_on_the_loaders_objects(monkeypatch, tmp_path: Path, validations):
+    """_drive gives the workload and the nemesis the plan's own WorkloadSpec and Schedule,
+    and nothing is parsed or validated again on the way."""
+    import kchaos.faults.heal
+    import kchaos.faults.nemesis
+    import kchaos.faults.schedule
+    from kchaos.workloads.workload import Workload
+
+    sc = library.load("smoke")
+    assert sc.plan is not None
+    validations.clear()
+    seen: dict[str, Any] = {}
+
+    class FakeWorkload:
+        producers: list[Any] = []
+
+        def __enter__(self) -> FakeWorkload:
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            pass
+
+        def start(self) -> None:
+            pass
+
+        def stop(self) -> dict[str, Any]:
+            return {}
+
+        def drain(self) -> Any:
+            return None
+
+    def for_cluster(spec: Any, cluster: Any, history: Any, **kw: Any) -> FakeWorkload:
+        seen["workload"] = spec
+        return FakeWorkload()
+
+    class FakeNemesis:
+        heal_actions: list[str] = []
+
+        def __init__(self, cluster: Any, schedule: Any, sink: Any, **kw: Any) -> None:
+            seen["schedule"] = self.schedule = schedule
+
+        def start(self) -> None:
+            pass
+
+        def stop(self) -> None:
+            pass
+
+        def errors(self) -> list[Any]:
+            return []
+
+    def no_parse(*args: Any, **kw: Any) -> Any:
+        raise AssertionError("the runner parsed a schedule")
+
+    monkeypatch.setattr(Workload, "for_cluster", staticmethod(for_cluster))
+    monkeypatch.setattr(kchaos.faults.nemesis, "Nemesis", FakeNemesis)
+    monkeypatch.setattr(kchaos.faults.nemesis, "build_nemesis", no_parse)
+    monkeypatch.setattr(kchaos.faults.schedule, "from_spec", no_parse)
+    monkeypatch.setattr(kchaos.faults.heal, "heal_everything", lambda cluster: [])
+    monkeypatch.setattr(orchestrate, "create_topics", lambda *a: None)
+    monkeypatch.setattr(orchestrate.reread, "collect", lambda *a: None)
+
+    class Cluster:
+        bootstrap_servers = "localhost:9092"
+
+        def wait_ready(self, timeout: float) -> None:
+            pass
+
+    rec = _Rec()
+    orchestrate._drive(sc, Cluster(), tmp_path, _Progress(), rec)  # type: ignore[arg-type]
+    assert seen["workload"] is sc.plan.workload
+    assert seen["schedule"] is sc.plan.schedule
+    assert rec.data["schedule"] == sc.plan.schedule.to_list()  # type: ignore[union-attr]
+    assert validations == []
