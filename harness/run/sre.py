@@ -71,6 +71,7 @@ PROFILE_KEYS: tuple[str, ...] = (
     "enable.idempotence",
     "retries",
     "max.in.flight.requests.per.connection",
+    "delivery.timeout.ms",
 )
 
 #: Kinds a validation run reports without turning red: an offline window is
@@ -94,15 +95,17 @@ PROFILES: Mapping[str, Profile] = {
     "safe": Profile(
         "safe",
         "all",
-        {"enable.idempotence": "true"},
+        {"enable.idempotence": "true", "delivery.timeout.ms": "120000"},
         (),
-        "acks=all, enable.idempotence=true: Kafka promises no acknowledged write is lost "
-        "while min.insync.replicas replicas hold it, and no duplicates",
+        "acks=all, enable.idempotence=true, delivery.timeout.ms=120000 (the Java client's "
+        "default: a send is retried through a failover instead of timing out): Kafka "
+        "promises no acknowledged write is lost while min.insync.replicas replicas hold it, "
+        "and no duplicates",
     ),
     "acks1": Profile(
         "acks1",
         "1",
-        {"enable.idempotence": "false"},
+        {"enable.idempotence": "false", "delivery.timeout.ms": "120000"},
         ("duplicate",),
         "acks=1, not idempotent: acknowledged once the leader has it; a retried send may "
         "be written twice (duplicates are reported, not red)",

@@ -44,7 +44,8 @@ def test_the_sre_settings_replace_the_scenarios_own(tmp_path: Path) -> None:
     assert sc.topics[0].configs == {}  # both topic overrides dropped: the broker's apply
     p = sc.workload.producers
     assert p.acks == "all" and p.configs["enable.idempotence"] == "true"
-    assert "retries" not in p.configs and p.configs["delivery.timeout.ms"] == "10000"
+    assert "retries" not in p.configs and p.configs["delivery.timeout.ms"] == "120000"
+    assert p.configs["request.timeout.ms"] == "3000"  # not the profile's: kept
     assert sc.expect.valid is True and sc.expect.anomalies == ()
     assert set(sc.expect.allowed) == {"offline", "unclean-election"}
     assert asdict(sc.checks) == {**{k: None for k in asdict(sc.checks)}, "min_ok_sends": 1}
