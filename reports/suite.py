@@ -1,7 +1,8 @@
 """One page, one junit.xml and one summary.json over all runs of a suite.
 
-With ``--broker-config`` the page is an SRE's pass/fail matrix: one row per scenario,
-one column per check (anomaly families found or required, SLO thresholds, the outcome).
+One row per run, one column per check (anomaly families found or required, SLO
+thresholds, the outcome). SRE validation (``kchaos suite --broker-config``) puts its
+go/no-go grid of scenarios by configs (:mod:`kchaos.reports.sre`) above the same table.
 
 ``kchaos matrix`` (runs of the same scenarios on several Kafka versions and seeds) adds, per
 scenario, a grid of versions by seeds (:func:`version_grid`) above the same table, which
@@ -34,6 +35,7 @@ class SuiteFailure:
     run_dir: str | None = None
     kafka_version: str | None = None
     seed: int | None = None
+    sre_config: str | None = None  # SRE validation: the label of the broker config
 
 
 def _cell(ok: bool | None, text: str) -> tuple[str, str]:
@@ -98,12 +100,15 @@ def matrix(
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-_KEYS = {"Kafka": "kafka_version", "seed": "seed"}
+_KEYS = {"Kafka": "kafka_version", "seed": "seed", "config": "sre_config"}
 
 
 def run_label(summary: Mapping[str, Any], varied: Sequence[str]) -> str:
-    """``scenario``, or ``scenario.kafka-3.5.2.seed-904`` with both columns."""
+    """``scenario``, or ``scenario.kafka-3.5.2.seed-904`` with both columns
+    (``scenario.config-prod`` with the SRE validation's config column)."""
     parts = [str(summary["scenario"])]
+    if "config" in varied:
+        parts.append(f"config-{summary.get('sre_config')}")
     if "Kafka" in varied:
         parts.append(f"kafka-{summary.get('kafka_version')}")
     if "seed" in varied:
@@ -216,10 +221,9 @@ def write_suite_reports(
     parts = [f"<h1>{escape(heading)}</h1>"]
     if broker_config:
         parts.append(
-            f"<p>SRE config validation: every scenario ran with the broker config "
-            f"<code>{escape(broker_config)}</code> merged over its own server properties, and "
-            "PASS means the run was valid (no acknowledged write lost, no invalid read, SLOs "
-            "met) under that configuration; negative controls included.</p>"
+            f"<p>SRE config validation with <code>{escape(broker_config)}</code>: PASS "
+            "means no acknowledged write was lost and no invalid read happened under that "
+            "configuration (docs/sre.md).</p>"
         )
     cls = "ok" if passed == total else "bad"
     parts.append(f"<div class='banner {cls}'>{escape(heading)}</div>")

@@ -37,6 +37,16 @@ class SendRefused(Exception):
         self.name = name
 
 
+class ClientFatal(Exception):
+    """The client can send no more (librdkafka's fatal errors, e.g. an idempotent
+    producer whose acknowledged sequence the new leader does not have: the broker lost
+    acknowledged writes). The producer stops sending; its in-flight sends end as info."""
+
+    def __init__(self, name: str, detail: str = "") -> None:
+        super().__init__(f"{name}: {detail}" if detail else name)
+        self.name = name
+
+
 SendCallback = Callable[[str, SendResult], None]  # (value, result)
 
 

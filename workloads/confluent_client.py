@@ -15,6 +15,7 @@ from confluent_kafka import TopicPartition as CTopicPartition
 from kchaos.workloads.classify import canonical_name
 from kchaos.workloads.clients import (
     AssignCallback,
+    ClientFatal,
     Record,
     SendCallback,
     SendRefused,
@@ -77,6 +78,14 @@ def error_name(err: KafkaError) -> str:
     return canonical_name(err.name())
 
 
+def _fatal_or_same(exc: KafkaException) -> Exception:
+    """librdkafka raises a fatal error from poll() and flush() (no error_cb is set)."""
+    err = exc.args[0] if exc.args else None
+    if isinstance(err, KafkaError) and err.fatal():
+        return ClientFatal(error_name(err), err.str())
+    return exc
+
+
 class ConfluentProducer:
     def __init__(
         self, bootstrap_servers: str, spec: ProducerSpec, on_done: SendCallback, client_id: str
@@ -104,10 +113,16 @@ class ConfluentProducer:
             raise SendRefused(error_name(exc.args[0]), str(exc)) from exc
 
     def poll(self, timeout: float) -> None:
-        self._producer.poll(timeout)
+        try:
+            self._producer.poll(timeout)
+        except KafkaException as exc:
+            raise _fatal_or_same(exc) from exc
 
     def flush(self, timeout: float) -> None:
-        self._producer.flush(timeout)
+        try:
+            self._producer.flush(timeout)
+        except KafkaException as exc:
+            raise _fatal_or_same(exc) from exc
 
     def close(self) -> None:
         # librdkafka destroys the handle when the object is collected; drop our reference.

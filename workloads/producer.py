@@ -17,6 +17,7 @@ from typing import Any
 
 from kchaos.workloads.classify import classify
 from kchaos.workloads.clients import (
+    ClientFatal,
     ProducerClient,
     SendCallback,
     SendRefused,
@@ -72,6 +73,7 @@ class ProducerWorker:
             topic: sink.recorder(_ok_template(process, topic)) for topic in self.topics
         }
         self.error: BaseException | None = None
+        self.fatal: str | None = None  # the client's fatal error, when it had one
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -94,8 +96,11 @@ class ProducerWorker:
         if client is None:
             return
         deadline = time.monotonic() + close_timeout
-        while self.in_flight() and time.monotonic() < deadline:
-            client.flush(min(0.5, max(0.0, deadline - time.monotonic())))
+        while self.in_flight() and time.monotonic() < deadline and self.fatal is None:
+            try:
+                client.flush(min(0.5, max(0.0, deadline - time.monotonic())))
+            except ClientFatal as exc:
+                self.fatal = self.fatal or str(exc)
         with self._lock:
             left, self._inflight = self._inflight, {}
         for value, (topic, started, _) in left.items():
@@ -120,6 +125,9 @@ class ProducerWorker:
         assert client is not None
         try:
             self._loop(client)
+        except ClientFatal as exc:  # Kafka's doing, not the harness's: sending ends here
+            log.warning("producer %s can send no more: %s", self.process, exc)
+            self.fatal = str(exc)
         except BaseException as exc:  # recorded, surfaced by Workload.stop()
             log.exception("producer %s stopped on an unexpected error", self.process)
             self.error = exc

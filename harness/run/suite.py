@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from kchaos.harness.errors import ConfigError, KchaosError
 from kchaos.harness.paths import runs_dir
 from kchaos.harness.run.orchestrate import RunInterrupted, run_scenario
 from kchaos.harness.scenario.loader import load_scenario
-from kchaos.harness.scenario.model import ExpectConfig, Scenario
+from kchaos.harness.scenario.model import Scenario
 from kchaos.reports.build import RunReport
 from kchaos.reports.console import print_suite
 from kchaos.reports.suite import SuiteFailure, write_suite_reports
@@ -27,6 +27,7 @@ class SuiteEntry:
 
     label: str
     scenario: Scenario
+    extra: Mapping[str, Any] | None = None  # top-level keys added to the run's run.json
 
 
 RunFn = Callable[..., Any]  # run_scenario's signature: (sc, *, out, console, command)
@@ -48,13 +49,14 @@ def run_suite(
     *,
     out: Path | None = None,
     overrides: Sequence[str] = (),
-    broker_config: Path | None = None,
     kafka_version: str | None = None,
     seed: int | None = None,
     console: Console | None = None,
     command: list[str] | None = None,
 ) -> int:
-    """Run every scenario; 0 when all ended as expected, else the worst exit code."""
+    """Run every scenario, each judged by its own ``expect``; 0 when all ended as
+    expected, else the worst exit code. (With broker configs, SRE validation:
+    :func:`kchaos.harness.run.sre.run_validation`.)"""
     console = console or Console()
     suite_dir = suite_dir_for(name, out)
     # Validate everything first: a typo in the last file should not cost an hour of runs.
@@ -62,19 +64,16 @@ def run_suite(
         load_scenario(
             f,
             overrides=overrides,
-            broker_config=broker_config,
             kafka_version=kafka_version,
             seed=seed,
         )
         for f in files
     ]
-    if broker_config is not None:
-        scenarios = [sre_judged(sc) for sc in scenarios]
     entries = [SuiteEntry(sc.name, sc) for sc in scenarios]
     suite_dir.mkdir(parents=True, exist_ok=True)
 
     def write(reports: list[RunReport], failures: list[SuiteFailure]) -> None:
-        _write(suite_dir, name, reports, failures, broker_config, console)
+        _write(suite_dir, name, reports, failures, console)
 
     return run_entries(suite_dir, entries, write, console=console, command=command)
 
@@ -100,7 +99,8 @@ def run_entries(
         console.rule(f"[{i}/{len(entries)}] {entry.label}")
         run_dir = suite_dir / entry.label
         try:
-            result = run(sc, out=run_dir, console=console, command=command)
+            more: dict[str, Any] = {} if entry.extra is None else {"extra": dict(entry.extra)}
+            result = run(sc, out=run_dir, console=console, command=command, **more)
         except RunInterrupted:
             failures.append(_failure(sc, run_dir, "interrupted"))
             write(reports, failures)
@@ -127,24 +127,11 @@ def _failure(sc: Scenario, run_dir: Path, error: str) -> SuiteFailure:
     )
 
 
-def sre_judged(sc: Scenario) -> Scenario:
-    """SRE config validation: the question is "does my configuration survive this
-    incident?", so every scenario must end valid (negative controls included: lost writes
-    under your configuration are a FAIL, not the detection the library expects)."""
-    allowed = tuple(k for k in sc.expect.allowed if k in ("offline",)) or ("offline",)
-    return replace(
-        sc,
-        expect=ExpectConfig(valid=True, anomalies=(), allowed=allowed),
-        tags=(*sc.tags, "sre-validation"),
-    )
-
-
 def _write(
     suite_dir: Path,
     name: str,
     reports: list[RunReport],
     failures: list[SuiteFailure],
-    broker_config: Path | None,
     console: Console,
 ) -> None:
     title = f"kchaos suite {name}"
@@ -153,7 +140,6 @@ def _write(
         reports,
         failures,
         title=title,
-        broker_config=None if broker_config is None else str(broker_config),
     )
     rows = [r.summary for r in reports]
     rows += [

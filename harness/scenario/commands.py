@@ -30,11 +30,6 @@ def _common(fn: click.decorators.FC) -> click.decorators.FC:
             "cluster.server_properties.log.flush.interval.messages=1 (repeatable).",
         ),
         click.option(
-            "--broker-config",
-            type=click.Path(dir_okay=False, path_type=Path),
-            help="A server.properties file merged over the scenario's server properties.",
-        ),
-        click.option(
             "--out",
             type=click.Path(file_okay=False, path_type=Path),
             help="Output directory (default: runs/RUN_ID, or runs/suite-NAME-TIME for a suite).",
@@ -48,6 +43,11 @@ def _common(fn: click.decorators.FC) -> click.decorators.FC:
 @click.command("run")
 @click.argument("scenario", metavar="SCENARIO")
 @_common
+@click.option(
+    "--broker-config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A server.properties file merged over the scenario's server properties.",
+)
 @click.option("--quiet", is_flag=True, help="Only the final summary.")
 @click.option("--keep-cluster", is_flag=True, help="Leave the cluster up (remove it with cleanup).")
 def run_cmd(
@@ -84,22 +84,59 @@ def run_cmd(
 @click.command("suite")
 @click.argument("suite", metavar="DIR|NAME")
 @_common
+@click.option(
+    "--broker-config",
+    "broker_configs",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="SRE validation: run every scenario with this server.properties (repeatable: one "
+    "column of the go/no-go matrix per file).",
+)
+@click.option(
+    "--profile",
+    metavar="NAME",
+    help="SRE validation: the producers' delivery settings, `safe` (default: acks=all, "
+    "idempotent) or `acks1`.",
+)
 def suite_cmd(
     suite: str,
     seed: int | None,
     kafka_version: str | None,
     overrides: tuple[str, ...],
-    broker_config: Path | None,
+    broker_configs: tuple[Path, ...],
+    profile: str | None,
     out: Path | None,
 ) -> int:
     """Run several scenarios and write one combined report.
 
     DIR is a directory of scenario files; NAME `nightly` (or `library`, `all`) is the
-    whole incident library. With --broker-config, every scenario runs with that broker
-    configuration and the report is a pass/fail matrix per scenario. Exit code: 0 when
-    every scenario ended as expected, otherwise the worst exit code of `kchaos run`.
+    whole incident library. Without --broker-config each run is judged by its scenario's
+    `expect`. With --broker-config FILE (repeatable), SRE validation: every scenario runs
+    under every file's broker and topic-level settings, producers use the --profile, and
+    the report is a go/no-go matrix of scenarios by configs (a cell is red when
+    acknowledged writes were lost or reads were invalid; docs/sre.md). Exit code: 0 when
+    every run ended as expected (every cell go), otherwise the worst exit code of
+    `kchaos run`.
     """
+    from kchaos.harness.errors import ConfigError
+
     files = library.suite_members(suite)
+    if broker_configs:
+        from kchaos.harness.run.sre import run_validation
+
+        return run_validation(
+            Path(suite).name,
+            files,
+            list(broker_configs),
+            profile_name=profile,
+            out=out,
+            overrides=overrides,
+            kafka_version=kafka_version,
+            seed=seed,
+            command=sys.argv,
+        )
+    if profile is not None:
+        raise ConfigError("needs --broker-config (SRE validation)", field="profile")
     from kchaos.harness.run.suite import run_suite
 
     return run_suite(
@@ -107,7 +144,6 @@ def suite_cmd(
         files,
         out=out,
         overrides=overrides,
-        broker_config=broker_config,
         kafka_version=kafka_version,
         seed=seed,
         command=sys.argv,

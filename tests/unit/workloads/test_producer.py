@@ -116,3 +116,31 @@ def test_queue_full_is_retried_and_other_refusals_fail() -> None:
     assert [e["type"] for e in first] == ["invoke", "fail"]
     assert first[1]["error"] == "MSG_SIZE_TOO_LARGE"
     assert [e["type"] for e in second] == ["invoke", "info"]  # enqueued, never acked
+
+
+def test_a_fatal_client_error_ends_the_producer_not_the_run() -> None:
+    # librdkafka's idempotent producer goes fatal when a new leader lacks sequences it had
+    # acknowledged (an unclean election lost them): that producer stops sending, its
+    # in-flight sends end as info, and the worker reports no error of its own.
+    sink = ListSink()
+    made: list[FakeProducer] = []
+
+    def factory(on_done: SendCallback) -> FakeProducer:
+        made.append(FakeProducer(on_done))
+        return made[0]
+
+    worker = ProducerWorker(3, ["t"], ProducerSpec(rate=2000.0), sink, factory)
+    worker.start()
+    deadline = time.monotonic() + 5
+    while worker.counts["invoke"] < 20 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    made[0].fatal = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    worker.join(5)
+    invoked = worker.counts["invoke"]
+    time.sleep(0.05)
+    assert worker.counts["invoke"] == invoked  # it sends no more, without being stopped
+    worker.stop(close_timeout=1.0)
+    assert worker.error is None and worker.fatal == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    ends = [e for e in sink.events if e["type"] != "invoke"]
+    assert len(ends) == invoked >= 20 and {e["type"] for e in ends} == {"info"}
+    assert made[0].closed

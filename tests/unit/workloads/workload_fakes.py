@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kchaos.workloads.clients import AssignCallback, Record, SendCallback, SendRefused, SendResult
+from kchaos.workloads.clients import (
+    AssignCallback,
+    ClientFatal,
+    Record,
+    SendCallback,
+    SendRefused,
+    SendResult,
+)
 
 
 class FakeProducer:
@@ -16,6 +23,7 @@ class FakeProducer:
         self.refusals: list[str] = []  # names raised by the next send() calls
         self.closed = False
         self.flushes = 0
+        self.fatal: str | None = None  # poll() and flush() raise ClientFatal once set
 
     def send(self, topic: str, key: bytes | None, data: bytes, value: str) -> None:
         if self.refusals:
@@ -23,10 +31,13 @@ class FakeProducer:
         self.sent.append((topic, key, data, value))
 
     def poll(self, timeout: float) -> None:
-        return None
+        if self.fatal:
+            raise ClientFatal(self.fatal)
 
     def flush(self, timeout: float) -> None:
         self.flushes += 1
+        if self.fatal:
+            raise ClientFatal(self.fatal)
 
     def close(self) -> None:
         self.closed = True

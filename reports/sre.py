@@ -1,0 +1,213 @@
+"""The SRE validation's go/no-go page: scenarios (rows) by broker configs (columns).
+
+Each cell is one run (``OUT/SCENARIO/CONFIG/``): GO when the run was valid under the
+config (no acknowledged write lost, no invalid read), NO-GO when it was not, UNKNOWN when
+the checker could not decide (e.g. a partition never drained), ERROR when the run did not
+finish; with the verdict, the anomaly counts and how many scenario settings the config or
+the producer profile overrode, linking to the run's report.html. Under the grid: each
+config's properties, the profile, and every overridden setting per run; then the suite's
+table of every run. junit.xml has one test suite per run (``kchaos.SCENARIO.config-C``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from kchaos.reports.build import RunReport
+from kchaos.reports.suite import SuiteFailure, write_suite_reports
+
+
+def _sre(r: RunReport) -> Mapping[str, Any]:
+    sre = r.data.run.get("sre")
+    return sre if isinstance(sre, Mapping) else {}
+
+
+def cell_state(summary: Mapping[str, Any]) -> str:
+    """GO, NO-GO or UNKNOWN for a finished run."""
+    if summary.get("expected"):
+        return "GO"
+    if summary.get("verdict") == "unknown":
+        return "UNKNOWN"
+    return "NO-GO"
+
+
+_CLASS = {"GO": "ok", "NO-GO": "bad", "UNKNOWN": "warn", "ERROR": "bad"}
+
+
+def labelled(
+    reports: Sequence[RunReport], failures: Sequence[SuiteFailure]
+) -> tuple[list[RunReport], list[SuiteFailure]]:
+    """The runs with their config's label in the summary (``sre_config``, and the
+    ``overridden`` settings), failures with theirs (the run directory's name)."""
+    runs = []
+    for r in reports:
+        sre = _sre(r)
+        summary = {
+            **r.summary,
+            "sre_config": sre.get("label"),
+            "sre_profile": sre.get("profile"),
+            "overridden": list(sre.get("overridden") or ()),
+        }
+        runs.append(replace(r, summary=summary))
+    fails = [replace(f, sre_config=Path(f.run_dir).name if f.run_dir else None) for f in failures]
+    return runs, fails
+
+
+def _anomalies(counts: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items()) if n) or "no anomaly"
+
+
+def grid(
+    reports: Sequence[RunReport],
+    failures: Sequence[SuiteFailure],
+    labels: Sequence[str],
+    out_dir: Path,
+) -> str:
+    """The table of scenarios by configs (``reports``/``failures`` as :func:`labelled`
+    returns them)."""
+    cells: dict[tuple[str, str], tuple[str, str]] = {}
+    scenarios: list[str] = []
+    for r in reports:
+        s = r.summary
+        state = cell_state(s)
+        rel = escape(os.path.relpath(r.paths["html"], out_dir))
+        n = len(s.get("overridden") or ())
+        text = (
+            f"<a href='{rel}'><b>{state}</b></a> {escape(str(s['verdict']))}<br>"
+            f"<small>{escape(_anomalies(s['anomalies']))}"
+            f"<br>{n} scenario setting(s) overridden</small>"
+        )
+        cells[(s["scenario"], str(s.get("sre_config")))] = (text, _CLASS[state])
+        if s["scenario"] not in scenarios:
+            scenarios.append(s["scenario"])
+    for f in failures:
+        text = f"<b>ERROR</b><br><small>{escape(f.error[:200])}</small>"
+        cells[(f.scenario, str(f.sre_config))] = (text, "bad")
+        if f.scenario not in scenarios:
+            scenarios.append(f.scenario)
+    head = "".join(f"<th>{escape(c)}</th>" for c in labels)
+    body = []
+    for name in scenarios:
+        tds = []
+        for c in labels:
+            text, cls = cells.get((name, c), ("-", ""))
+            tds.append(f"<td class='{cls}'>{text}</td>" if cls else f"<td>{text}</td>")
+        body.append(f"<tr><th>{escape(name)}</th>{''.join(tds)}</tr>")
+    return (
+        f"<table class='grid' id='go-no-go'><tr><th>scenario</th>{head}</tr>{''.join(body)}</table>"
+    )
+
+
+def _configs_section(configs: Sequence[Any], prof: Any) -> str:
+    parts = [
+        f"<p>Producer profile <b>{escape(prof.name)}</b>: {escape(prof.summary)}.</p>",
+        "<h2>Configs</h2>",
+    ]
+    for c in configs:
+        rows = "".join(
+            f"<tr><td><code>{escape(k)}</code></td><td><code>{escape(v)}</code></td></tr>"
+            for k, v in c.properties.items()
+        )
+        parts.append(
+            f"<h3>{escape(c.label)}</h3><p><code>{escape(str(c.path))}</code></p>"
+            f"<table><tr><th>property</th><th>value</th></tr>{rows}</table>"
+        )
+    return "\n".join(parts)
+
+
+def _overrides_section(reports: Sequence[RunReport]) -> str:
+    parts = ["<h2>Scenario settings overridden</h2>"]
+    for r in reports:
+        s = r.summary
+        items = s.get("overridden") or ()
+        rows = "".join(
+            "<tr>"
+            + "".join(
+                f"<td>{escape('unset (default)' if o.get(k) is None else str(o.get(k)))}</td>"
+                for k in ("where", "key", "scenario", "now", "by")
+            )
+            + "</tr>"
+            for o in items
+        )
+        who = f"{s['scenario']} under {s.get('sre_config')}"
+        if not rows:
+            parts.append(f"<p><b>{escape(who)}</b>: none.</p>")
+            continue
+        parts.append(
+            f"<details><summary><b>{escape(who)}</b>: {len(items)}</summary><table>"
+            "<tr><th>where</th><th>setting</th><th>scenario's value</th><th>run used</th>"
+            f"<th>by</th></tr>{rows}</table></details>"
+        )
+    return "\n".join(parts)
+
+
+EXPLAIN = (
+    "<p>Each cell: one run of the scenario with the config's broker and topic-level "
+    "settings and the producer profile. <b>GO</b>: valid, no acknowledged write lost "
+    "and no invalid read. <b>NO-GO</b>: lost or invalid data (lost-write, duplicate, "
+    "uncommitted or aborted read, inconsistent offset, a poll that skipped or went "
+    "back, an acknowledgement below min.insync.replicas, diverging replicas). Offline "
+    "windows and unclean or last-known-leader elections are reported in the run's "
+    "report, not red: what an election loses is counted as lost writes. "
+    "<b>UNKNOWN</b>: the checker could not decide (e.g. a partition never drained).</p>"
+)
+
+
+def write_validation(
+    out_dir: Path,
+    title: str,
+    reports: Sequence[RunReport],
+    failures: Sequence[SuiteFailure],
+    configs: Sequence[Any],
+    prof: Any,
+    console: Any = None,
+) -> dict[str, str]:
+    """report.html (the grid above the suite's table), junit.xml, summary.json."""
+    runs, fails = labelled(reports, failures)
+    labels = [c.label for c in configs]
+    go = sum(1 for r in runs if cell_state(r.summary) == "GO")
+    total = len(runs) + len(fails)
+    verdict = "GO" if go == total and total else "NO-GO"
+    sections = [
+        f"<div class='banner {'ok' if verdict == 'GO' else 'bad'}' id='decision'>"
+        f"{verdict}: {go}/{total} cells go</div>",
+        EXPLAIN,
+        grid(runs, fails, labels, out_dir),
+        _configs_section(configs, prof),
+        _overrides_section(runs),
+    ]
+    paths = write_suite_reports(
+        out_dir,
+        runs,
+        fails,
+        title=title,
+        broker_config=", ".join(str(c.path) for c in configs),
+        sections=sections,
+        unit="runs",
+        columns=("config",),
+    )
+    if console is not None:
+        from kchaos.reports.console import print_suite
+
+        rows = [
+            {**r.summary, "scenario": f"{r.summary['scenario']} [{r.summary['sre_config']}]"}
+            for r in runs
+        ]
+        rows += [
+            {
+                "scenario": f"{f.scenario} [{f.sre_config}]",
+                "verdict": "error",
+                "expected": False,
+                "run_id": "",
+            }
+            for f in fails
+        ]
+        print_suite(rows, console, title)
+        console.print(f"{verdict}: {go}/{total} cells go")
+        console.print(f"SRE report: {paths['html']}\njunit: {paths['junit']}")
+    return paths

@@ -1,0 +1,221 @@
+"""SRE validation without Docker: the rebuilt scenarios, the configs' bad input, and the
+go/no-go page from hand-made run directories."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.run import sre
+from kchaos.harness.run.orchestrate import RunResult
+from kchaos.harness.scenario import library
+from kchaos.reports.build import write_run_reports
+from kchaos.reports.sample import LOST, VALID, make_run
+
+SAFE = "min.insync.replicas=2\nunclean.leader.election.enable=false\n"
+UNSAFE = "min.insync.replicas=1\nunclean.leader.election.enable=true\n"
+
+
+def config(tmp_path: Path, name: str, text: str) -> sre.SreConfig:
+    path = tmp_path / f"{name}.properties"
+    path.write_text(text)
+    return sre.load_configs([path])[0]
+
+
+def overridden(items: tuple[sre.Override, ...]) -> dict[tuple[str, str], tuple[str, Any, str]]:
+    return {(o.where, o.key): (o.scenario, o.now, o.by) for o in items}
+
+
+def test_the_sre_settings_replace_the_scenarios_own(tmp_path: Path) -> None:
+    cfg = config(tmp_path, "safe", SAFE)
+    original = library.load("unsafe-acks1-unclean-election")
+    sc, items = sre.sre_scenario(original, cfg, sre.PROFILES["safe"])
+    props = sc.cluster.server_properties
+    assert props["unclean.leader.election.enable"] == "false"
+    assert props["min.insync.replicas"] == "2"
+    assert props["replica.lag.time.max.ms"] == "5000"  # not the config's business: kept
+    assert sc.topics[0].configs == {}  # both topic overrides dropped: the broker's apply
+    p = sc.workload.producers
+    assert p.acks == "all" and p.configs["enable.idempotence"] == "true"
+    assert "retries" not in p.configs and p.configs["delivery.timeout.ms"] == "120000"
+    assert p.configs["request.timeout.ms"] == "3000"  # not the profile's: kept
+    assert sc.expect.valid is True and sc.expect.anomalies == ()
+    assert set(sc.expect.allowed) == {"offline", "unclean-election"}
+    assert asdict(sc.checks) == {**{k: None for k in asdict(sc.checks)}, "min_ok_sends": 1}
+    got = overridden(items)
+    assert got[("server", "unclean.leader.election.enable")] == ("true", "false", str(cfg.path))
+    assert got[("topic unsafe", "min.insync.replicas")] == ("1", "2", str(cfg.path))
+    assert got[("producer", "acks")] == ("1", "all", "profile safe")
+    assert got[("producer", "retries")] == ("0", None, "profile safe")
+    assert got[("producer", "enable.idempotence")] == ("false", "true", "profile safe")
+    # recorded for run.json
+    extra = sre.run_extra(cfg, sre.PROFILES["safe"], items)
+    assert extra["sre"]["label"] == "safe" and extra["sre"]["profile"] == "safe"
+    assert {
+        "where": "producer",
+        "key": "acks",
+        "scenario": "1",
+        "now": "all",
+        "by": "profile safe",
+    } in extra["sre"]["overridden"]
+
+
+def test_durability_settings_the_config_leaves_out_fall_back_to_kafkas_default(
+    tmp_path: Path,
+) -> None:
+    cfg = config(tmp_path, "bare", "replica.lag.time.max.ms=10000\n")
+    original = library.load("whole-cluster-power-loss-flush-every-message")
+    assert "log.flush.interval.messages" in original.cluster.server_properties
+    sc, items = sre.sre_scenario(original, cfg, sre.PROFILES["acks1"])
+    assert "log.flush.interval.messages" not in sc.cluster.server_properties
+    assert sc.cluster.server_properties["replica.lag.time.max.ms"] == "10000"
+    got = overridden(items)
+    assert got[("server", "log.flush.interval.messages")][1:] == (None, "default")
+    assert got[("server", "replica.lag.time.max.ms")] == ("5000", "10000", str(cfg.path))
+    assert got[("topic power", "min.insync.replicas")][1:] == (None, "default")
+    assert sc.workload.producers.acks == "1" and "duplicate" in sc.expect.allowed
+
+
+def test_a_topic_config_gives_way_to_its_broker_synonym(tmp_path: Path) -> None:
+    cfg = config(tmp_path, "flush", "log.flush.interval.messages=1\n")
+    original = library.load("smoke", overrides=["topics.0.configs.flush.messages=1000"])
+    sc, items = sre.sre_scenario(original, cfg, sre.PROFILES["safe"])
+    assert "flush.messages" not in sc.topics[0].configs
+    assert overridden(items)[(f"topic {sc.topics[0].name}", "flush.messages")][1] == "1"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "what"),
+    [
+        (
+            "min.insync.replicas=2\nunclean.leader.election.enable\n",
+            2,
+            "unclean.leader.election.enable",
+            "not a key=value line",
+        ),
+        ("# only a comment\n", None, None, "no property"),
+    ],
+)
+def test_bad_config_files_are_named_with_their_line(
+    tmp_path: Path, text: str, line: int | None, field: str | None, what: str
+) -> None:
+    path = tmp_path / "bad.properties"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=what) as err:
+        sre.load_configs([path])
+    assert err.value.exit_code == 3
+    assert (err.value.file, err.value.line, err.value.field) == (str(path), line, field)
+
+
+def test_an_explicitly_empty_value_is_a_property(tmp_path: Path) -> None:
+    cfg = config(tmp_path, "empty", "ssl.endpoint.identification.algorithm=\n")
+    assert cfg.properties == {"ssl.endpoint.identification.algorithm": ""}
+
+
+def test_a_missing_config_and_a_repeated_one(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read broker config") as err:
+        sre.load_configs([tmp_path / "nope.properties"])
+    assert err.value.file == str(tmp_path / "nope.properties")
+    (tmp_path / "a.properties").write_text(SAFE)
+    with pytest.raises(ConfigError, match="given twice"):
+        sre.load_configs([tmp_path / "a.properties", tmp_path / "a.properties"])
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "a.properties").write_text(UNSAFE)
+    labels = [
+        c.label
+        for c in sre.load_configs([tmp_path / "a.properties", tmp_path / "x" / "a.properties"])
+    ]
+    assert len(set(labels)) == 2
+
+
+def test_an_unknown_profile_is_refused() -> None:
+    with pytest.raises(ConfigError, match="unknown profile 'yolo'"):
+        sre.profile("yolo")
+
+
+seen: dict[str, Any] = {}
+
+
+def fake_run(sc: Any, *, out: Path, extra: dict[str, Any], **_: Any) -> RunResult:
+    """Lost writes under the config labelled ``unsafe``, valid under the others."""
+    seen[str(out)] = (sc, extra)
+    label = extra["sre"]["label"]
+    expect = {"valid": True, "anomalies": [], "allowed": list(sc.expect.allowed)}
+    make_run(out, results=LOST if label == "unsafe" else VALID, expect=expect, name=sc.name)
+    run = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**run, **extra}))
+    rep = write_run_reports(out)
+    return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
+
+
+def test_the_go_no_go_matrix(tmp_path: Path) -> None:
+    safe = tmp_path / "safe.properties"
+    safe.write_text(SAFE)
+    unsafe = tmp_path / "unsafe.properties"
+    unsafe.write_text(UNSAFE)
+    files = [library.resolve("smoke"), library.resolve("unsafe-acks1-unclean-election")]
+    out = tmp_path / "out"
+    code = sre.run_validation("mine", files, [safe, unsafe], out=out, run=fake_run, console=None)
+    assert code == 1  # an unexpected anomaly
+    assert len(seen) == 4
+    sc, extra = seen[str(out / "unsafe-acks1-unclean-election" / "unsafe")]
+    assert sc.topics[0].configs == {} and extra["sre"]["properties"]["min.insync.replicas"] == "1"
+    page = (out / "report.html").read_text()
+    assert "NO-GO: 2/4 cells go" in page
+    grid = page[page.index("id='go-no-go'") :].split("</table>")[0]
+    assert grid.count("class='ok'") == 2 and grid.count("class='bad'") == 2
+    assert "unsafe-acks1-unclean-election/unsafe/report.html" in grid
+    assert "lost-write" in grid
+    assert "profile safe" in page and "topic unsafe" in page
+    root = ET.parse(out / "junit.xml").getroot()
+    names = {s.get("name") for s in root.findall("testsuite")}
+    assert names == {
+        f"kchaos.{s}.config-{c}"
+        for s in ("smoke", "unsafe-acks1-unclean-election")
+        for c in ("safe", "unsafe")
+    }
+    summary = json.loads((out / "summary.json").read_text())
+    rows = {(r["scenario"], r["sre_config"]): r for r in summary["runs"]}
+    row = rows[("unsafe-acks1-unclean-election", "safe")]
+    assert row["expected"] is True and any(o["key"] == "acks" for o in row["overridden"])
+
+
+def test_bad_input_is_refused_before_any_run(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.properties"
+    bad.write_text("min.insync.replicas=5\n")  # above the smoke topic's replication factor
+    calls: list[Any] = []
+    with pytest.raises(ConfigError) as err:
+        sre.run_validation(
+            "x",
+            [library.resolve("smoke")],
+            [bad],
+            out=tmp_path / "o",
+            run=lambda *a, **k: calls.append(a),
+        )
+    assert err.value.file == str(bad) and err.value.line == 1
+    assert err.value.field == "min.insync.replicas" and "replication factor 3" in str(err.value)
+    assert calls == []
+
+
+def test_the_suite_command_checks_its_sre_options(tmp_path: Path) -> None:
+    from kchaos.harness.scenario.commands import suite_cmd
+
+    runner = CliRunner()
+    src = tmp_path / "s"
+    src.mkdir()
+    (src / "smoke.yaml").write_text(library.resolve("smoke").read_text())
+    result = runner.invoke(suite_cmd, [str(src), "--profile", "safe"], standalone_mode=False)
+    assert isinstance(result.exception, ConfigError) and "needs --broker-config" in str(
+        result.exception
+    )
+    (tmp_path / "a.properties").write_text(SAFE)
+    args = [str(src), "--broker-config", str(tmp_path / "a.properties"), "--profile", "x"]
+    result = runner.invoke(suite_cmd, args, standalone_mode=False)
+    assert isinstance(result.exception, ConfigError) and "unknown profile" in str(result.exception)
