@@ -119,12 +119,23 @@ class _Live:
         return text + ("  faults: " + " ".join(active) if active else "  no fault active")
 
 
-def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec: Any) -> None:
-    """Topics, workload, nemesis, heal, drain; the history is closed on the way out."""
+def _drive(
+    sc: Scenario,
+    cluster: Any,
+    run_dir: Path,
+    progress: RunProgress,
+    rec: Any,
+    metrics: Any = None,
+) -> None:
+    """Topics, workload, nemesis, heal, drain; the history is closed on the way out.
+
+    With ``metrics`` (HarnessMetrics), the workload counts its sends there and the fault
+    and ISR lines of the history update it too (MetricsSink)."""
     from kchaos.faults.base import abort_all
     from kchaos.faults.heal import heal_everything
     from kchaos.faults.nemesis import build_nemesis
     from kchaos.workloads.history import HistoryWriter
+    from kchaos.workloads.metrics import MetricsSink
     from kchaos.workloads.workload import Workload
 
     with progress.phase("topics"):
@@ -135,7 +146,10 @@ def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec
         # the wall clock of the history's time 0, to align controller.jsonl with it
         rec.update(history_start_unix_ns=time.time_ns() - history.elapsed_ns())
         spec = translate.workload_spec(sc)
-        with Workload.for_cluster(spec, cluster, history, run_dir=run_dir) as workload:
+        sink: Any = history if metrics is None else MetricsSink(history, metrics)
+        with Workload.for_cluster(
+            spec, cluster, sink, run_dir=run_dir, metrics=metrics
+        ) as workload:
             try:
                 with progress.phase("clients"):
                     workload.start()
@@ -145,7 +159,7 @@ def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec
                     nemesis = build_nemesis(
                         cluster,
                         nemesis_spec,
-                        history,
+                        sink,
                         seed=sc.seed,
                         file=sc.source,
                         wait_ready=True,
@@ -189,11 +203,14 @@ def run_scenario(
     command: list[str] | None = None,
     keep_cluster: bool = False,
     extra: dict[str, Any] | None = None,
+    prometheus: bool = False,
 ) -> RunResult:
     """Run one scenario end to end; returns the outcome (exit code by ``expect``).
 
-    ``extra`` adds top-level keys to run.json (``replay_of``, ``shrink_of``)."""
+    ``extra`` adds top-level keys to run.json (``replay_of``, ``shrink_of``);
+    ``prometheus`` starts a Prometheus server for the run (kchaos.harness.run.prometheus)."""
     from kchaos.harness.cluster import Cluster, ClusterSpec
+    from kchaos.harness.run.prometheus import observe_run
 
     console = console or Console()
     progress = RunProgress(console, quiet=quiet)
@@ -224,7 +241,8 @@ def run_scenario(
                     cluster.start()
                 started = True
                 rec.update(cluster_spec=spec.to_dict(), status="started")
-                _drive(sc, cluster, run_dir, progress, rec)
+                with observe_run(cluster, run_dir, rec, server=prometheus) as metrics:
+                    _drive(sc, cluster, run_dir, progress, rec, metrics)
                 status = "completed"
             finally:
                 try:
