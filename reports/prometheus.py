@@ -40,6 +40,8 @@ def load(run_dir: str | Path) -> dict[str, Any] | None:
 def _label(labels: dict[str, Any]) -> str:
     if "node" in labels:
         return f"broker {labels['node']}"
+    if len(labels) == 1:
+        return str(next(iter(labels.values())))
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "all"
 
 
