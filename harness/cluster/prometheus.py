@@ -128,6 +128,20 @@ class PrometheusServer:
         self.stop()
         raise ClusterError(f"prometheus not ready within {timeout_s:.0f} s (log: {log_path})")
 
+    def wait_scraping(self, jobs: Sequence[str], timeout_s: float = 30.0) -> float:
+        """Wait until every job in ``jobs`` has been scraped once (its ``up`` series
+        exists: Prometheus applies its targets a few seconds after it starts); the
+        seconds waited. A target that does not answer still counts (``up`` 0)."""
+        began = time.monotonic()
+        while True:
+            with contextlib.suppress(requests.RequestException, ClusterError, ValueError):
+                seen = {r["metric"].get("job") for r in self.query("up")}
+                if set(jobs) <= seen:
+                    return time.monotonic() - began
+            if time.monotonic() - began > timeout_s:
+                raise ClusterError(f"prometheus scraped no {'/'.join(jobs)} within {timeout_s} s")
+            time.sleep(0.2)
+
     def _api(self, path: str, params: Mapping[str, Any]) -> Any:
         resp = requests.get(f"{self.url}/api/v1/{path}", params=dict(params), timeout=10)
         body = resp.json()

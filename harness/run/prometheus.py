@@ -73,7 +73,9 @@ def observe_run(
         yield None
         return
     metrics = HarnessMetrics(cluster.run_id)
-    port = metrics.serve(int(env_port) if env_port else 0)
+    # a port chosen by the user is for a server of theirs, maybe elsewhere: every address;
+    # otherwise only our own server on this host scrapes it
+    port = metrics.serve(int(env_port), "0.0.0.0") if env_port else metrics.serve(0, "127.0.0.1")
     brokers = {n.node_id: n.ip for n in cluster.brokers}
     config = render_config(cluster.run_id, brokers, [f"127.0.0.1:{port}"], SCRAPE_INTERVAL_S)
     (run_dir / "prometheus.yml").write_text(config, encoding="utf-8")
@@ -84,6 +86,9 @@ def observe_run(
             prom = PrometheusServer(cluster.run_id)
             info["url"] = prom.start(config)
             info["home"] = str(prom.home)
+            # the run starts only once both jobs are scraped: nothing early is missed
+            jobs = ["kchaos", "kafka"] if brokers else ["kchaos"]
+            info["first_scrape_s"] = round(prom.wait_scraping(jobs), 1)
         rec.update(prometheus=info)
         yield metrics
     finally:
