@@ -81,6 +81,7 @@ def observe_run(
     (run_dir / "prometheus.yml").write_text(config, encoding="utf-8")
     info: dict[str, Any] = {"harness_metrics": f"http://127.0.0.1:{port}/metrics"}
     prom: PrometheusServer | None = None
+    running = False  # the run went on with the server scraping
     try:
         if server:
             prom = PrometheusServer(cluster.run_id)
@@ -90,10 +91,11 @@ def observe_run(
             jobs = ["kchaos", "kafka"] if brokers else ["kchaos"]
             info["first_scrape_s"] = round(prom.wait_scraping(jobs), 1)
         rec.update(prometheus=info)
+        running = True
         yield metrics
     finally:
         try:
-            if prom is not None and prom.url:
+            if prom is not None and running:
                 started, srv = prom.started_unix, prom
                 record_step(
                     rec,
