@@ -84,7 +84,6 @@ class HarnessMetrics:
         self._server: Any = None
         self._lock = threading.Lock()
         self._active_ids: set[str] = set()  # fault ids started and not yet stopped
-        self._failed: set[str] = set()  # fault ids whose start failed
         # pre-create the label sets so the series exist (as 0) from the start
         for outcome in ("ok", "fail", "info"):
             self.sends.labels(outcome)
@@ -132,13 +131,11 @@ class HarnessMetrics:
             with self._lock:
                 if event.get("phase") == "start":
                     if event.get("error") is not None:
-                        self._failed.add(fid)
-                        return
+                        return  # its stop line finds no active id either
                     self._active_ids.add(fid)
                 elif fid in self._active_ids:
                     self._active_ids.discard(fid)
                 else:
-                    self._failed.discard(fid)
                     return
             if event.get("phase") == "start":
                 self.fault_started(fault, targets)
