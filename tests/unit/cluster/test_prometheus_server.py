@@ -87,3 +87,21 @@ def test_a_missing_binary_is_a_clear_error() -> None:
 
     with pytest.raises(SetupError, match="install Debian's prometheus package"):
         PrometheusServer("r3", binary="no-such-prometheus").start("")
+
+
+def test_kchaos_cleanup_stops_a_leftover_server_of_a_run(state_dir: Path) -> None:
+    from kchaos.harness.cluster.cleanup import find_runs, remove_run
+
+    home = prometheus.home_of("r4")
+    home.mkdir(parents=True)
+    config = f"--config.file={home / 'prometheus.yml'}"
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", config])
+    try:
+        (home / prometheus.PID_FILE).write_text(f"{proc.pid}\n")
+        assert find_runs(None) == ["r4"]
+        done = remove_run(None, "r4")
+        assert f"stopped prometheus (pid {proc.pid})" in done
+        assert proc.wait(5) != 0 and not home.exists()
+    finally:
+        proc.kill()
+        proc.wait()
