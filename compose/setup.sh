@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kchaos set-up: installs what is missing, skips what is there, times every step.
-#   Docker engine (Debian docker.io, dockerd started off the host firewall), host tools,
-#   the project's .venv, and the broker/Toxiproxy images (`kchaos images build`).
+#   Docker engine (Debian docker.io, dockerd started off the host firewall), host tools
+#   (Debian's prometheus among them), the project's .venv, and the broker/Toxiproxy
+#   images (`kchaos images build`).
 # Safe to run again: a second run only checks and takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,8 @@ command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
 command -v fsfreeze >/dev/null || missing+=(util-linux)
 command -v mvn >/dev/null || missing+=(maven)
 command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || missing+=(golang-go)
+# `kchaos run --prometheus` starts its own server per run (the package's service is unused).
+command -v prometheus >/dev/null || missing+=(prometheus)
 # actionlint runs shellcheck over the workflows' `run:` scripts when it finds it.
 command -v shellcheck >/dev/null || missing+=(shellcheck)
 if [ "${KCHAOS_WITH_BROWSER:-1}" = 1 ]; then

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import plotly.offline
 
 from kchaos.harness.scenario.expect import Outcome, evaluate, verdict_text
-from kchaos.reports import plots, replicas, timeline
+from kchaos.reports import plots, prometheus, replicas, timeline
 from kchaos.reports.rundata import RunData, series
 
 CSS = """
@@ -232,6 +232,7 @@ def render_run(data: RunData, outcome: Outcome | None = None) -> str:
     ]
     if any(r.seconds is not None for r in data.recovery):
         parts.append(figure_div(plots.recovery(data), "recovery"))
+    parts.append(prometheus.section(data, figure_div))
     parts += ["<h2>Faults</h2>", fault_table(data)]
     parts.append(timeline.render(data.run_dir, data.faults))
     parts.append(replicas.render(data.results))

@@ -1,18 +1,24 @@
 """Harness metrics (prometheus-client): what the clients and the nemesis are doing.
 
 One :class:`HarnessMetrics` per run, on its own registry (so tests and parallel runs do
-not collide). Workers call ``send_done`` / ``poll_done``; the nemesis calls
-``fault_started`` / ``fault_stopped``. ``serve(port)`` exposes ``/metrics`` during a run;
-``push(gateway)`` sends the final values to a Pushgateway (CI).
+not collide). Workers call ``send_done`` / ``poll_done``; fault starts and stops and the
+monitor's ISR samples reach it through :class:`MetricsSink`, which watches the history
+lines the nemesis and the monitor write (so neither needs to know about metrics).
+``serve(port)`` exposes ``/metrics`` during a run; ``push(gateway)`` sends the final
+values to a Pushgateway (CI).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, push_to_gateway
 from prometheus_client.exposition import start_http_server
+
+log = logging.getLogger(__name__)
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
@@ -51,14 +57,33 @@ class HarnessMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.fault_starts = Counter(
+            "kchaos_fault_starts",
+            "Faults started, by kind and target (one count per target).",
+            ["fault", "target"],
+            registry=self.registry,
+        )
+        self.fault_stops = Counter(
+            "kchaos_fault_stops",
+            "Faults stopped (healed), by kind and target.",
+            ["fault", "target"],
+            registry=self.registry,
+        )
         self.active_faults = Gauge(
-            "kchaos_active_faults",
-            "Faults currently active, by kind.",
-            ["fault"],
+            "kchaos_fault_active",
+            "Faults currently active, by kind and target.",
+            ["fault", "target"],
+            registry=self.registry,
+        )
+        self.isr_size = Gauge(
+            "kchaos_isr_size",
+            "Replicas in the ISR of each partition, as the monitor last saw it.",
+            ["topic", "partition"],
             registry=self.registry,
         )
         self._server: Any = None
         self._lock = threading.Lock()
+        self._active_ids: set[str] = set()  # fault ids started and not yet stopped
         # pre-create the label sets so the series exist (as 0) from the start
         for outcome in ("ok", "fail", "info"):
             self.sends.labels(outcome)
@@ -79,11 +104,47 @@ class HarnessMetrics:
             self.records_read.inc(records)
         self.poll_latency.observe(latency_s)
 
-    def fault_started(self, fault: str) -> None:
-        self.active_faults.labels(fault).inc()
+    def fault_started(self, fault: str, targets: list[str]) -> None:
+        for target in targets or ["-"]:
+            self.fault_starts.labels(fault, target).inc()
+            self.active_faults.labels(fault, target).inc()
 
-    def fault_stopped(self, fault: str) -> None:
-        self.active_faults.labels(fault).dec()
+    def fault_stopped(self, fault: str, targets: list[str]) -> None:
+        for target in targets or ["-"]:
+            self.fault_stops.labels(fault, target).inc()
+            self.active_faults.labels(fault, target).dec()
+
+    def isr_seen(self, topic: str, partition: int, size: int) -> None:
+        self.isr_size.labels(topic, str(partition)).set(size)
+
+    def observe(self, event: Mapping[str, Any]) -> None:
+        """Update the fault and ISR metrics from one history line (others are ignored).
+
+        A fault that failed to start writes a start line with ``error`` and at once a stop
+        line; neither counts. The final heal (fault ``heal``) is no fault.
+        """
+        kind = event.get("f")
+        if kind == "fault" and event.get("fault") != "heal":
+            fid = str(event.get("id"))
+            targets = [str(t) for t in event.get("targets") or ()]
+            fault = str(event.get("fault"))
+            with self._lock:
+                if event.get("phase") == "start":
+                    if event.get("error") is not None:
+                        return  # its stop line finds no active id either
+                    self._active_ids.add(fid)
+                elif fid in self._active_ids:
+                    self._active_ids.discard(fid)
+                else:
+                    return
+            if event.get("phase") == "start":
+                self.fault_started(fault, targets)
+            else:
+                self.fault_stopped(fault, targets)
+        elif kind == "metadata" and event.get("type") == "ok":
+            isr = event.get("isr")
+            if isinstance(isr, list) and "topic" in event and "partition" in event:
+                self.isr_seen(str(event["topic"]), int(event["partition"]), len(isr))
 
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:
         """The current value of one sample (tests, reports); 0.0 when absent."""
@@ -115,3 +176,28 @@ class HarnessMetrics:
     def push(self, gateway: str, job: str = "kchaos") -> None:
         """Push every metric to a Pushgateway, grouped by run id."""
         push_to_gateway(gateway, job=job, registry=self.registry, grouping_key={"run": self.run_id})
+
+
+class MetricsSink:
+    """A history sink that also feeds :meth:`HarnessMetrics.observe`.
+
+    Every line goes to the wrapped sink first (the history is what counts); anything else
+    (``recorder``, ``elapsed_ns``, ...) is the wrapped sink's own. A metrics error never
+    reaches the writer of the line.
+    """
+
+    def __init__(self, sink: Any, metrics: HarnessMetrics) -> None:
+        self._sink = sink
+        self._metrics = metrics
+
+    def append(self, event: dict[str, Any]) -> object:
+        result = self._sink.append(event)
+        if event.get("f") in ("fault", "metadata"):
+            try:
+                self._metrics.observe(event)
+            except Exception:  # noqa: BLE001 - metrics must never fail a run
+                log.debug("metrics: could not observe %r", event, exc_info=True)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sink, name)

@@ -8,7 +8,8 @@ run id in ``io.kchaos.run``) and mounts, loop devices and files under
    filesystem cannot be killed, so this must come before anything else);
 2. SIGCONT every process of the run's containers, and unpause paused containers;
 3. ``kchaos.faults.heal_everything`` on the attached cluster, when the faults package has it;
-4. remove the containers, then the network;
+4. remove the containers, then the network, and stop the run's Prometheus server (a
+   host process, found by its pid file under the run's directory);
 5. unmount, detach the loop devices backed by files under the run's directory;
 6. delete the run's directory (only once nothing is mounted below it).
 
@@ -29,7 +30,7 @@ import click
 import docker
 import docker.errors
 
-from kchaos.harness.cluster import filesystem
+from kchaos.harness.cluster import filesystem, prometheus
 from kchaos.harness.cluster.containers import container_pids, docker_client
 from kchaos.harness.cluster.topology import run_dir
 from kchaos.harness.errors import ClusterError, ConfigError
@@ -175,6 +176,13 @@ def remove_run(
                     continue
             note(f"{verb} network {n.name}")
     base = run_dir(run_id)
+    if (prometheus.home_of(run_id) / prometheus.PID_FILE).is_file():
+        if dry_run:
+            note(f"would stop the run's prometheus ({prometheus.home_of(run_id)})")
+        else:
+            stopped = prometheus.stop_leftover(prometheus.home_of(run_id))
+            if stopped:
+                note(stopped)
     for mount in filesystem.mounts_under(base):
         if not dry_run:
             with contextlib.suppress(ClusterError):  # not frozen, or not ext4: unmount anyway

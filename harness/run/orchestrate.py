@@ -115,12 +115,23 @@ class _Live:
         return text + ("  faults: " + " ".join(active) if active else "  no fault active")
 
 
-def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec: Any) -> None:
-    """Topics, workload, nemesis, heal, drain; the history is closed on the way out."""
+def _drive(
+    sc: Scenario,
+    cluster: Any,
+    run_dir: Path,
+    progress: RunProgress,
+    rec: Any,
+    metrics: Any = None,
+) -> None:
+    """Topics, workload, nemesis, heal, drain; the history is closed on the way out.
+
+    With ``metrics`` (HarnessMetrics), the workload counts its sends there and the fault
+    and ISR lines of the history update it too (MetricsSink)."""
     from kchaos.faults.base import abort_all
     from kchaos.faults.heal import heal_everything
     from kchaos.faults.nemesis import Nemesis
     from kchaos.workloads.history import HistoryWriter
+    from kchaos.workloads.metrics import MetricsSink
     from kchaos.workloads.workload import Workload
 
     with progress.phase("topics"):
@@ -131,13 +142,16 @@ def _drive(sc: Scenario, cluster: Any, run_dir: Path, progress: RunProgress, rec
         # the wall clock of the history's time 0, to align controller.jsonl with it
         rec.update(history_start_unix_ns=time.time_ns() - history.elapsed_ns())
         plan = plan_of(sc)
-        with Workload.for_cluster(plan.workload, cluster, history, run_dir=run_dir) as workload:
+        sink: Any = history if metrics is None else MetricsSink(history, metrics)
+        with Workload.for_cluster(
+            plan.workload, cluster, sink, run_dir=run_dir, metrics=metrics
+        ) as workload:
             try:
                 with progress.phase("clients"):
                     workload.start()
                 live.workload = workload
                 if plan.schedule is not None:
-                    nemesis = Nemesis(cluster, plan.schedule, history, wait_ready=True)
+                    nemesis = Nemesis(cluster, plan.schedule, sink, wait_ready=True)
                     rec.update(schedule=nemesis.schedule.to_list(), status="running")
                     nemesis.start()
                 progress.workload(sc.workload.duration, live.status, lambda: False)
@@ -177,11 +191,14 @@ def run_scenario(
     command: list[str] | None = None,
     keep_cluster: bool = False,
     extra: dict[str, Any] | None = None,
+    prometheus: bool = False,
 ) -> RunResult:
     """Run one scenario end to end; returns the outcome (exit code by ``expect``).
 
-    ``extra`` adds top-level keys to run.json (``replay_of``, ``shrink_of``)."""
+    ``extra`` adds top-level keys to run.json (``replay_of``, ``shrink_of``);
+    ``prometheus`` starts a Prometheus server for the run (kchaos.harness.run.prometheus)."""
     from kchaos.harness.cluster import Cluster
+    from kchaos.harness.run.prometheus import observe_run
 
     console = console or Console()
     progress = RunProgress(console, quiet=quiet)
@@ -212,7 +229,8 @@ def run_scenario(
                     cluster.start()
                 started = True
                 rec.update(cluster_spec=spec.to_dict(), status="started")
-                _drive(sc, cluster, run_dir, progress, rec)
+                with observe_run(cluster, run_dir, rec, server=prometheus) as metrics:
+                    _drive(sc, cluster, run_dir, progress, rec, metrics)
                 status = "completed"
             finally:
                 try:

@@ -50,6 +50,12 @@ def _common(fn: click.decorators.FC) -> click.decorators.FC:
 )
 @click.option("--quiet", is_flag=True, help="Only the final summary.")
 @click.option("--keep-cluster", is_flag=True, help="Leave the cluster up (remove it with cleanup).")
+@click.option(
+    "--prometheus",
+    is_flag=True,
+    help="Start a Prometheus server (Debian's prometheus) scraping the brokers and the "
+    "harness during the run; the report plots what it scraped (RUN_DIR/prometheus.json).",
+)
 def run_cmd(
     scenario: str,
     seed: int | None,
@@ -59,6 +65,7 @@ def run_cmd(
     out: Path | None,
     quiet: bool,
     keep_cluster: bool,
+    prometheus: bool,
 ) -> int:
     """Run SCENARIO against a real cluster, check the history, write the reports.
 
@@ -77,7 +84,14 @@ def run_cmd(
     )
     from kchaos.harness.run import run_scenario
 
-    result = run_scenario(sc, out=out, quiet=quiet, command=sys.argv, keep_cluster=keep_cluster)
+    result = run_scenario(
+        sc,
+        out=out,
+        quiet=quiet,
+        command=sys.argv,
+        keep_cluster=keep_cluster,
+        prometheus=prometheus,
+    )
     return result.exit_code
 
 

@@ -50,7 +50,9 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> list[FakeCluster]:
 def writes_history(results: dict | None = None, fail: BaseException | None = None) -> Any:
     """A _drive stand-in: writes a small history (as the workload would), maybe fails."""
 
-    def drive(sc: Any, cluster: Any, run_dir: Path, progress: Any, rec: Any) -> None:
+    def drive(
+        sc: Any, cluster: Any, run_dir: Path, progress: Any, rec: Any, metrics: Any = None
+    ) -> None:
         sample = make_run(run_dir.parent / (run_dir.name + "-sample"), results=None)
         (run_dir / "history.jsonl").write_bytes((sample / "history.jsonl").read_bytes())
         if fail is not None:

@@ -1,0 +1,93 @@
+"""The report's Prometheus section: series scraped during the run (RUN_DIR/prometheus.json).
+
+The file (written by :mod:`kchaos.harness.run.prometheus` when the run had a Prometheus
+server) is one JSON object: ``format``, ``url``, ``start_unix``, ``end_unix``,
+``time0_unix`` (the wall clock of the history's time 0), ``step_s``, ``errors`` (queries
+that failed) and ``series``: ``[{"name", "title", "unit", "query", "labels": {...},
+"points": [[seconds since the history's time 0, value], ...]}]``, one entry per label set
+(a broker's ``node``, a fault kind). One figure per ``name``, one line per label set.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import orjson
+import plotly.graph_objects as go
+
+from kchaos.reports import plots
+from kchaos.reports.rundata import RunData
+
+PROMETHEUS_FILE = "prometheus.json"
+FORMAT = 1
+
+
+def load(run_dir: str | Path) -> dict[str, Any] | None:
+    """prometheus.json of a run, or None when the run had no Prometheus server (or the
+    file is unreadable: the report then says so instead of failing)."""
+    path = Path(run_dir) / PROMETHEUS_FILE
+    if not path.is_file():
+        return None
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError:
+        return {"series": [], "errors": [f"{PROMETHEUS_FILE} is not valid JSON"]}
+    return doc if isinstance(doc, dict) else None
+
+
+def _label(labels: dict[str, Any]) -> str:
+    if "node" in labels:
+        return f"broker {labels['node']}"
+    if len(labels) == 1:
+        return str(next(iter(labels.values())))
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "all"
+
+
+def figures(doc: dict[str, Any], data: RunData) -> list[tuple[str, go.Figure]]:
+    """(name, figure) per series name, in the file's order."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for s in doc.get("series") or ():
+        if isinstance(s, dict) and s.get("name"):
+            by_name.setdefault(str(s["name"]), []).append(s)
+    out = []
+    for name, group in by_name.items():
+        fig = go.Figure()
+        for s in sorted(group, key=lambda s: _label(s.get("labels") or {})):
+            points = s.get("points") or []
+            fig.add_trace(
+                go.Scatter(
+                    x=[p[0] for p in points],
+                    y=[p[1] for p in points],
+                    name=_label(s.get("labels") or {}),
+                    mode="lines",
+                    line={"shape": "hv"},
+                )
+            )
+        plots.shade_faults(fig, data)
+        first = group[0]
+        out.append(
+            (name, plots._layout(fig, str(first.get("title", name)), str(first.get("unit", "")),
+                                data.end))
+        )  # fmt: skip
+    return out
+
+
+def section(data: RunData, figure_div: Any) -> str:
+    """The HTML section ('' when the run had no Prometheus server)."""
+    doc = load(data.run_dir)
+    if doc is None:
+        return ""
+    parts = [
+        "<h2>Prometheus (scraped during the run)</h2>",
+        f"<p class='muted'>From the run's Prometheus server, stored in "
+        f"<a href='{PROMETHEUS_FILE}'>{PROMETHEUS_FILE}</a>.</p>",
+    ]
+    for name, fig in figures(doc, data):
+        parts.append(figure_div(fig, f"prometheus-{name}"))
+    if not doc.get("series"):
+        parts.append("<p class='muted'>No series came back from the server.</p>")
+    for err in doc.get("errors") or ():
+        parts.append(f"<p class='muted'>query failed: {escape(str(err))}</p>")
+    return "\n".join(parts)
