@@ -20,8 +20,9 @@ stops (if the client has not timed it out first: keep the hold shorter than
 ``controller.socket.timeout.ms``, 30 s by default, or expect a retry on a new
 connection, which carries the same pending request).
 
-The rules live in the fault's own iptables chain in the target's container (see
-:mod:`kchaos.faults.iptables`), so heal-everything removes them like any partition's.
+The rules live in the fault's own iptables chain in the target's network namespace (see
+:mod:`kchaos.faults.iptables`), so heal-everything removes them like any partition's. Both
+``ss`` and ``iptables`` are the host's, run in that namespace: the image needs neither.
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ class HoldControllerRequests(Fault):
     )
 
     def _sample(self, node: NodeHandle, ports: set[int]) -> dict[int, int]:
-        code, out = self.cluster.exec(node, ["ss", "-tnie", "state", "established"])
+        code, out = self.cluster.net_exec(node, ["ss", "-tnie", "state", "established"])
         if code != 0:
             raise FaultError(f"{self.name}: ss on {node.name} exited {code}: {out[-300:]}")
         return parse_ss(out, ports)

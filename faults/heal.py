@@ -5,9 +5,11 @@ that cannot deadlock (a frozen filesystem blocks its writers, even ``docker stop
 
 1. stop this process's own duty cycles (they would re-apply a fault);
 2. thaw every node's filesystem (FITHAW; EINVAL means it was not frozen);
-3. unpause frozen containers and SIGCONT stopped JVMs (process state T);
+3. unpause frozen containers and SIGCONT stopped JVMs (process state T, read on the
+   host from /proc);
 4. Toxiproxy ``POST /reset``: no toxics, every proxy enabled;
-5. remove every ``KCHAOS*`` iptables chain in every running container;
+5. remove every ``KCHAOS*`` iptables chain in every running container's network
+   namespace (the host's iptables, entered with nsenter: nothing needed in the image);
 6. delete disk-fill files;
 7. a node left mid-reboot: unmounted or shut-down filesystem mounted again (after making
    sure its container is stopped), and every stopped container started again.
@@ -30,15 +32,12 @@ from kchaos.harness.errors import HealError
 
 
 def _proc_state(cluster: ClusterHandle, node: NodeHandle) -> str | None:
-    """State letter of the container's PID 1 (the JVM); None when exec is impossible."""
+    """State letter of the node's JVM, read on the host; None when the container is
+    paused or stopped (or cannot be looked at)."""
     try:
-        code, out = cluster.exec(node, ["cat", "/proc/1/stat"])
-    except Exception:  # noqa: BLE001 - paused or stopped container
+        return cluster.jvm_state(node)
+    except Exception:  # noqa: BLE001 - container gone: treated as stopped
         return None
-    if code != 0 or ")" not in out:
-        return None
-    rest = out.rsplit(")", 1)[1].split()
-    return rest[0] if rest else None
 
 
 def heal_everything(

@@ -1,4 +1,9 @@
-"""iptables rules for partitions, built as plain data first, then run in the containers.
+"""iptables rules for partitions, built as plain data first, then applied from the host.
+
+The rules are installed by the *host's* iptables inside each node's network namespace
+(:meth:`ClusterHandle.net_exec`, ``nsenter -t PID -n``), so the broker image needs no
+iptables and no NET_ADMIN of its own: the project's image and one without any tools get the
+same partitions. The host needs iptables and nsenter (``compose/setup.sh`` installs them).
 
 Topology matters here: nodes never talk to each other directly. Node A reaches node B's
 replication and controller listeners through Toxiproxy, at ``toxiproxy_ip:19100+B`` and
@@ -9,9 +14,10 @@ state); connections B opens to A (through A's proxies) are untouched, requests a
 responses alike. A one-way cut is therefore one-way *by who initiates*: the cut side can
 still answer what the other side asks. A symmetric cut is the rule in both containers.
 
-Rules live in kchaos's own chains: ``KCHAOS`` (jumped to from OUTPUT) and one chain per
-fault, ``KCHAOS-<fault id>``, jumped to from ``KCHAOS``. Stopping a fault removes its chain;
-heal-everything removes every chain whose name starts with KCHAOS.
+Rules live in the node's network namespace, in kchaos's own chains: ``KCHAOS`` (jumped to
+from OUTPUT) and one chain per fault, ``KCHAOS-<fault id>``, jumped to from ``KCHAOS``.
+Stopping a fault removes its chain; heal-everything removes every chain whose name starts
+with KCHAOS.
 """
 
 from __future__ import annotations
@@ -85,9 +91,17 @@ def rules_by_node(
     return out
 
 
+# First line of every script: a clear message when the host lacks iptables.
+NEEDS_IPTABLES = (
+    "command -v iptables >/dev/null"
+    " || { echo 'iptables is not installed on the host (Debian package iptables)'; exit 127; }"
+)
+
+
 def install_script(chain: str, rules: Sequence[Sequence[str]]) -> str:
     """Shell script creating the per-fault chain with its rules and hooking it in."""
     lines = [
+        NEEDS_IPTABLES,
         "set -e",
         f"iptables -w -N {MAIN_CHAIN} 2>/dev/null || true",
         f"iptables -w -C OUTPUT -j {MAIN_CHAIN} 2>/dev/null"
@@ -105,6 +119,7 @@ def install_script(chain: str, rules: Sequence[Sequence[str]]) -> str:
 def remove_script(chain: str) -> str:
     return "\n".join(
         [
+            NEEDS_IPTABLES,
             f"while iptables -w -D {MAIN_CHAIN} -j {chain} 2>/dev/null; do :; done",
             f"iptables -w -F {chain} 2>/dev/null || true",
             f"iptables -w -X {chain} 2>/dev/null || true",
@@ -116,6 +131,7 @@ def heal_script() -> str:
     """Remove every KCHAOS* chain; prints the names it removed, one per line."""
     return "\n".join(
         [
+            NEEDS_IPTABLES,
             f"while iptables -w -D OUTPUT -j {MAIN_CHAIN} 2>/dev/null; do :; done",
             "chains=$(iptables -w -S | while read -r op name rest; do",
             f'  if [ "$op" = -N ]; then case "$name" in {MAIN_CHAIN}*) echo "$name";; esac; fi',
@@ -130,9 +146,10 @@ def heal_script() -> str:
 
 
 def run_script(cluster: ClusterHandle, node: NodeHandle, script: str, *, heal: bool) -> str:
+    """Run a script of this module with the host's sh in the node's network namespace."""
     try:
-        code, out = cluster.exec(node, ["sh", "-c", script])
-    except Exception as exc:  # the cluster's own error for a stopped/paused container
+        code, out = cluster.net_exec(node, ["sh", "-c", script])
+    except Exception as exc:  # the cluster's own error for a stopped container
         if heal and "is not running" in str(exc):
             # A stopped container's network namespace went with it, and its rules too: a
             # node that a crash fault holds down has nothing left to heal here.

@@ -1,11 +1,12 @@
-"""Network partitions with iptables inside the node containers, and client cuts.
+"""Network partitions with iptables in the nodes' network namespaces, and client cuts.
 
-What a cut means in this topology is explained in :mod:`kchaos.faults.iptables`: a rule in node
-A's container drops what A sends to node B's replication and controller proxy ports, so A
-can no longer open (or use) connections to B; B's connections to A still work unless the
-cut is both ways. Clients (the harness on the host) reach brokers through the client
-proxies, which partitions leave alone; ``client-cut`` and ``isolate`` with ``clients: true``
-cut them with Toxiproxy instead.
+What a cut means in this topology is explained in :mod:`kchaos.faults.iptables`: a rule in
+node A's network namespace (applied from the host, so the image needs no iptables) drops
+what A sends to node B's replication and controller proxy ports, so A can no longer open
+(or use) connections to B; B's connections to A still work unless the cut is both ways.
+Clients (the harness on the host) reach brokers through the client proxies, which
+partitions leave alone; ``client-cut`` and ``isolate`` with ``clients: true`` cut them with
+Toxiproxy instead.
 
 Families:
 

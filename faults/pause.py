@@ -3,9 +3,10 @@ freezer (``docker pause``) of the whole container.
 
 ``pause`` params:
 
-* ``mode``: ``sigstop`` (the JVM, PID 1 of the container, is stopped; the kernel still
-  answers TCP handshakes and buffers data for it) or ``freezer`` (every process of the
-  container frozen by the cgroup freezer).
+* ``mode``: ``sigstop`` (the JVM is stopped by a signal the host sends to its pid; the
+  kernel still answers TCP handshakes and buffers data for it) or ``freezer`` (every
+  process of the container frozen by the cgroup freezer). Neither needs anything inside
+  the image.
 * ``pause_s``: 0 (default) pauses for the whole fault; > 0 repeats a duty cycle of
   ``pause_s`` paused then ``run_s`` running until the fault stops.
 * ``run_s``: running time between pauses in a duty cycle.

@@ -117,8 +117,20 @@ class ClusterHandle(Protocol):
         """Run a command inside the node's container; (exit code, combined output)."""
         ...
 
+    def net_exec(self, node: NodeHandle, cmd: Sequence[str]) -> tuple[int, str]:
+        """Run a *host* program (iptables, ss) inside the node's network namespace, so
+        that it needs nothing from the image; (exit code, combined output). ClusterError
+        "... is not running" when the container has no process (and so no namespace)."""
+        ...
+
     def signal(self, node: NodeHandle, sig: str) -> None:
-        """Send a signal ("STOP", "CONT", "KILL", "TERM") to the node's broker JVM."""
+        """Send a signal ("STOP", "CONT", "KILL", "TERM") to the node's broker JVM, from
+        the host by its pid."""
+        ...
+
+    def jvm_state(self, node: NodeHandle) -> str | None:
+        """State letter of the broker JVM read on the host (T: stopped by SIGSTOP); None
+        when the container is not running (stopped, or paused by the freezer)."""
         ...
 
     def pause(self, node: NodeHandle) -> None:

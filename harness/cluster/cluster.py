@@ -44,10 +44,12 @@ from kchaos.harness.cluster.containers import (
     get_container,
     jvm_pid,
     log_tail,
+    process_state,
     run_toxiproxy,
     send_signal,
     status_report,
 )
+from kchaos.harness.cluster.netns import run_in_netns
 from kchaos.harness.cluster.proxies import Toxiproxy
 from kchaos.harness.cluster.spec import ClusterSpec
 from kchaos.harness.cluster.state import RunState, load, save
@@ -120,8 +122,20 @@ class Cluster:
         output = result.output or b""
         return int(result.exit_code or 0), bytes(output).decode("utf-8", "replace")
 
+    def net_exec(self, node: NodeHandle, cmd: Sequence[str]) -> tuple[int, str]:
+        return run_in_netns(self.container(node), cmd)
+
     def signal(self, node: NodeHandle, sig: str | int) -> None:
         send_signal(jvm_pid(self.container(node)), sig)
+
+    def jvm_state(self, node: NodeHandle) -> str | None:
+        container = self.container(node)
+        if (container.attrs.get("State") or {}).get("Status") != "running":
+            return None  # paused (cgroup freezer), exited or created
+        try:
+            return process_state(jvm_pid(container))
+        except ClusterError:
+            return None
 
     def pause(self, node: NodeHandle) -> None:
         self.container(node).pause()

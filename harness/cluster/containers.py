@@ -125,7 +125,6 @@ def create_node_container(
         hostname=node.name,
         labels=labels_for(run_id, role, node.node_id),
         environment=dict(env),
-        cap_add=["NET_ADMIN"],
         restart_policy={"Name": "no"},
         mounts=[Mount(target=DATA_DIR, source=str(node.mount_path), type="bind")],
         network=net,
@@ -183,6 +182,17 @@ def jvm_pid(container: Container) -> int:
         if _comm(pid) == "java":
             return pid
     return pids[0]
+
+
+def process_state(pid: int) -> str | None:
+    """State letter of a host process (R, S, D, T, ...) from /proc; None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the last ")"
+    rest = stat.rsplit(")", 1)[-1].split()
+    return rest[0] if rest else None
 
 
 def send_signal(pid: int, sig: str | int) -> None:

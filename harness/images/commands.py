@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from kchaos.harness.errors import ConfigError
 from kchaos.harness.images.build import ensure_images
 from kchaos.harness.images.dockercli import DockerCli
+from kchaos.harness.images.notools import ensure_notools_image
 from kchaos.harness.images.steps import subprocess_runner
 from kchaos.harness.images.versions import (
     BASE_IMAGE,
@@ -39,10 +41,24 @@ def images_cmd() -> None:
     "registry: pull the official images.",
 )
 @click.option("--force", is_flag=True, help="Rebuild (or pull) even if up to date.")
-def build_cmd(kafka_version: str | None, source: str, force: bool) -> int:
+@click.option(
+    "--notools",
+    is_flag=True,
+    help="Also derive kchaos/kafka:V-notools, the broker image without iptables, iproute2 "
+    "and procps (faults need nothing inside the image; offline source only).",
+)
+def build_cmd(kafka_version: str | None, source: str, force: bool, notools: bool) -> int:
     """Make the images exist; quick when they are already up to date."""
+    if notools and source != "offline":
+        raise ConfigError(
+            "--notools derives from the offline image; the official apache/kafka image "
+            "has no such tools already",
+            field="notools",
+        )
     images = ensure_images(kafka_version, source, force=force)
     click.echo(f"kafka={images.kafka} toxiproxy={images.toxiproxy}")
+    if notools:
+        click.echo(f"kafka-notools={ensure_notools_image(kafka_version, force=force)}")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Helpers for the faults Docker tests: topics, ISR, leaders, producing, waiting."""
+"""Helpers for the faults Docker tests: topics, ISR, leaders, producing, waiting, and
+which nodes reach which."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from kchaos.harness.cluster import Cluster
 
 T = TypeVar("T")
 
@@ -86,3 +89,16 @@ def produce(
         p.poll(0)
     p.flush(timeout)
     return results
+
+
+def reaches(c: Cluster, src: int, dst: int) -> bool:
+    """Whether node ``src`` can open a TCP connection to ``dst``'s replication proxy."""
+    proxy = c.node(dst).proxies["replication"]
+    script = f"exec 3<>/dev/tcp/{proxy.listen_host}/{proxy.listen_port}"
+    code, _ = c.exec(c.node(src), ["timeout", "3", "bash", "-c", script])
+    return code == 0
+
+
+def blocked_pairs(c: Cluster) -> set[tuple[int, int]]:
+    ids = [n.node_id for n in c.nodes]
+    return {(a, b) for a in ids for b in ids if a != b and not reaches(c, a, b)}

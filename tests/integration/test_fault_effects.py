@@ -17,7 +17,7 @@ import time
 
 import pytest
 from confluent_kafka import KafkaError, Message, Producer
-from faults_helpers import new_topic, partition, produce, wait_for
+from faults_helpers import blocked_pairs, new_topic, partition, produce, wait_for
 
 from kchaos.faults import heal_everything, make_fault
 from kchaos.faults.targets import active_controller
@@ -48,19 +48,6 @@ def probe(address: str, send: bytes, wait: float = 8.0) -> tuple[str, float]:
         except TimeoutError:
             return "silent", time.monotonic() - t0
         return ("response" if data else "eof"), time.monotonic() - t0
-
-
-def reaches(c: Cluster, src: int, dst: int) -> bool:
-    """Whether node ``src`` can open a TCP connection to ``dst``'s replication proxy."""
-    proxy = c.node(dst).proxies["replication"]
-    script = f"exec 3<>/dev/tcp/{proxy.listen_host}/{proxy.listen_port}"
-    code, _ = c.exec(c.node(src), ["timeout", "3", "bash", "-c", script])
-    return code == 0
-
-
-def blocked_pairs(c: Cluster) -> set[tuple[int, int]]:
-    ids = [n.node_id for n in c.nodes]
-    return {(a, b) for a in ids for b in ids if a != b and not reaches(c, a, b)}
 
 
 def warm_producer(bootstrap: str, topic: str, **conf: object) -> Producer:

@@ -106,13 +106,23 @@ class FakeCluster:
         self._log("exec", node.name, tuple(cmd))
         if self.state[node.node_id] != "running":
             raise ClusterError(f"{node.name} is {self.state[node.node_id]}")
-        if list(cmd) == ["cat", "/proc/1/stat"]:
-            return 0, f"1 (java) {self.jvm[node.node_id]} 0 1 1 0"
+        return self.exec_code, ""
+
+    def net_exec(self, node: NodeHandle, cmd: Sequence[str]) -> tuple[int, str]:
+        # The network namespace outlives a pause (freezer), not a stop.
+        self._log("net_exec", node.name, tuple(cmd))
+        if self.state[node.node_id] == "exited":
+            raise ClusterError(f"container of {node.name} is not running")
         return self.exec_code, ""
 
     def signal(self, node: NodeHandle, sig: str) -> None:
         self._log("signal", node.name, sig)
         self.jvm[node.node_id] = "T" if sig == "STOP" else "S"
+
+    def jvm_state(self, node: NodeHandle) -> str | None:
+        if self.state[node.node_id] != "running":
+            return None
+        return self.jvm[node.node_id]
 
     def pause(self, node: NodeHandle) -> None:
         self._log("pause", node.name)

@@ -57,15 +57,15 @@ class SsCluster(FakeCluster):
         self.state[101] = "running"
         self.samples = list(samples)
 
-    def exec(self, node: NodeHandle, cmd: Sequence[str], *, user: str = "root") -> tuple[int, str]:
+    def net_exec(self, node: NodeHandle, cmd: Sequence[str]) -> tuple[int, str]:
         if list(cmd[:1]) == ["ss"]:
-            self._log("exec", node.name, tuple(cmd))
+            self._log("net_exec", node.name, tuple(cmd))
             return 0, self.samples.pop(0)
-        return super().exec(node, cmd, user=user)
+        return super().net_exec(node, cmd)
 
 
 def _scripts(cluster: FakeCluster) -> list[str]:
-    return [c[2][2] for c in cluster.calls if c[0] == "exec" and c[2][:2] == ("sh", "-c")]
+    return [c[2][2] for c in cluster.calls if c[0] == "net_exec" and c[2][:2] == ("sh", "-c")]
 
 
 def test_fault_installs_then_heals_its_chain(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_network_toxics(cluster: FakeCluster, toxiproxy: type[FakeToxiproxy]) ->
 def test_isolate_installs_rules_on_every_side(cluster: FakeCluster) -> None:
     f = make_fault(cluster, "isolate", "broker-2", id="f-9")
     f.start()
-    scripts = {c[1]: c[2][2] for c in cluster.names("exec")}
+    scripts = {c[1]: c[2][2] for c in cluster.names("net_exec")}
     assert set(scripts) == {"broker-1", "broker-2", "broker-3"}
     assert "--dport 19101" in scripts["broker-2"] and "--dport 19103" in scripts["broker-2"]
     assert "--dport 19102" in scripts["broker-1"] and "19103" not in scripts["broker-1"]
@@ -79,13 +79,13 @@ def test_isolate_installs_rules_on_every_side(cluster: FakeCluster) -> None:
     ]
     cluster.calls.clear()
     f.stop()
-    assert all("-X KCHAOS-f-9" in c[2][2] for c in cluster.names("exec"))
-    assert len(cluster.names("exec")) == 3
+    assert all("-X KCHAOS-f-9" in c[2][2] for c in cluster.names("net_exec"))
+    assert len(cluster.names("net_exec")) == 3
 
 
 def test_one_way_cut_only_touches_the_cut_side(cluster: FakeCluster) -> None:
     with make_fault(cluster, "cut", "broker-1", to="broker-3") as f:
-        execs = cluster.names("exec")
+        execs = cluster.names("net_exec")
         assert [c[1] for c in execs] == ["broker-1"]
         assert f.detail["to"] == ["broker-3"]
 

@@ -28,7 +28,7 @@ def test_heal_finds_leftovers_without_memory(
     assert not cluster.frozen and cluster.jvm[2] == "S" and cluster.state[3] == "running"
     assert not toxiproxy.toxics and not toxiproxy.disabled
     # iptables heal script ran in every running container
-    heals = [c for c in cluster.names("exec") if "KCHAOS*)" in " ".join(c[2])]
+    heals = [c for c in cluster.names("net_exec") if "KCHAOS*)" in " ".join(c[2])]
     assert len(heals) == 3
     # thaw comes before anything that could block on a frozen filesystem
     assert cluster.calls[0][0] == "thaw"

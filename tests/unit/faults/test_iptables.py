@@ -48,3 +48,13 @@ def test_scripts_use_own_chains() -> None:
     assert "-D KCHAOS -j KCHAOS-f-12" in removal and "-X KCHAOS-f-12" in removal
     heal = iptables.heal_script()
     assert "-D OUTPUT -j KCHAOS" in heal and "KCHAOS*)" in heal
+
+
+def test_every_script_says_when_the_host_lacks_iptables() -> None:
+    # The scripts run the host's iptables in the node's namespace: a missing one is named.
+    for script in (
+        iptables.install_script("KCHAOS-f-1", [["-j", "DROP"]]),
+        iptables.remove_script("KCHAOS-f-1"),
+        iptables.heal_script(),
+    ):
+        assert script.splitlines()[0] == iptables.NEEDS_IPTABLES

@@ -23,4 +23,5 @@ def compose_copy(tmp_path: Path) -> Path:
     dst = tmp_path / "compose"
     shutil.copytree(paths.COMPOSE_DIR / "kafka", dst / "kafka")
     shutil.copytree(paths.COMPOSE_DIR / "toxiproxy", dst / "toxiproxy")
+    shutil.copytree(paths.COMPOSE_DIR / "kafka-notools", dst / "kafka-notools")
     return dst
