@@ -316,15 +316,19 @@ def run_soak(
     console: Any = None,
     command: list[str] | None = None,
     run: Callable[..., Any] | None = None,
+    resolver: Callable[[str], str | None] | None = None,
 ) -> int:
-    """Run the soak; 0 when every run was valid, else the worst exit code of `kchaos run`."""
+    """Run the soak; 0 when every run was valid, else the worst exit code of `kchaos run`.
+    The version is checked first as `kchaos matrix` checks it (``resolver``: its jar
+    resolver, Maven by default)."""
     from rich.console import Console
 
-    from kchaos.harness.images.versions import parse_kafka_version
+    from kchaos.harness.run.matrix import check_versions, maven_resolver, parse_versions
     from kchaos.harness.run.suite import run_entries, suite_dir_for
 
     console = console or Console()
-    version = str(parse_kafka_version(kafka_version))
+    (version,) = parse_versions(kafka_version)
+    check_versions([version], "offline", resolver or maven_resolver())
     suite_dir = suite_dir_for(f"{version}-seeds-{seed_base}-{seed_base + runs - 1}", out, "soak")
     entries = plan(
         runs,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kchaos.harness import cli
-from kchaos.harness.errors import ClusterError
+from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.run import soak
 from kchaos.harness.run.orchestrate import RunResult
 from kchaos.reports.build import write_run_reports
@@ -78,6 +78,10 @@ def test_the_scenario_files_written_load_again(tmp_path: Path) -> None:
     assert load_scenario(tmp_path / "soak-41.yaml") == entries[1].scenario
 
 
+def known(version: str) -> str | None:
+    return None if version == "4.4.0" else f"Maven Central has no kafka_2.13:{version}"
+
+
 class FakeRuns:
     """Stands in for run_scenario: seed 2 loses writes, seed 3 cannot start a cluster."""
 
@@ -99,7 +103,7 @@ class FakeRuns:
 def test_summary_counts_invalid_runs_names_kinds_and_links(tmp_path: Path) -> None:
     runs = FakeRuns()
     out = tmp_path / "soak"
-    code = soak.run_soak(runs=4, seed_base=1, out=out, run=runs)
+    code = soak.run_soak(runs=4, seed_base=1, out=out, run=runs, resolver=known)
     assert code == 4  # the worst exit code: a harness error; an invalid run alone gives 1
     assert [s for s, _ in runs.calls] == [1, 2, 3, 4]
     assert runs.calls[1][1] == out / "seed-2"
@@ -126,7 +130,7 @@ def test_all_valid_exits_zero(tmp_path: Path) -> None:
         rep = write_run_reports(out)
         return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
 
-    assert soak.run_soak(runs=2, seed_base=9, out=tmp_path / "s", run=valid) == 0
+    assert soak.run_soak(runs=2, seed_base=9, out=tmp_path / "s", run=valid, resolver=known) == 0
     data = json.loads((tmp_path / "s" / "soak.json").read_text())
     assert (data["valid"], data["invalid"], data["kinds"]) == (2, 0, {})
 
@@ -137,7 +141,14 @@ def test_an_invalid_run_alone_exits_one(tmp_path: Path) -> None:
         rep = write_run_reports(out)
         return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
 
-    assert soak.run_soak(runs=1, seed_base=9, out=tmp_path / "s", run=lossy) == 1
+    assert soak.run_soak(runs=1, seed_base=9, out=tmp_path / "s", run=lossy, resolver=known) == 1
+
+
+def test_a_version_maven_does_not_have_is_refused_before_any_run(tmp_path: Path) -> None:
+    runs = FakeRuns()
+    with pytest.raises(ConfigError, match="cannot be built"):
+        soak.run_soak(runs=1, kafka_version="3.9.9", out=tmp_path / "s", run=runs, resolver=known)
+    assert runs.calls == [] and not (tmp_path / "s").exists()
 
 
 def test_bad_input_is_one_line_and_exit_3(tmp_path: Path, capsys: Any) -> None:
