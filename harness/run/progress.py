@@ -55,7 +55,7 @@ class Batch:
     ``expected`` holds a guess of each item's seconds (e.g. its workload plus the measured
     overhead of a run); once items have finished, the guesses are scaled by how long the
     finished ones really took against their guesses. ``at_most`` says N is a budget that
-    may not be used up (``shrink``): the remaining time is then an upper bound.
+    may not be used up (``shrink``): the remaining time is then the most it can take.
     """
 
     def __init__(
@@ -114,18 +114,18 @@ class Batch:
         return f"{self.noun} {self.index} {of} {self.total}"
 
     def left_text(self) -> str:
-        """``about 22:00 left`` (``at most`` for a budget)."""
+        """``about 22:00 left`` (``up to about`` for a budget that may not be used up)."""
         left = self.remaining()
         if left is None:
             return f"time left unknown until a {self.noun} has finished"
-        return f"{'at most' if self.at_most else 'about'} {clock_text(left)} left"
+        return f"{'up to about' if self.at_most else 'about'} {clock_text(left)} left"
 
     def times(self) -> str:
         """``4:10 elapsed, about 22:00 left``."""
         return f"{clock_text(self.elapsed())} elapsed, {self.left_text()}"
 
     def status(self) -> str:
-        """``run 3 of 20 (soak-1003): 4:10 elapsed, about 22:00 left``."""
+        """``run 3 of 20 (seed-3): 4:10 elapsed, about 22:00 left``."""
         label = f" ({self.label})" if self.label else ""
         return f"{self.position()}{label}: {self.times()}"
 

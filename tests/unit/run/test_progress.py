@@ -66,7 +66,7 @@ def test_batch_without_guesses_and_a_budget(clock: Clock) -> None:
     clock.now += 30
     b.end()
     b.begin(2)
-    assert b.left_text() == "at most 5:30 left"  # 11 attempts of 30 s
+    assert b.left_text() == "up to about 5:30 left"  # 11 attempts of 30 s
 
 
 def test_each_keeps_the_batch_current_and_counts(clock: Clock) -> None:
