@@ -44,6 +44,8 @@ command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || missing+=(golang-go)
 command -v prometheus >/dev/null || missing+=(prometheus)
 # actionlint runs shellcheck over the workflows' `run:` scripts when it finds it.
 command -v shellcheck >/dev/null || missing+=(shellcheck)
+# The progress display's docker test captures a terminal with tmux.
+command -v tmux >/dev/null || missing+=(tmux)
 if [ "${KCHAOS_WITH_BROWSER:-1}" = 1 ]; then
   command -v chromium >/dev/null || missing+=(chromium)
 fi

@@ -30,6 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "kchaos.harness.run.shrink:shrink_cmd",
         "Find a smaller fault schedule that still fails.",
     ),
+    "soak": (
+        "kchaos.harness.run.soak:soak_cmd",
+        "Seeded random fault schedules on a safe config: count false alarms.",
+    ),
     "scenarios": ("kchaos.harness.scenario.commands:scenarios_cmd", "List the incident library."),
     "validate": ("kchaos.harness.scenario.commands:validate_cmd", "Check a scenario file."),
     "report": ("kchaos.reports.commands:report_cmd", "Write the reports of a run directory."),

@@ -37,6 +37,7 @@ import click
 import orjson
 
 from kchaos.harness.errors import HistoryError, KchaosError
+from kchaos.harness.run import progress
 from kchaos.harness.run.ddmin import BudgetExhausted, Prober, Trial, ddmin, greedy
 from kchaos.harness.run.replay import load_data, read_run_json, scenario_data
 from kchaos.harness.rundir.anomalies import INVALIDATING
@@ -238,6 +239,7 @@ class Search:
     console: Any
     command: list[str] | None = None
     phase: str = "steps"
+    batch: progress.Batch = field(default_factory=lambda: progress.Batch(1, noun="attempt"))
     attempts: list[Attempt] = field(default_factory=list)
     loaded: dict[Candidate, Scenario | None] = field(default_factory=dict)
 
@@ -263,20 +265,23 @@ class Search:
         assert sc is not None  # admissible() ran first
         number = len(self.attempts) + 1
         run_dir = self.out / f"attempt-{number:02d}"
-        self.console.rule(f"attempt {number} ({self.phase}): {len(candidate)} step(s)")
+        self.console.rule(
+            f"attempt {number} ({self.phase}): {len(candidate)} step(s): {self.batch.times()}"
+        )
         for step in candidate:
             self.console.print(f"  {describe(step)}")
         attempt = Attempt(number, self.phase, candidate, None, run_dir=str(run_dir))
         self.attempts.append(attempt)
         try:
-            result = self.run(
-                sc,
-                out=run_dir,
-                console=self.console,
-                quiet=True,
-                command=self.command,
-                extra={"shrink_of": str(self.original.run_dir.resolve())},
-            )
+            with progress.item(self.batch, number, f"{self.phase}, {len(candidate)} step(s)"):
+                result = self.run(
+                    sc,
+                    out=run_dir,
+                    console=self.console,
+                    quiet=True,
+                    command=self.command,
+                    extra={"shrink_of": str(self.original.run_dir.resolve())},
+                )
         except RunInterrupted:
             attempt.error = "interrupted"
             raise
@@ -327,6 +332,16 @@ def search(prober: Prober[Candidate], start: Candidate, set_phase: Callable[[str
         pass
 
 
+def _workload_seconds(data: Mapping[str, Any]) -> float:
+    """The scenario data's workload duration (for the progress estimate only)."""
+    from kchaos.harness.scenario.loader import parse_duration
+
+    try:
+        return parse_duration((data.get("workload") or {}).get("duration", 60))
+    except (ValueError, TypeError, KchaosError):
+        return 60.0
+
+
 def shrink_run(
     run_dir: Path,
     *,
@@ -350,7 +365,9 @@ def shrink_run(
         run = run_scenario
     out_dir = suite_dir_for(str(original.run.run_id or run_dir.name), out, "shrink")
     out_dir.mkdir(parents=True, exist_ok=True)
-    state = Search(original, out_dir, run, console, command)
+    guess = progress.run_guess(_workload_seconds(original.data))
+    runs = progress.Batch(budget, noun="attempt", expected=[guess] * budget, at_most=True)
+    state = Search(original, out_dir, run, console, command, batch=runs)
     prober: Prober[Candidate] = Prober(
         state.probe, budget=budget, repeats=repeats, admissible=state.admissible
     )
@@ -363,7 +380,8 @@ def shrink_run(
         f"{', '.join(original.kinds)}), budget {budget} run(s), repeat {repeats}"
     )
     try:
-        search(prober, original.steps, set_phase)
+        with progress.batch(runs):
+            search(prober, original.steps, set_phase)
     finally:
         best = prober.last_failing or original.steps
         summary = _write(state, best, budget, repeats)

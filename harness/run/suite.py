@@ -13,6 +13,7 @@ from rich.console import Console
 from kchaos.harness.errors import ConfigError, KchaosError
 from kchaos.harness.paths import runs_dir
 from kchaos.harness.run.orchestrate import RunInterrupted, run_scenario
+from kchaos.harness.run.progress import Batch, each, run_guess
 from kchaos.harness.scenario.loader import load_scenario
 from kchaos.harness.scenario.model import Scenario
 from kchaos.reports.build import RunReport
@@ -94,9 +95,10 @@ def run_entries(
     reports: list[RunReport] = []
     failures: list[SuiteFailure] = []
     codes: list[int] = []
-    for i, entry in enumerate(entries, 1):
+    b = Batch(len(entries), expected=[run_guess(e.scenario.workload.duration) for e in entries])
+    for i, entry in each(b, entries, lambda e: e.label):
         sc = entry.scenario
-        console.rule(f"[{i}/{len(entries)}] {entry.label}")
+        console.rule(f"[{i}/{len(entries)}] {entry.label}: {b.times()}")
         run_dir = suite_dir / entry.label
         try:
             more: dict[str, Any] = {} if entry.extra is None else {"extra": dict(entry.extra)}

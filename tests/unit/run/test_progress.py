@@ -1,0 +1,166 @@
+"""The progress display driven by a fake clock and a fake run: the batch's estimate, the
+live lines in a terminal, plain lines without one, and quiet mode."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from kchaos.harness.run import progress
+from kchaos.harness.run.progress import Batch, RunProgress, clock_text, current_batch, each
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """A clock that moves only when the display sleeps (or the test moves it)."""
+    c = Clock()
+
+    def sleep(seconds: float) -> None:
+        c.now += seconds
+
+    monkeypatch.setattr(progress.time, "sleep", sleep)
+    return c
+
+
+def console(terminal: bool) -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, force_terminal=terminal, width=200, color_system=None), out
+
+
+def test_clock_text() -> None:
+    assert (clock_text(0), clock_text(75), clock_text(3725)) == ("0:00", "1:15", "1:02:05")
+
+
+def test_batch_estimate_starts_from_the_guesses_then_learns(clock: Clock) -> None:
+    b = Batch(3, expected=[100, 100, 100], clock=clock)
+    b.begin(1, "seed-1")
+    assert b.remaining() == 300
+    clock.now += 50
+    assert b.remaining() == 250
+    assert b.status() == "run 1 of 3 (seed-1): 0:50 elapsed, about 4:10 left"
+    clock.now += 150  # the first run took 200 s, twice its guess
+    b.end()
+    b.begin(2, "seed-2")
+    assert b.remaining() == 400  # both runs left, each now guessed at 200 s
+    clock.now += 60
+    assert b.status() == "run 2 of 3 (seed-2): 4:20 elapsed, about 5:40 left"
+
+
+def test_batch_without_guesses_and_a_budget(clock: Clock) -> None:
+    b = Batch(12, noun="attempt", at_most=True, clock=clock)
+    b.begin(1)
+    assert b.remaining() is None
+    assert "time left unknown" in b.status() and "attempt 1 of at most 12" in b.status()
+    clock.now += 30
+    b.end()
+    b.begin(2)
+    assert b.left_text() == "up to about 5:30 left"  # 11 attempts of 30 s
+
+
+def test_each_keeps_the_batch_current_and_counts(clock: Clock) -> None:
+    b = Batch(2, clock=clock)
+    seen = []
+    assert current_batch() is None
+    for i, x in each(b, ["a", "b"]):
+        seen.append((i, x, current_batch() is b, b.index, b.label))
+        clock.now += 10
+    assert seen == [(1, "a", True, 1, "a"), (2, "b", True, 2, "b")]
+    assert current_batch() is None
+    assert [t for _, t in b.took] == [10, 10]
+
+
+def status() -> str:
+    return "sends ok 12 fail 0 info 1  faults: pause(broker-2)"
+
+
+def test_plain_lines_without_a_terminal_name_the_batch(clock: Clock) -> None:
+    con, out = console(terminal=False)
+    b = Batch(5, expected=[100] * 5, clock=clock)
+    b.begin(1)
+    with progress.batch(b):
+        p = RunProgress(con, clock=clock)
+        with p.phase("drain"):
+            clock.now += 3
+        p.workload(30, status, lambda: False)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "drain ...  (run 1 of 5)"
+    assert lines[1] == "drain: done in 3.0 s"
+    work = [line for line in lines if line.startswith("  workload")]
+    assert len(work) == 3  # at 0, 10 and 20 s: one every LOG_EVERY_S
+    assert "workload    10/30 s  sends ok 12 fail 0 info 1  faults: pause(broker-2)" in work[1]
+    assert "| run 1 of 5: " in work[1] and "elapsed, about" in work[1]
+
+
+def test_quiet_without_a_terminal_prints_nothing(clock: Clock) -> None:
+    con, out = console(terminal=False)
+    with progress.batch(Batch(2, clock=clock)):
+        p = RunProgress(con, quiet=True, clock=clock)
+        p.note("hello")
+        with p.phase("drain"):
+            pass
+        p.workload(30, status, lambda: False)
+    assert out.getvalue() == ""
+
+
+def test_quiet_in_a_terminal_outside_a_batch_prints_nothing(clock: Clock) -> None:
+    con, out = console(terminal=True)
+    p = RunProgress(con, quiet=True, clock=clock)
+    with p.phase("drain"):
+        pass
+    p.workload(30, status, lambda: False)
+    assert out.getvalue() == ""
+
+
+def test_live_lines_in_a_terminal_show_the_batch_and_the_run(clock: Clock) -> None:
+    con, out = console(terminal=True)
+    b = Batch(4, expected=[100] * 4, clock=clock)
+    for _ in each(b, ["seed-7"]):
+        p = RunProgress(con, clock=clock)
+        clock.now += 20
+        p.workload(30, status, lambda: False)
+    text = out.getvalue()
+    last = text[text.rindex("runs") :]  # the final frame of the live display
+    assert "run 1 of 4, 0:50 elapsed" in last
+    assert "workload" in last and "0:30 elapsed, 0:00 left" in last
+    assert "faults: pause(broker-2)" in last
+
+
+def test_suite_rules_and_runs_see_their_batch(tmp_path: Path) -> None:
+    from kchaos.harness.run.suite import SuiteEntry, run_entries
+    from kchaos.harness.scenario import library
+
+    sc = library.load("smoke")
+    seen: list[str] = []
+
+    def run(sc: Any, *, out: Path, **_: Any) -> Any:
+        b = current_batch()
+        assert b is not None
+        seen.append(b.position())
+        raise progress_error()
+
+    con, out = console(terminal=False)
+    entries = [SuiteEntry("a", sc), SuiteEntry("b", sc)]
+    run_entries(tmp_path, entries, lambda r, f: None, console=con, run=run)
+    assert seen == ["run 1 of 2", "run 2 of 2"]
+    text = out.getvalue()
+    assert "[1/2] a: 0:00 elapsed, about 2:50 left" in text  # smoke: 30 s + the overhead
+    assert "[2/2] b: " in text
+    assert current_batch() is None
+
+
+def progress_error() -> Exception:
+    from kchaos.harness.errors import ClusterError
+
+    return ClusterError("no cluster in a unit test")
