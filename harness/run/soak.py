@@ -164,13 +164,10 @@ def plan(
 
 def drawn_faults(sc: Any) -> list[str]:
     """The faults the scenario's seeded random schedule draws (the run draws the same)."""
-    from kchaos.faults.schedule import from_spec
-    from kchaos.harness.run.translate import nemesis_spec
+    from kchaos.harness.scenario.plan import plan_of
 
-    spec = nemesis_spec(sc)
-    if spec is None:
-        return []
-    return [f.spec.fault for f in from_spec(spec, seed=sc.seed).faults]
+    schedule = plan_of(sc).schedule  # the very schedule the runner hands the nemesis
+    return [] if schedule is None else [f.spec.fault for f in schedule.faults]
 
 
 def soak_summary(
