@@ -57,12 +57,22 @@ def test_a_real_server_scrapes_the_harness_metrics() -> None:
     assert not (server.home / prometheus.PID_FILE).exists()
 
 
+def _stand_in(config: str) -> subprocess.Popen[bytes]:
+    """A process standing in for a prometheus a killed harness left: same command-line
+    argument. Returned once /proc shows its command line (empty while it execs)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", config])
+    deadline = time.monotonic() + 10
+    while config.encode() not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return proc
+
+
 def test_cleanup_stops_only_the_runs_own_server(tmp_path: Path) -> None:
     home = tmp_path / "prometheus"
     home.mkdir()
     config = f"--config.file={home / 'prometheus.yml'}"
-    # stands in for a prometheus a killed harness left: same command-line argument
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", config])
+    proc = _stand_in(config)
     try:
         (home / prometheus.PID_FILE).write_text(f"{proc.pid}\n")
         assert stop_leftover(home) == f"stopped prometheus (pid {proc.pid})"
@@ -95,7 +105,7 @@ def test_kchaos_cleanup_stops_a_leftover_server_of_a_run(state_dir: Path) -> Non
     home = prometheus.home_of("r4")
     home.mkdir(parents=True)
     config = f"--config.file={home / 'prometheus.yml'}"
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", config])
+    proc = _stand_in(config)
     try:
         (home / prometheus.PID_FILE).write_text(f"{proc.pid}\n")
         assert find_runs(None) == ["r4"]
