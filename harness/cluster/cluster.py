@@ -15,9 +15,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import docker
 import docker.errors
@@ -69,6 +69,7 @@ JMX_PORT = METRICS_PORT
 TOXIPROXY_UP_TIMEOUT = 30.0
 OBSERVE_TIMEOUT = 3.0  # one metadata request of a trigger (polled again and again)
 LOOKUP_TIMEOUT = 10.0  # one lookup of a fault's target (the leader, the active controller)
+T = TypeVar("T")
 
 
 class Cluster:
@@ -274,10 +275,23 @@ class Cluster:
         return observe.partition_leader(self._observer(), topic, partition, LOOKUP_TIMEOUT)
 
     def partition_isr(self, topic: str, partition: int) -> list[int]:
-        return observe.partition_isr(self._observer(), topic, partition, OBSERVE_TIMEOUT)
+        return self._observed(
+            lambda admin: observe.partition_isr(admin, topic, partition, OBSERVE_TIMEOUT)
+        )
 
     def alive_brokers(self) -> set[int]:
-        return observe.alive_brokers(self._observer(), OBSERVE_TIMEOUT)
+        return self._observed(lambda admin: observe.alive_brokers(admin, OBSERVE_TIMEOUT))
+
+    def _observed(self, read: Callable[[AdminClient], T]) -> T:
+        """One read on the observer; a failed read drops the observer. librdkafka sends an
+        admin's metadata request to the broker it used last, so a paused broker that let
+        one request time out gets the next one too and blinds a trigger for as long as the
+        pause lasts; a new client only uses a broker that answers its handshake."""
+        try:
+            return read(self._observer())
+        except ClusterError:
+            self._observe_admin = None
+            raise
 
     def active_controller_id(self) -> int:
         """From ActiveControllerCount on each controller's :7071, else the quorum tool."""

@@ -58,7 +58,10 @@ def test_step_starts_once_the_paused_follower_is_back_in_the_isr(
         "type": "scripted",
         "faults": [
             # the follower stops fetching; with replica.lag.time.max.ms=5000 it leaves the ISR
-            {"at": 0.5, "for": 9, "fault": "pause", "target": str(follower)},
+            # (the leader drops it after 5-7.5 s, the controller fences it after 6 s), and
+            # stays out for several seconds, which the trigger and the monitor must not miss
+            # even when a read of theirs goes to the paused broker and times out
+            {"at": 0.5, "for": 13, "fault": "pause", "target": str(follower)},
             # a harmless second fault, once the follower is out of the ISR and then back in
             {
                 "at": 1,
