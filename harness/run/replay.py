@@ -146,9 +146,9 @@ def replay_cmd(run_dir: Path, kafka_version: str | None, out: Path | None, quiet
 
     Same Kafka version, images, broker/topic/client configs, seed and concrete fault
     schedule (times, targets, params) as the stored run; its run.json names the original
-    (`replay_of`). --kafka-version tries the same run on another release. Exit code as
-    `kchaos run` (judged by the original's `expect`); 3 when RUN_DIR has no usable
-    run.json.
+    (`replay_of`). --kafka-version tries the same run on another release, judged by
+    what the scenario's `expect` says for that release (its `before` entries). Exit code
+    as `kchaos run`; 3 when RUN_DIR has no usable run.json.
     """
     from rich.console import Console
 

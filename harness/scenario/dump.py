@@ -101,6 +101,8 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
         "anomalies": list(e.get("anomalies") or ()),
         "allowed": list(e.get("allowed") or ()),
     }
+    if e.get("section"):  # per-release entries: the file's section, resolved on load
+        out["expect"] = dict(e["section"])
     return out
 
 

@@ -126,6 +126,10 @@ class ExpectConfig:
     valid: Verdict | None = True  # None: any verdict
     anomalies: tuple[str, ...] = ()  # kinds that MUST be found (negative controls)
     allowed: tuple[str, ...] = ()  # kinds that MAY be found without failing the run
+    # The file's whole section when it has per-release entries (``before``): kept so
+    # that a replay on another release resolves it again (``kchaos replay
+    # --kafka-version``); empty when the section has none. Not part of the judgement.
+    section: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,9 @@ def scenarios(tmp_path: Path) -> Path:
     src = tmp_path / "scenarios"
     src.mkdir()
     power = library.resolve("whole-cluster-power-loss").read_text()
-    # shortened as in test_run_scenarios: the cut 10 s in loses what the kernel has not
-    # written back yet (dirty pages go to disk after about 30 s)
+    # shortened: the cut 10 s in loses what the kernel has not written back yet (dirty
+    # pages go to disk after about 30 s). The unsafe cell of this scenario is also the
+    # suite's power-loss negative control: lost writes must be found.
     for old, new in (
         ("duration: 60s", "duration: 25s"),
         ("at: 25s", "at: 10s"),

@@ -92,6 +92,24 @@ def test_kafka_version_option_changes_only_the_release(tmp_path: Path) -> None:
     assert concrete(replayed) == concrete(sc)
 
 
+def test_another_release_gets_the_expectation_the_scenario_gives_it(tmp_path: Path) -> None:
+    # kip-903 expects lost writes before 3.5 and a valid run from 3.5 on: a replay of a
+    # 3.4.1 run on 3.5.2 must expect valid, not the original's resolved "invalid"
+    name = "kip-903-lost-page-cache-rejoin"
+    sc = library.load(name, kafka_version="3.4.1")
+    assert sc.expect.valid is False
+    stored = tmp_path / "run"
+    stored_run(stored, sc)
+    data = orjson.loads((stored / "run.json").read_bytes())
+    data["kafka_version"] = "3.4.1"
+    (stored / "run.json").write_bytes(orjson.dumps(data))
+    same, _ = replay_scenario(stored)
+    assert same.expect == sc.expect
+    fixed, _ = replay_scenario(stored, kafka_version="3.5.2")
+    assert fixed.expect.valid is True and fixed.expect.anomalies == ()
+    assert fixed.expect == library.load(name, kafka_version="3.5.2").expect
+
+
 def test_overrides_of_the_original_run_are_kept(tmp_path: Path) -> None:
     sc = library.load("smoke", overrides=["workload.duration=25", "nemesis.steps.0.at=3"])
     replayed, _ = replay_scenario(stored_run(tmp_path / "run", sc))
