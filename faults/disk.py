@@ -4,7 +4,9 @@
                 in uninterruptible sleep until the thaw. No params.
 ``slow-disk``   a freeze/thaw duty cycle: frozen ``freeze_ms``, thawed ``thaw_ms``, repeated.
 ``disk-full``   a labelled file (``kchaos-diskfill-<id>``) fills the filesystem, leaving
-                ``leave_mb`` free (``max_mb`` caps it; 0 = no cap); deleted on stop.
+                ``leave_mb`` free (``max_mb`` caps it; 0 = no cap); deleted on stop. Kafka
+                halts a broker whose only log dir failed on ENOSPC; the stop starts such a
+                broker again (its log says why it halted), so the fault ends healed.
 
 A frozen filesystem makes its writers unkillable: every exit path thaws first.
 """
@@ -15,7 +17,15 @@ from kchaos.faults import hostfs
 from kchaos.faults.base import Fault, register
 from kchaos.faults.cycle import DutyCycle
 from kchaos.faults.params import Param
+from kchaos.harness.cluster.api import NodeHandle
 from kchaos.harness.errors import HealError
+
+# What LogManager logs (FATAL) just before it halts the JVM when the last live log dir
+# failed, in every release kchaos supports: "Shutdown broker because all log dirs in
+# /var/lib/kafka/data have failed" (measured on 4.4.0 in test_fault_effects).
+HALT_MARKER = "Shutdown broker because all log dirs in"
+LOG_TAIL = 300
+START_TIMEOUT_S = 90.0
 
 
 class _FreezeBase(Fault):
@@ -117,6 +127,27 @@ class DiskFull(Fault):
         self.detail["fill_bytes"] = sizes
 
     def _stop(self) -> None:
+        restarted = []
         for node in self.targets:
-            if node.node_id in getattr(self, "_filled", []):
-                hostfs.unfill(self.cluster, node, self.id)
+            if node.node_id not in getattr(self, "_filled", []):
+                continue
+            hostfs.unfill(self.cluster, node, self.id)
+            if self._halted_by_full_disk(node):
+                try:
+                    self.cluster.start_node(node, wait=True, timeout=START_TIMEOUT_S)
+                except Exception as exc:
+                    raise HealError(f"disk-full: start {node.name}: {exc}") from exc
+                restarted.append(node.name)
+        if restarted:
+            self.detail["restarted"] = restarted
+
+    def _halted_by_full_disk(self, node: NodeHandle) -> bool:
+        """The broker's container is down and its log says Kafka halted it because its
+        log dirs failed (not another fault's kill, which that fault restarts)."""
+        if self.cluster.jvm_state(node) is not None:
+            return False  # running (or SIGSTOPped): not halted
+        try:
+            tail = self.cluster.logs(node, tail=LOG_TAIL)
+        except Exception:  # noqa: BLE001 - no log: leave the node to the final heal
+            return False
+        return HALT_MARKER in tail

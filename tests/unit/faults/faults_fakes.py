@@ -71,6 +71,7 @@ class FakeCluster:
         self.alive: set[int] = {node.node_id for node in self._nodes}
         self.observations = 0
         self.on_observe: Callable[[FakeCluster, int], None] | None = None
+        self.log_text: dict[int, str] = {}  # what logs() returns, per node
 
     def _log(self, *call: Any) -> None:
         with self.lock:
@@ -150,7 +151,7 @@ class FakeCluster:
         self._log("wait_ready")
 
     def logs(self, node: NodeHandle, tail: int = 50) -> str:
-        return ""
+        return self.log_text.get(node.node_id, "")
 
     @property
     def toxiproxy(self) -> FakeToxiproxy:

@@ -117,6 +117,24 @@ def test_disk_full_file_is_labelled_and_removed(cluster: FakeCluster) -> None:
     assert list(Path(node.mount_path).iterdir()) == []
 
 
+def test_disk_full_stop_starts_the_broker_kafka_halted(cluster: FakeCluster) -> None:
+    halted = "[x] FATAL Shutdown broker because all log dirs in /var/lib/kafka/data have failed"
+    with make_fault(cluster, "disk-full", "broker-2", id="f-8", max_mb=1) as f:
+        cluster.state[2] = "exited"  # Kafka halted on ENOSPC
+        cluster.log_text[2] = "...\n" + halted + "\n"
+    assert cluster.state[2] == "running"
+    assert ("start_node", "broker-2", True) in cluster.calls
+    assert f.detail["restarted"] == ["broker-2"]
+
+
+def test_disk_full_stop_leaves_a_broker_down_for_another_reason(cluster: FakeCluster) -> None:
+    with make_fault(cluster, "disk-full", "broker-2", id="f-9", max_mb=1) as f:
+        cluster.state[2] = "exited"  # killed by another fault, which restarts it itself
+    assert cluster.state[2] == "exited"
+    assert not [c for c in cluster.calls if c[0] == "start_node"]
+    assert "restarted" not in f.detail
+
+
 def test_kill_restarts_on_stop(cluster: FakeCluster) -> None:
     with make_fault(cluster, "kill", "broker-1"):
         assert cluster.state[1] == "exited"
