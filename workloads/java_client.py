@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kchaos.harness.cluster.topology import host_ip, network_name
 from kchaos.harness.errors import ConfigError
@@ -32,6 +32,9 @@ from kchaos.harness.labels import labels_for
 from kchaos.workloads.history import HistorySink
 from kchaos.workloads.java_events import ConsumerEvents, ProducerEvents
 from kchaos.workloads.spec import ConsumerSpec, ProducerSpec
+
+if TYPE_CHECKING:
+    from kchaos.workloads.metrics import HarnessMetrics
 
 log = logging.getLogger(__name__)
 
@@ -255,12 +258,14 @@ class JavaProducerWorker:
         bootstrap: str,
         runtime: JavaRuntime,
         slot: int,
+        metrics: HarnessMetrics | None = None,
     ) -> None:
         self.process = process
         self.spec = spec
         self.events = ProducerEvents(
-            sink, process, topic, single_attempt=spec.single_attempt, keys=spec.keys
-        )
+            sink, process, topic, single_attempt=spec.single_attempt, keys=spec.keys,
+            metrics=metrics,
+        )  # fmt: skip
         self.box = JavaContainer(
             runtime,
             f"client-p{process}",

@@ -29,13 +29,18 @@ Consumer (``--verbose``):
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 from kchaos.workloads.classify import canonical_name, classify
 from kchaos.workloads.history import HistorySink
 from kchaos.workloads.values import value_of
+
+if TYPE_CHECKING:
+    from kchaos.workloads.metrics import HarnessMetrics
 
 CLOSED_IN_FLIGHT = "closed-in-flight"  # the producers' name for a send cut off by close
 NEVER_SENT = "never-sent"  # announced, but the tool stopped before sending it
@@ -66,8 +71,10 @@ class ProducerEvents:
         *,
         single_attempt: bool,
         keys: int = 0,
+        metrics: HarnessMetrics | None = None,
     ) -> None:
         self.sink = sink
+        self.metrics = metrics  # sends by outcome for /metrics, as the Python workers do
         self.process = process
         self.topic = topic
         self.single_attempt = single_attempt
@@ -78,7 +85,7 @@ class ProducerEvents:
         self.unparsed = 0
         self._lock = threading.Lock()
         self._announced = 0  # values 0.._announced-1 have an invoke line
-        self._pending: set[int] = set()  # announced, not completed
+        self._pending: dict[int, int] = {}  # announced, not completed: invoke time (ns)
 
     def value(self, i: int) -> str:
         return f"{self.process}.{i}"
@@ -102,7 +109,7 @@ class ProducerEvents:
                     event["key"] = str(i % self.keys)
                 event["value"] = self.value(i)
                 self.sink.append(event)
-                self._pending.add(i)
+                self._pending[i] = time.monotonic_ns()
                 self._announced += 1
                 self.counts["invoke"] += 1
 
@@ -131,7 +138,7 @@ class ProducerEvents:
         with self._lock:
             if number not in self._pending:
                 return  # completed twice: the first completion stands
-            self._pending.discard(number)
+            invoked = self._pending.pop(number)
             base = {"process": self.process, "f": "send", "topic": data.get("topic") or self.topic}
             if success:
                 partition, offset = data.get("partition"), data.get("offset")
@@ -146,6 +153,13 @@ class ProducerEvents:
                     event["message"] = str(data["message"])[:200]
             self.sink.append(event)
             self.counts[outcome] += 1
+            self._count(outcome, invoked)
+
+    def _count(self, outcome: str, invoked_ns: int) -> None:
+        if self.metrics is None:
+            return
+        with contextlib.suppress(Exception):  # metrics must never fail a run
+            self.metrics.send_done(outcome, (time.monotonic_ns() - invoked_ns) / 1e9)
 
     def finish(self) -> None:
         """After the tool exited: values it never sent ``fail``, the rest ``info``.
@@ -161,6 +175,7 @@ class ProducerEvents:
                                   "topic": self.topic, "value": self.value(i),
                                   "error": NEVER_SENT if never else CLOSED_IN_FLIGHT})  # fmt: skip
                 self.counts[outcome] += 1
+                self._count(outcome, self._pending[i])
             self._pending.clear()
 
 

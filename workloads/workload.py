@@ -144,7 +144,7 @@ class Workload:
         first, topics, n = spec.first_process, spec.topics, spec.producers
         self.producers = [
             JavaProducerWorker(first + i, topics[i % len(topics)], spec.producer, sink, servers,
-                               java, slot=i)
+                               java, slot=i, metrics=self.metrics)
             for i in range(n)
         ]  # fmt: skip
         self.consumers = [

@@ -29,6 +29,7 @@ from kchaos.workloads.java_events import (
     ProducerEvents,
     java_error_name,
 )
+from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.spec import ConsumerSpec, ProducerSpec
 
 DATA = Path(__file__).parent / "data"
@@ -48,6 +49,23 @@ def sends(events: list[dict]) -> dict[str, list[dict]]:
         if e["f"] == "send":
             by_value.setdefault(e["value"], []).append(e)
     return by_value
+
+
+def test_java_sends_are_counted_in_the_harness_metrics() -> None:
+    lines = tool_lines("verifiable-producer-4.3.1.out")
+    metrics = HarnessMetrics()
+    events = ProducerEvents(ListSink(), 1, "smoke", single_attempt=False, metrics=metrics)
+    for data in lines:
+        events.line(data)
+    events.finish()
+
+    def sent(outcome: str) -> float:
+        got = metrics.registry.get_sample_value("kchaos_sends_total", {"outcome": outcome})
+        return got or 0.0
+
+    assert events.counts["ok"] > 0 and events.counts["info"] > 0
+    for outcome in ("ok", "fail", "info"):
+        assert sent(outcome) == events.counts[outcome], outcome
 
 
 def test_real_producer_output_becomes_invokes_and_completions() -> None:
