@@ -37,6 +37,16 @@ class SuiteFailure:
     seed: int | None = None
     sre_config: str | None = None  # SRE validation: the label of the broker config
 
+    def label_fields(self) -> dict[str, Any]:
+        """What names the failed run, under the keys a run's summary uses for the same
+        (``scenario``, ``kafka_version``, ``seed``, ``sre_config``)."""
+        return {
+            "scenario": self.scenario,
+            "kafka_version": self.kafka_version,
+            "seed": self.seed,
+            "sre_config": self.sre_config,
+        }
+
 
 def _cell(ok: bool | None, text: str) -> tuple[str, str]:
     if ok is None:

@@ -172,7 +172,7 @@ def run_matrix(
 def write_matrix(
     suite_dir: Path, title: str, reports: list[Any], failures: list[Any], console: Any
 ) -> dict[str, str]:
-    from kchaos.reports.console import print_suite
+    from kchaos.reports.console import print_batch
     from kchaos.reports.suite import version_grid, write_suite_reports
 
     paths = write_suite_reports(
@@ -184,25 +184,15 @@ def write_matrix(
         unit="runs",
         columns=("Kafka", "seed"),
     )
-    rows = [
-        {
-            **r.summary,
-            "scenario": f"{r.summary['scenario']} {r.summary.get('kafka_version')} "
-            f"seed {r.summary.get('seed')}",
-        }
-        for r in reports
-    ]
-    rows += [
-        {
-            "scenario": f"{f.scenario} {f.kafka_version} seed {f.seed}",
-            "verdict": "error",
-            "expected": False,
-            "run_id": "",
-        }
-        for f in failures
-    ]
-    print_suite(rows, console, title)
-    console.print(f"matrix report: {paths['html']}\njunit: {paths['junit']}")
+    print_batch(
+        console,
+        title,
+        reports,
+        failures,
+        paths,
+        page="matrix report",
+        label=lambda s: f"{s['scenario']} {s.get('kafka_version')} seed {s.get('seed')}",
+    )
     return paths
 
 

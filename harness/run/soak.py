@@ -263,7 +263,7 @@ def write_soak(
     console: Any,
 ) -> dict[str, Any]:
     """soak.json, report.html, junit.xml and summary.json; the result on the console."""
-    from kchaos.reports.console import print_suite
+    from kchaos.reports.console import print_batch
     from kchaos.reports.suite import version_grid, write_suite_reports
 
     summary = soak_summary(
@@ -287,19 +287,22 @@ def write_soak(
     summary["report"] = paths["html"]
     summary["junit"] = paths["junit"]
     (out_dir / "soak.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
-    rows = [{**r.summary, "scenario": f"soak seed {r.summary.get('seed')}"} for r in reports]
-    rows += [
-        {"scenario": f"soak seed {f.seed}", "verdict": "error", "expected": False, "run_id": ""}
-        for f in failures
-    ]
-    print_suite(rows, console, title)
     kinds = ", ".join(f"{k} ({v})" for k, v in summary["kinds"].items())
-    console.print(
+    result = (
         f"soak: {summary['invalid']} of {summary['runs']} runs invalid"
         + (f": {kinds}" if kinds else "")
         + f"; unknown {summary['unknown']}, harness errors {summary['error']}"
     )
-    console.print(f"soak report: {paths['html']}\njunit: {paths['junit']}")
+    print_batch(
+        console,
+        title,
+        reports,
+        failures,
+        paths,
+        page="soak report",
+        label=lambda s: f"soak seed {s.get('seed')}",
+        notes=[result],
+    )
     return summary
 
 
