@@ -30,6 +30,7 @@ from typing import Any
 
 import click
 
+from kchaos.harness.cli_options import out_option, overrides_option
 from kchaos.harness.errors import ConfigError
 
 SCALA_BINARY = "2.13"  # compose/kafka/pom.xml's scala.binary
@@ -212,18 +213,8 @@ def write_matrix(
     show_default=True,
     help="Runs per scenario and version; run i uses the scenario's seed + i.",
 )
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a field of every scenario by dotted path (repeatable).",
-)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Output directory (default: runs/matrix-NAMES-TIME).",
-)
+@overrides_option(every_scenario=True)
+@out_option("runs/matrix-NAMES-TIME")
 def matrix_cmd(
     scenarios: tuple[str, ...],
     versions: str,

@@ -35,6 +35,7 @@ from typing import Any
 import click
 import orjson
 
+from kchaos.harness.cli_options import kafka_version_option, out_option
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.anomalies import INVALIDATING
 
@@ -372,12 +373,7 @@ def run_soak(
     show_default=True,
     help="Seed of the first run; the same base gives the same schedules.",
 )
-@click.option(
-    "--kafka-version",
-    default=DEFAULT_KAFKA_VERSION,
-    show_default=True,
-    help="Kafka release to soak.",
-)
+@kafka_version_option(DEFAULT_KAFKA_VERSION)
 @click.option(
     "--duration",
     type=click.FloatRange(min=20),
@@ -385,11 +381,7 @@ def run_soak(
     show_default=True,
     help="Seconds of workload per run.",
 )
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Output directory (default: runs/soak-VERSION-seeds-A-B-TIME).",
-)
+@out_option("runs/soak-VERSION-seeds-A-B-TIME")
 def soak_cmd(
     runs: int, seed_base: int, kafka_version: str, duration: float, out: Path | None
 ) -> int:
