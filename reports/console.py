@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:  # the console stays cheap to import: no report builder, no plotly
@@ -44,8 +45,12 @@ def print_suite(rows: Sequence[Mapping[str, Any]], console: Console, title: str)
     for row in rows:
         found = ", ".join(f"{k} {v}" for k, v in (row.get("anomalies") or {}).items()) or "-"
         outcome = "[green]pass[/]" if row.get("expected") else "[red]FAIL[/]"
-        table.add_row(
-            row["scenario"], row.get("verdict", "?"), found, outcome, str(row.get("run_id", ""))
+        table.add_row(  # a name is text: "smoke [prod]" is not a style tag
+            escape(str(row["scenario"])),
+            row.get("verdict", "?"),
+            found,
+            outcome,
+            str(row.get("run_id", "")),
         )
     console.print(table)
 
