@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+if TYPE_CHECKING:  # the console stays cheap to import: no report builder, no plotly
+    from kchaos.reports.build import RunReport
+    from kchaos.reports.suite import SuiteFailure
 
 
 def print_run(summary: Mapping[str, Any], paths: Mapping[str, str], console: Console) -> None:
@@ -40,7 +45,46 @@ def print_suite(rows: Sequence[Mapping[str, Any]], console: Console, title: str)
     for row in rows:
         found = ", ".join(f"{k} {v}" for k, v in (row.get("anomalies") or {}).items()) or "-"
         outcome = "[green]pass[/]" if row.get("expected") else "[red]FAIL[/]"
-        table.add_row(
-            row["scenario"], row.get("verdict", "?"), found, outcome, str(row.get("run_id", ""))
+        table.add_row(  # a name is text: "smoke [prod]" is not a style tag
+            escape(str(row["scenario"])),
+            row.get("verdict", "?"),
+            found,
+            outcome,
+            str(row.get("run_id", "")),
         )
     console.print(table)
+
+
+def scenario_label(fields: Mapping[str, Any]) -> str:
+    """A batch row named by its scenario alone (``kchaos suite``)."""
+    return str(fields["scenario"])
+
+
+def print_batch(
+    console: Console,
+    title: str,
+    reports: Sequence[RunReport],
+    failures: Sequence[SuiteFailure],
+    paths: Mapping[str, str],
+    *,
+    page: str = "suite report",
+    label: Callable[[Mapping[str, Any]], str] = scenario_label,
+    notes: Sequence[str] = (),
+) -> None:
+    """The end of a batch of runs (suite, SRE validation, matrix, soak) on the console.
+
+    :func:`print_suite`'s table: a row per run report (its summary, the scenario column
+    ``label(summary)``), then an ``error`` row per run that left no report
+    (``label(failure.label_fields())``: the same keys, so one function names both);
+    then each of ``notes`` on a line; then ``page`` with the page's path and junit.xml's
+    (``paths`` as :func:`kchaos.reports.suite.write_suite_reports` returns them).
+    """
+    rows = [{**r.summary, "scenario": label(r.summary)} for r in reports]
+    rows += [
+        {"scenario": label(f.label_fields()), "verdict": "error", "expected": False, "run_id": ""}
+        for f in failures
+    ]
+    print_suite(rows, console, title)
+    for note in notes:
+        console.print(note)
+    console.print(f"{page}: {paths['html']}\njunit: {paths['junit']}")

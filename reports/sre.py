@@ -192,22 +192,16 @@ def write_validation(
         columns=("config",),
     )
     if console is not None:
-        from kchaos.reports.console import print_suite
+        from kchaos.reports.console import print_batch
 
-        rows = [
-            {**r.summary, "scenario": f"{r.summary['scenario']} [{r.summary['sre_config']}]"}
-            for r in runs
-        ]
-        rows += [
-            {
-                "scenario": f"{f.scenario} [{f.sre_config}]",
-                "verdict": "error",
-                "expected": False,
-                "run_id": "",
-            }
-            for f in fails
-        ]
-        print_suite(rows, console, title)
-        console.print(f"{verdict}: {go}/{total} cells go")
-        console.print(f"SRE report: {paths['html']}\njunit: {paths['junit']}")
+        print_batch(
+            console,
+            title,
+            runs,
+            fails,
+            paths,
+            page="SRE report",
+            label=lambda s: f"{s['scenario']} [{s.get('sre_config')}]",
+            notes=[f"{verdict}: {go}/{total} cells go"],
+        )
     return paths

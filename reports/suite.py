@@ -37,6 +37,16 @@ class SuiteFailure:
     seed: int | None = None
     sre_config: str | None = None  # SRE validation: the label of the broker config
 
+    def label_fields(self) -> dict[str, Any]:
+        """What names the failed run, under the keys a run's summary uses for the same
+        (``scenario``, ``kafka_version``, ``seed``, ``sre_config``)."""
+        return {
+            "scenario": self.scenario,
+            "kafka_version": self.kafka_version,
+            "seed": self.seed,
+            "sre_config": self.sre_config,
+        }
+
 
 def _cell(ok: bool | None, text: str) -> tuple[str, str]:
     if ok is None:
@@ -255,9 +265,7 @@ def write_suite_reports(
                 case.set("classname", name)
         suites.append(suite)
     for f in failures:
-        label = run_label(
-            {"scenario": f.scenario, "kafka_version": f.kafka_version, "seed": f.seed}, varied
-        )
+        label = run_label(f.label_fields(), varied)
         s = ET.Element(
             "testsuite", name=f"kchaos.{label}", tests="1", failures="0", errors="1", time="0"
         )
@@ -272,14 +280,7 @@ def write_suite_reports(
         "total": total,
         "runs": [{**r.summary, "report": r.paths["html"]} for r in reports],
         "failures": [
-            {
-                "scenario": f.scenario,
-                "kafka_version": f.kafka_version,
-                "seed": f.seed,
-                "error": f.error,
-                "run_dir": f.run_dir,
-            }
-            for f in failures
+            {**f.label_fields(), "error": f.error, "run_dir": f.run_dir} for f in failures
         ],
     }
     paths["summary"].write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))

@@ -30,6 +30,7 @@ from typing import Any
 
 import click
 
+from kchaos.harness.cli_options import out_option, overrides_option
 from kchaos.harness.errors import ConfigError
 
 SCALA_BINARY = "2.13"  # compose/kafka/pom.xml's scala.binary
@@ -172,7 +173,7 @@ def run_matrix(
 def write_matrix(
     suite_dir: Path, title: str, reports: list[Any], failures: list[Any], console: Any
 ) -> dict[str, str]:
-    from kchaos.reports.console import print_suite
+    from kchaos.reports.console import print_batch
     from kchaos.reports.suite import version_grid, write_suite_reports
 
     paths = write_suite_reports(
@@ -184,25 +185,15 @@ def write_matrix(
         unit="runs",
         columns=("Kafka", "seed"),
     )
-    rows = [
-        {
-            **r.summary,
-            "scenario": f"{r.summary['scenario']} {r.summary.get('kafka_version')} "
-            f"seed {r.summary.get('seed')}",
-        }
-        for r in reports
-    ]
-    rows += [
-        {
-            "scenario": f"{f.scenario} {f.kafka_version} seed {f.seed}",
-            "verdict": "error",
-            "expected": False,
-            "run_id": "",
-        }
-        for f in failures
-    ]
-    print_suite(rows, console, title)
-    console.print(f"matrix report: {paths['html']}\njunit: {paths['junit']}")
+    print_batch(
+        console,
+        title,
+        reports,
+        failures,
+        paths,
+        page="matrix report",
+        label=lambda s: f"{s['scenario']} {s.get('kafka_version')} seed {s.get('seed')}",
+    )
     return paths
 
 
@@ -222,18 +213,8 @@ def write_matrix(
     show_default=True,
     help="Runs per scenario and version; run i uses the scenario's seed + i.",
 )
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a field of every scenario by dotted path (repeatable).",
-)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Output directory (default: runs/matrix-NAMES-TIME).",
-)
+@overrides_option(every_scenario=True)
+@out_option("runs/matrix-NAMES-TIME")
 def matrix_cmd(
     scenarios: tuple[str, ...],
     versions: str,

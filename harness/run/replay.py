@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from kchaos.harness.cli_options import kafka_version_option, out_option, quiet_option
 from kchaos.harness.errors import ConfigError, HistoryError, KchaosError, shown
 from kchaos.harness.rundir.runjson import RunJson, load_run
 from kchaos.harness.scenario.dump import file_data, to_yaml
@@ -134,13 +135,9 @@ def replay_of(run_dir: Path, run: RunJson) -> dict[str, Any]:
 
 @click.command("replay")
 @click.argument("run_dir", metavar="RUN_DIR", type=click.Path(path_type=Path))
-@click.option("--kafka-version", help="Run the same schedule on another Kafka release, e.g. 3.9.1.")
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Output directory (default: runs/RUN_ID).",
-)
-@click.option("--quiet", is_flag=True, help="Only the final summary.")
+@kafka_version_option(otherwise="the stored run's")
+@out_option("runs/RUN_ID")
+@quiet_option()
 def replay_cmd(run_dir: Path, kafka_version: str | None, out: Path | None, quiet: bool) -> int:
     """Run RUN_DIR again from its run.json alone, into a new run directory.
 

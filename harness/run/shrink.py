@@ -36,6 +36,7 @@ from typing import Any
 import click
 import orjson
 
+from kchaos.harness.cli_options import out_option
 from kchaos.harness.errors import HistoryError, KchaosError
 from kchaos.harness.run import progress
 from kchaos.harness.run.ddmin import BudgetExhausted, Prober, Trial, ddmin, greedy
@@ -487,11 +488,7 @@ def _write(state: Search, best: Candidate, budget: int, repeats: int) -> dict[st
     show_default=True,
     help="Clean runs before a candidate counts as not reproducing (flaky reproductions).",
 )
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Output directory (default: runs/shrink-RUN_ID-TIME).",
-)
+@out_option("runs/shrink-RUN_ID-TIME")
 def shrink_cmd(run_dir: Path, budget: int, repeats: int, out: Path | None) -> int:
     """Find a smaller fault schedule that still produces RUN_DIR's anomaly.
 

@@ -35,6 +35,7 @@ from typing import Any
 import click
 import orjson
 
+from kchaos.harness.cli_options import kafka_version_option, out_option
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.anomalies import INVALIDATING
 
@@ -267,7 +268,7 @@ def write_soak(
     console: Any,
 ) -> dict[str, Any]:
     """soak.json, report.html, junit.xml and summary.json; the result on the console."""
-    from kchaos.reports.console import print_suite
+    from kchaos.reports.console import print_batch
     from kchaos.reports.suite import version_grid, write_suite_reports
 
     summary = soak_summary(
@@ -291,19 +292,22 @@ def write_soak(
     summary["report"] = paths["html"]
     summary["junit"] = paths["junit"]
     (out_dir / "soak.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
-    rows = [{**r.summary, "scenario": f"soak seed {r.summary.get('seed')}"} for r in reports]
-    rows += [
-        {"scenario": f"soak seed {f.seed}", "verdict": "error", "expected": False, "run_id": ""}
-        for f in failures
-    ]
-    print_suite(rows, console, title)
     kinds = ", ".join(f"{k} ({v})" for k, v in summary["kinds"].items())
-    console.print(
+    result = (
         f"soak: {summary['invalid']} of {summary['runs']} runs invalid"
         + (f": {kinds}" if kinds else "")
         + f"; unknown {summary['unknown']}, harness errors {summary['error']}"
     )
-    console.print(f"soak report: {paths['html']}\njunit: {paths['junit']}")
+    print_batch(
+        console,
+        title,
+        reports,
+        failures,
+        paths,
+        page="soak report",
+        label=lambda s: f"soak seed {s.get('seed')}",
+        notes=[result],
+    )
     return summary
 
 
@@ -373,12 +377,7 @@ def run_soak(
     show_default=True,
     help="Seed of the first run; the same base gives the same schedules.",
 )
-@click.option(
-    "--kafka-version",
-    default=DEFAULT_KAFKA_VERSION,
-    show_default=True,
-    help="Kafka release to soak.",
-)
+@kafka_version_option(DEFAULT_KAFKA_VERSION)
 @click.option(
     "--duration",
     type=click.FloatRange(min=20),
@@ -386,11 +385,7 @@ def run_soak(
     show_default=True,
     help="Seconds of workload per run.",
 )
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Output directory (default: runs/soak-VERSION-seeds-A-B-TIME).",
-)
+@out_option("runs/soak-VERSION-seeds-A-B-TIME")
 def soak_cmd(
     runs: int, seed_base: int, kafka_version: str, duration: float, out: Path | None
 ) -> int:

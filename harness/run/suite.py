@@ -17,7 +17,7 @@ from kchaos.harness.run.progress import Batch, each, run_guess
 from kchaos.harness.scenario.loader import load_scenario
 from kchaos.harness.scenario.model import Scenario
 from kchaos.reports.build import RunReport
-from kchaos.reports.console import print_suite
+from kchaos.reports.console import print_batch
 from kchaos.reports.suite import SuiteFailure, write_suite_reports
 
 
@@ -143,10 +143,4 @@ def _write(
         failures,
         title=title,
     )
-    rows = [r.summary for r in reports]
-    rows += [
-        {"scenario": f.scenario, "verdict": "error", "expected": False, "run_id": ""}
-        for f in failures
-    ]
-    print_suite(rows, console, title)
-    console.print(f"suite report: {paths['html']}\njunit: {paths['junit']}")
+    print_batch(console, title, reports, failures, paths)

@@ -12,43 +12,27 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from kchaos.harness.cli_options import (
+    broker_config_option,
+    kafka_version_option,
+    out_option,
+    overrides_option,
+    quiet_option,
+    seed_option,
+)
 from kchaos.harness.scenario import library
 
 SCENARIO_HELP = "a library scenario name (see `kchaos scenarios`) or a path to a YAML file"
 
 
-def _common(fn: click.decorators.FC) -> click.decorators.FC:
-    options = [
-        click.option("--seed", type=int, help="Seed of the fault schedule (default: the file's)."),
-        click.option("--kafka-version", help="Kafka release, e.g. 3.9.1 (default: the file's)."),
-        click.option(
-            "--set",
-            "overrides",
-            multiple=True,
-            metavar="KEY=VALUE",
-            help="Override a field by dotted path, e.g. workload.duration=30 or "
-            "cluster.server_properties.log.flush.interval.messages=1 (repeatable).",
-        ),
-        click.option(
-            "--out",
-            type=click.Path(file_okay=False, path_type=Path),
-            help="Output directory (default: runs/RUN_ID, or runs/suite-NAME-TIME for a suite).",
-        ),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
-
-
 @click.command("run")
 @click.argument("scenario", metavar="SCENARIO")
-@_common
-@click.option(
-    "--broker-config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="A server.properties file merged over the scenario's server properties.",
-)
-@click.option("--quiet", is_flag=True, help="Only the final summary.")
+@seed_option()
+@kafka_version_option()
+@overrides_option()
+@out_option("runs/RUN_ID")
+@broker_config_option()
+@quiet_option()
 @click.option("--keep-cluster", is_flag=True, help="Leave the cluster up (remove it with cleanup).")
 @click.option(
     "--prometheus",
@@ -97,7 +81,10 @@ def run_cmd(
 
 @click.command("suite")
 @click.argument("suite", metavar="DIR|NAME")
-@_common
+@seed_option()
+@kafka_version_option()
+@overrides_option(every_scenario=True)
+@out_option("runs/suite-NAME-TIME; with --broker-config runs/sre-NAME-TIME")
 @click.option(
     "--broker-config",
     "broker_configs",
@@ -193,8 +180,8 @@ def scenarios_cmd(verbose: bool) -> int:
 
 @click.command("validate")
 @click.argument("scenarios", nargs=-1, required=True, metavar="SCENARIO...")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="As for run.")
-@click.option("--broker-config", type=click.Path(dir_okay=False, path_type=Path))
+@overrides_option()
+@broker_config_option()
 def validate_cmd(
     scenarios: tuple[str, ...], overrides: tuple[str, ...], broker_config: Path | None
 ) -> int:

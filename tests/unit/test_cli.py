@@ -75,3 +75,40 @@ def test_error_tree_exit_codes() -> None:
     assert HistoryError("x").exit_code == 3
     assert KchaosError("x").exit_code == 4
     assert str(HistoryError("not JSON", file="h.jsonl", line=3)) == "h.jsonl:3: not JSON"
+
+
+def test_options_several_commands_take_read_alike() -> None:
+    """--out, --set, --kafka-version... come from kchaos.harness.cli_options: one type and
+    wording everywhere, with only what differs (e.g. where --out defaults to) per command."""
+    import click
+
+    names = ("run", "suite", "matrix", "soak", "shrink", "replay", "validate")
+    options: dict[str, dict[str, click.Option]] = {}
+    for name in names:
+        for param in cli._load(cli.COMMANDS[name][0]).params:
+            if isinstance(param, click.Option):
+                options.setdefault(param.opts[0], {})[name] = param
+    outs = options["--out"]
+    assert set(outs) == {"run", "suite", "matrix", "soak", "shrink", "replay"}
+    for out in outs.values():
+        assert isinstance(out.type, click.Path) and not out.type.file_okay
+        assert out.help and out.help.startswith("Output directory (default: runs/")
+    assert "runs/sre-NAME-TIME" in str(outs["suite"].help)  # the SRE validation's own
+    assert len({o.help for o in outs.values()}) == 5  # run and replay: runs/RUN_ID
+    sets = options["--set"]
+    assert set(sets) == {"run", "suite", "matrix", "validate"}
+    for name, opt in sets.items():
+        assert opt.name == "overrides" and opt.multiple and opt.metavar == "KEY=VALUE"
+        assert "by dotted path, e.g. workload.duration=30" in str(opt.help), name
+        every = "of every scenario" in str(opt.help)
+        assert every == (name in ("suite", "matrix")), name
+    versions = options["--kafka-version"]
+    assert versions["matrix"].metavar == "V1,V2,..."  # a list, its own option
+    for name in ("run", "suite", "soak", "replay"):
+        assert versions[name].metavar == "VERSION" and str(versions[name].help).startswith(
+            "Kafka release"
+        ), name
+    assert versions["soak"].default == "4.4.0"
+    assert options["--quiet"]["run"].help == options["--quiet"]["replay"].help
+    config = options["--broker-config"]
+    assert config["run"].help == config["validate"].help

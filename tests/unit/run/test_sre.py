@@ -187,6 +187,37 @@ def test_the_go_no_go_matrix(tmp_path: Path) -> None:
     assert row["expected"] is True and any(o["key"] == "acks" for o in row["overridden"])
 
 
+def test_a_cell_that_did_not_run_is_named_by_its_config(tmp_path: Path) -> None:
+    """In junit.xml, summary.json and the console table, as the cells that ran are."""
+    import io
+
+    from rich.console import Console
+
+    from kchaos.harness.errors import ClusterError
+
+    def run(sc: Any, *, out: Path, extra: dict[str, Any], **kw: Any) -> RunResult:
+        if extra["sre"]["label"] == "unsafe":
+            raise ClusterError("cluster did not start")
+        return fake_run(sc, out=out, extra=extra, **kw)
+
+    safe = tmp_path / "safe.properties"
+    safe.write_text(SAFE)
+    unsafe = tmp_path / "unsafe.properties"
+    unsafe.write_text(UNSAFE)
+    out = tmp_path / "out"
+    console = Console(file=io.StringIO(), width=200, color_system=None, record=True)
+    code = sre.run_validation(
+        "mine", [library.resolve("smoke")], [safe, unsafe], out=out, run=run, console=console
+    )
+    assert code == 4  # a run that could not start
+    names = {s.get("name") for s in ET.parse(out / "junit.xml").getroot().findall("testsuite")}
+    assert names == {"kchaos.smoke.config-safe", "kchaos.smoke.config-unsafe"}
+    (failure,) = json.loads((out / "summary.json").read_text())["failures"]
+    assert failure["sre_config"] == "unsafe" and failure["error"] == "cluster did not start"
+    text = console.export_text()
+    assert "│ smoke [safe]   │ valid" in text and "│ smoke [unsafe] │ error" in text
+
+
 def test_bad_input_is_refused_before_any_run(tmp_path: Path) -> None:
     bad = tmp_path / "bad.properties"
     bad.write_text("min.insync.replicas=5\n")  # above the smoke topic's replication factor
