@@ -273,7 +273,8 @@ def _scripted(
     return scripted_schedule(steps, seed)
 
 
-def _draw_param(value: Any, rng: random.Random, where: Where) -> Any:
+def draw_param(value: Any, rng: random.Random, where: Where) -> Any:
+    """One draw of a random fault's param (``choice``/``uniform``/``randint``), else as given."""
     if isinstance(value, Mapping) and len(value) == 1:
         ((how, arg),) = value.items()
         if how == "choice":
@@ -314,7 +315,7 @@ def _random(spec: Mapping[str, Any], seed: int | str, where: Where) -> Schedule:
         # Validate every target choice and one draw of the params now, not mid-run.
         probe = random.Random(0)
         for c in choices:
-            sample = {k: _draw_param(v, probe, pw.child(k, params)) for k, v in params.items()}
+            sample = {k: draw_param(v, probe, pw.child(k, params)) for k, v in params.items()}
             fault_spec(entry.get("fault"), c, sample, where=w)  # type: ignore[arg-type]
         entries.append(RandomEntry(entry["fault"], choices, params, weight, dur, w))
     if sum(e.weight for e in entries) <= 0:
@@ -341,7 +342,7 @@ def random_schedule(spec: RandomSpec, seed: int | str = 0) -> Schedule:
             target = entry.targets[rng.randrange(len(entry.targets))]
             pw = entry.where.child("params", entry.params)
             values = {
-                k: _draw_param(v, rng, pw.child(k, entry.params)) for k, v in entry.params.items()
+                k: draw_param(v, rng, pw.child(k, entry.params)) for k, v in entry.params.items()
             }
             drawn.append((t, lane, (d, entry, target, values)))
             t += d + rng.uniform(*spec.quiet_s)

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from kchaos.harness.scenario.expect import EXIT_UNEXPECTED, Outcome, evaluate
+from kchaos.harness.rundir.expect import EXIT_UNEXPECTED, Outcome, evaluate
 from kchaos.reports import html, junit
 from kchaos.reports.rundata import RunData, load_run
 from kchaos.reports.summary import summarize

@@ -13,7 +13,7 @@ from urllib.parse import quote
 import plotly.graph_objects as go
 import plotly.offline
 
-from kchaos.harness.scenario.expect import Outcome, evaluate, verdict_text
+from kchaos.harness.rundir.expect import Outcome, evaluate, verdict_text
 from kchaos.reports import plots, prometheus, replicas, timeline
 from kchaos.reports.rundata import RunData, series
 

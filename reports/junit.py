@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kchaos.harness.rundir.anomalies import KINDS as ANOMALY_KINDS
-from kchaos.harness.scenario.expect import Outcome, evaluate, verdict_text
+from kchaos.harness.rundir.expect import Outcome, evaluate, verdict_text
 from kchaos.reports.rundata import RunData
 
 

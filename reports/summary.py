@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kchaos.harness.scenario.expect import Outcome, verdict_text
+from kchaos.harness.rundir.expect import Outcome, verdict_text
 from kchaos.reports.rundata import RunData
 
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
 from kchaos.workloads.classify import canonical_name
+from kchaos.workloads.client_log import LIBRDKAFKA_LOG  # where a `debug` config logs
 from kchaos.workloads.clients import (
     AssignCallback,
     ClientFatal,
@@ -26,12 +25,6 @@ from kchaos.workloads.spec import ProducerSpec
 from kchaos.workloads.values import value_of
 
 _OFFSET_BEGINNING = -2
-
-# librdkafka's own log (its `debug` contexts, e.g. "eos,protocol,msg") goes through this
-# logger rather than the process's stderr; a run attaches a file handler to it
-# (:func:`kchaos.workloads.client_log.client_log`), so the client's account of retries and
-# epoch bumps sits in the run directory next to the brokers' logs.
-LIBRDKAFKA_LOG = logging.getLogger("kchaos.client.librdkafka")
 
 
 def producer_config(bootstrap_servers: str, spec: ProducerSpec, client_id: str) -> dict[str, Any]:
@@ -56,22 +49,6 @@ def producer_config(bootstrap_servers: str, spec: ProducerSpec, client_id: str) 
     if "debug" in conf:
         conf["logger"] = LIBRDKAFKA_LOG
     return conf
-
-
-def log_to_file(path: Path) -> logging.Handler:
-    """Send librdkafka's log to ``path`` (created on the first line only) until
-    :func:`stop_logging` is given the returned handler."""
-    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-    LIBRDKAFKA_LOG.addHandler(handler)
-    LIBRDKAFKA_LOG.setLevel(logging.DEBUG)
-    LIBRDKAFKA_LOG.propagate = False  # a debug log can be large: never on the console
-    return handler
-
-
-def stop_logging(handler: logging.Handler) -> None:
-    LIBRDKAFKA_LOG.removeHandler(handler)
-    handler.close()
 
 
 def error_name(err: KafkaError) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 
 from kchaos.harness.cluster.api import ClusterHandle
 from kchaos.harness.errors import WorkloadError
+from kchaos.workloads.client_log import CLIENT_LOG_FILE, log_to_file, stop_logging
 from kchaos.workloads.clients import QUIET_LOG_LEVEL, make_consumer
 from kchaos.workloads.consumer import ConsumerWorker
 from kchaos.workloads.drain import DrainResult, drain
@@ -38,8 +39,6 @@ from kchaos.workloads.spec import WorkloadSpec
 
 log = logging.getLogger(__name__)
 METRICS_PORT = 7071
-# librdkafka's log, written only when a client config sets `debug` (run-relative path)
-CLIENT_LOG_FILE = "logs/librdkafka.log"
 
 
 @dataclass(frozen=True)
@@ -196,10 +195,8 @@ class Workload:
             raise WorkloadError("workload already started")
         self._started = True
         if self._client_log_path is not None and self.spec.client == "confluent":
-            from kchaos.workloads import confluent_client  # only confluent runs load it
-
             self._client_log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._client_log = confluent_client.log_to_file(self._client_log_path)
+            self._client_log = log_to_file(self._client_log_path)
         if self.metrics is not None and self.metrics_port is not None:
             port = self.metrics.serve(self.metrics_port)
             log.info("harness metrics on :%d/metrics", port)
@@ -232,9 +229,7 @@ class Workload:
                 for consumer in self.consumers:
                     consumer.stop()
                 if self._client_log is not None:
-                    from kchaos.workloads import confluent_client
-
-                    confluent_client.stop_logging(self._client_log)
+                    stop_logging(self._client_log)
                     self._client_log = None
         errors = [p.error for p in self.producers if p.error is not None]
         errors += [c.error for c in self.consumers if c.error is not None]

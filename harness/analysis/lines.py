@@ -13,6 +13,7 @@ import orjson
 
 from kchaos.harness.analysis.schema import OPTIONAL, RECORD_FIELDS, REQUIRED, TYPES
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir.history import numbered
 
 
 def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
@@ -27,6 +28,11 @@ def line_problem(text: str) -> tuple[str | None, str] | None:
         event = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         return None, f"not JSON ({exc})"
+    return event_problem(event)
+
+
+def event_problem(event: Any) -> tuple[str | None, str] | None:
+    """(field, what is wrong) for one parsed line, or None when it fits the schema."""
     if not isinstance(event, dict):
         return None, "not a JSON object"
     for name, types in REQUIRED.items():
@@ -90,15 +96,14 @@ def count_lines(path: Path) -> int:
 
 
 def first_bad_line(path: Path, skip_last: bool) -> HistoryError:
-    """The error for the first bad line of ``path`` (a torn last line excepted)."""
+    """The error for the first bad line of ``path`` (a torn last line excepted), read
+    with the run directory's history reader (blank lines skipped, as Spark does)."""
     last = count_lines(path) if skip_last else -1
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            text = raw.decode("utf-8", "replace").strip()
-            if not text or number == last:
-                continue
-            problem = line_problem(text)
-            if problem is not None:
-                field, what = problem
-                return HistoryError(what, file=str(path), line=number, field=field)
+    for number, event in numbered(path):
+        if number == last:
+            continue
+        problem = (None, "not JSON") if event is None else event_problem(event)
+        if problem is not None:
+            field, what = problem
+            return HistoryError(what, file=str(path), line=number, field=field)
     return HistoryError("a line does not fit history format v1", file=str(path))

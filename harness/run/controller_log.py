@@ -29,6 +29,7 @@ from kchaos.harness.run.metadata_records import (
     parse_dump,
     snapshot_to_read,
 )
+from kchaos.harness.run.record import record_step
 from kchaos.harness.rundir.controller import CONTROLLER_JSONL
 
 log = logging.getLogger(__name__)
@@ -182,8 +183,18 @@ def copy_logs(cluster: Any, run_dir: Path) -> dict[str, Any]:
 def collect_after_run(
     cluster: Any, run_dir: Path, rec: Any, topics: Sequence[str]
 ) -> dict[str, Any]:
-    """Both steps, each on its own; the outcome goes to run.json's ``after_run``.
+    """Both steps, each on its own; the outcome goes to run.json's ``after_run``
+    (through :func:`~kchaos.harness.run.record.record_step`, as every after-run step).
     Never raises an ordinary exception (a run is never lost to them)."""
+    return record_step(
+        rec,
+        "after_run",
+        "the after-run collection",
+        lambda: _after_run(cluster, run_dir, rec, topics),
+    )
+
+
+def _after_run(cluster: Any, run_dir: Path, rec: Any, topics: Sequence[str]) -> dict[str, Any]:
     after: dict[str, Any] = {}
     try:
         after["logs"] = {"dir": LOGS_DIR, "nodes": copy_logs(cluster, run_dir)}
@@ -207,10 +218,6 @@ def collect_after_run(
         except Exception as exc:  # noqa: BLE001
             after["controller_log"] = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
             log.warning("%s not written: %s", FILE_NAME, exc)
-    try:
-        rec.update(after_run=after)
-    except Exception as exc:  # noqa: BLE001
-        log.warning("run.json not updated with the after-run collection: %s", exc)
     return after
 
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -97,25 +97,6 @@ class DumpFile:
         """For a ``*.checkpoint`` snapshot, the log offset it ends at (exclusive)."""
         match = _CHECKPOINT.match(PurePosixPath(self.path).name)
         return int(match.group(1)) if match else None
-
-
-@dataclass(frozen=True)
-class _Partition:
-    leader: int
-    leader_epoch: int
-    partition_epoch: int
-    isr: tuple[int, ...]
-    elr: tuple[int, ...]
-    last_known_elr: tuple[int, ...]
-    replicas: tuple[int, ...]
-    recovering: bool
-
-
-@dataclass(frozen=True)
-class _Broker:
-    epoch: int
-    fenced: bool
-    shutting_down: bool
 
 
 @dataclass
@@ -244,8 +225,11 @@ class _Replay:
         self.topics = topics
         self.origin = origin_unix_ns
         self.names: dict[str, str] = {}  # topic id -> name
-        self.partitions: dict[tuple[str, int], _Partition] = {}  # (topic id, partition)
-        self.brokers: dict[int, _Broker] = {}
+        # The replayed state is kept as the lines the run directory holds
+        # (kchaos.harness.rundir.controller); a partition's ``topic`` is its topic id
+        # until it is written. Offset and time are set when a line is written.
+        self.partitions: dict[tuple[str, int], PartitionLine] = {}  # (topic id, partition)
+        self.brokers: dict[int, BrokerLine] = {}
         self.out = Conversion()
         self.last_time = 0
         self.last_offset = -1
@@ -281,11 +265,10 @@ class _Replay:
         time = self._time(time_ms)
         for name, part, tid in keys:
             state = self.partitions[(tid, part)]
-            self._add(_partition_line(offset, time, name, part, state, snapshot=True))
+            self._add(replace(state, offset=offset, time=time, topic=name, snapshot=True))
             offset += 1
         for broker in sorted(self.brokers):
-            b = self.brokers[broker]
-            self._add(BrokerLine(offset, time, broker, b.epoch, b.fenced, b.shutting_down, True))
+            self._add(replace(self.brokers[broker], offset=offset, time=time, snapshot=True))
             offset += 1
         self.out.warnings.append(
             f"the log's segments start after offset 0: started from snapshot {snap.path}"
@@ -362,16 +345,7 @@ class _Replay:
                 continue
             if not old.elr and not old.last_known_elr:
                 continue
-            new = _Partition(
-                old.leader,
-                old.leader_epoch,
-                old.partition_epoch + 1,
-                old.isr,
-                (),
-                (),
-                old.replicas,
-                old.recovering,
-            )
+            new = replace(old, partition_epoch=old.partition_epoch + 1, elr=(), last_known_elr=())
             self.partitions[key] = new
             if self._wanted(key[0]) is not None:
                 changed.append((key, new))
@@ -389,7 +363,11 @@ class _Replay:
 
     def _partition_record(self, r: DumpRecord, d: _Fields) -> ControllerLine | None:
         key = (d.string("topicId"), d.integer("partitionId"))
-        state = _Partition(
+        state = PartitionLine(
+            offset=r.offset,
+            time=0,
+            topic=key[0],
+            partition=key[1],
             leader=d.integer("leader", NO_LEADER),
             leader_epoch=d.integer("leaderEpoch", -1),
             partition_epoch=d.integer("partitionEpoch", -1),
@@ -410,7 +388,8 @@ class _Replay:
         leader = d.integer("leader", NO_LEADER_CHANGE)
         recovery = d.integer("leaderRecoveryState", RECOVERY_NO_CHANGE)
         changed = leader != NO_LEADER_CHANGE
-        state = _Partition(
+        state = replace(
+            old,
             leader=leader if changed else old.leader,
             leader_epoch=old.leader_epoch + 1 if changed else old.leader_epoch,
             partition_epoch=old.partition_epoch + 1,
@@ -424,17 +403,20 @@ class _Replay:
         return self._partition_out(r, key, state)
 
     def _partition_out(
-        self, r: DumpRecord, key: tuple[str, int], state: _Partition
+        self, r: DumpRecord, key: tuple[str, int], state: PartitionLine
     ) -> ControllerLine | None:
         name = self._wanted(key[0])
         if name is None:
             return None
-        return _partition_line(r.offset, self._time(r.create_time_ms), name, key[1], state)
+        return replace(state, offset=r.offset, time=self._time(r.create_time_ms), topic=name)
 
     def _register(self, r: DumpRecord, d: _Fields) -> ControllerLine:
         broker = d.integer("brokerId")
-        state = _Broker(
-            epoch=d.integer("brokerEpoch"),
+        state = BrokerLine(
+            offset=r.offset,
+            time=0,
+            broker=broker,
+            broker_epoch=d.integer("brokerEpoch"),
             fenced=d.boolean("fenced", True),
             shutting_down=d.boolean("inControlledShutdown", False),
         )
@@ -449,8 +431,8 @@ class _Replay:
             raise _Skip(f"unknown value {fenced} for fenced")
         if shutdown not in (IN_CONTROLLED_SHUTDOWN, 0):
             raise _Skip(f"unknown value {shutdown} for inControlledShutdown")
-        state = _Broker(
-            epoch=old.epoch,
+        state = replace(
+            old,
             fenced=old.fenced if fenced == 0 else fenced == FENCE,
             shutting_down=old.shutting_down or shutdown == IN_CONTROLLED_SHUTDOWN,
         )
@@ -459,47 +441,27 @@ class _Replay:
     def _fence(self, r: DumpRecord, d: _Fields, fenced: bool) -> ControllerLine:
         broker, epoch = d.integer("id"), d.integer("epoch")
         old = self._current(broker, epoch)
-        return self._broker_out(r, broker, _Broker(old.epoch, fenced, old.shutting_down))
+        return self._broker_out(r, broker, replace(old, fenced=fenced))
 
     def _unregister(self, r: DumpRecord, d: _Fields) -> ControllerLine:
         broker = d.integer("brokerId")
-        return self._broker_out(r, broker, _Broker(-1, True, False))
+        gone = BrokerLine(r.offset, 0, broker, -1, fenced=True, shutting_down=False)
+        return self._broker_out(r, broker, gone)
 
-    def _current(self, broker: int, epoch: int) -> _Broker:
+    def _current(self, broker: int, epoch: int) -> BrokerLine:
         old = self.brokers.get(broker)
         if old is None:
             raise _Skip(f"no registration of broker {broker}")
-        if old.epoch != epoch:
-            raise _Skip(f"broker {broker} is registered with epoch {old.epoch}, not {epoch}")
+        if old.broker_epoch != epoch:
+            raise _Skip(f"broker {broker} is registered with epoch {old.broker_epoch}, not {epoch}")
         return old
 
-    def _broker_out(self, r: DumpRecord, broker: int, state: _Broker) -> ControllerLine:
-        if state.epoch < 0:
+    def _broker_out(self, r: DumpRecord, broker: int, state: BrokerLine) -> ControllerLine:
+        if state.broker_epoch < 0:
             self.brokers.pop(broker, None)
         else:
             self.brokers[broker] = state
-        time = self._time(r.create_time_ms)
-        return BrokerLine(r.offset, time, broker, state.epoch, state.fenced, state.shutting_down)
-
-
-def _partition_line(
-    offset: int, time: int, topic: str, part: int, s: _Partition, *, snapshot: bool = False
-) -> PartitionLine:
-    return PartitionLine(
-        offset,
-        time,
-        topic,
-        part,
-        s.leader,
-        s.leader_epoch,
-        s.partition_epoch,
-        s.isr,
-        s.elr,
-        s.last_known_elr,
-        s.replicas,
-        s.recovering,
-        snapshot,
-    )
+        return replace(state, offset=r.offset, time=self._time(r.create_time_ms))
 
 
 class _Skip(Exception):

@@ -45,7 +45,7 @@ class RunInterrupted(KchaosError):
 class RunResult:
     run_id: str
     run_dir: Path
-    exit_code: int  # 0 ended as expected, 1 not, 2 unknown verdict (harness.scenario.expect)
+    exit_code: int  # 0 ended as expected, 1 not, 2 unknown verdict (harness.rundir.expect)
     summary: dict[str, Any]
     paths: dict[str, str]
     report: Any = None  # reports.build.RunReport

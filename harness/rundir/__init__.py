@@ -12,6 +12,8 @@ reports, Spark job, matrix and suite pages) import what a run directory holds fr
 * :mod:`kchaos.harness.rundir.controller`: ``controller.jsonl``'s line types and reader.
 * :mod:`kchaos.harness.rundir.results`: ``results.json`` with the checker's series the
   reports plot (fault windows, offline windows, time to full ISR).
+* :mod:`kchaos.harness.rundir.expect`: did a run end as its ``expect`` block says
+  (run.json's ``expect`` against results.json), and the exit code that follows.
 * :mod:`kchaos.harness.rundir.where`: ``file:line: field: what`` for the line readers.
 
 This package depends on nothing else in kchaos but :mod:`kchaos.harness.errors`

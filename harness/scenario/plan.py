@@ -291,9 +291,9 @@ def _random_probes(sc: Scenario, place: Place) -> list[Probe]:
 
 def _draw(params: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     """One draw of a random schedule's params, as faults.schedule draws them."""
-    from kchaos.faults.schedule import _draw_param
+    from kchaos.faults.schedule import draw_param
 
-    return {k: _draw_param(v, rng, Where(field=k)) for k, v in params.items()}
+    return {k: draw_param(v, rng, Where(field=k)) for k, v in params.items()}
 
 
 def _random(sc: Scenario, place: Place, probes: list[Probe]) -> Schedule:

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from kchaos.harness.analysis.lines import count_lines, ends_with_newline, last_line, line_problem
+from kchaos.harness.analysis.lines import (
+    count_lines,
+    ends_with_newline,
+    first_bad_line,
+    last_line,
+    line_problem,
+)
 from kchaos.harness.analysis.runs import resolve_runs, run_facts
 from kchaos.harness.analysis.windows import NO_FAULT, FaultLine, cut_windows
 from kchaos.harness.errors import HistoryError
@@ -82,6 +88,28 @@ def test_tail_helpers(tmp_path: Path) -> None:
     path.write_bytes(b'{"a":1}\n' + b"x" * 200_000 + b"\n\n")
     assert last_line(path) == "x" * 200_000
     assert ends_with_newline(path)
+
+
+GOOD = b'{"index":0,"time":1,"process":1,"type":"invoke","f":"send","topic":"t","value":"1-0"}\n'
+
+
+@pytest.mark.parametrize(
+    ("bad", "skip_last", "where"),
+    [
+        (b'{"index":1,"time":2,"process":1,"type":"ok","f":"send"\n', False, "h.jsonl:4: not JSON"),
+        (b'{"index":1,"time":2,"process":1,"type":"ok"}\n', False, "h.jsonl:4: f: missing"),
+        (b"[1]\n", False, "h.jsonl:4: not a JSON object"),
+        # the last line, torn: passed over, the file has no bad line
+        (b'{"index":1,"ti', True, "h.jsonl: a line does not fit"),
+    ],
+)
+def test_first_bad_line_names_the_line_past_blank_ones(
+    tmp_path: Path, bad: bytes, skip_last: bool, where: str
+) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(GOOD + b"\n  \n" + bad)  # blank lines are skipped, as Spark does
+    err = first_bad_line(path, skip_last=skip_last)
+    assert isinstance(err, HistoryError) and where in str(err), str(err)
 
 
 def _run(path: Path) -> Path:

@@ -11,7 +11,7 @@ from checker_hist import C, H, check_with, counts
 from kchaos.harness.checker import RunConfig, check_run
 from kchaos.harness.checker.controller import read_controller
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.scenario.expect import evaluate
+from kchaos.harness.rundir.expect import evaluate
 
 S = 1_000_000_000
 

@@ -1,6 +1,6 @@
 import pytest
 
-from kchaos.harness.scenario.expect import EXIT_EXPECTED, EXIT_UNEXPECTED, EXIT_UNKNOWN, evaluate
+from kchaos.harness.rundir.expect import EXIT_EXPECTED, EXIT_UNEXPECTED, EXIT_UNKNOWN, evaluate
 
 
 def res(valid, **anomalies):

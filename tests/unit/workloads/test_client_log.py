@@ -7,24 +7,24 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from kchaos.workloads import confluent_client
+from kchaos.workloads import client_log, confluent_client
 from kchaos.workloads.spec import ProducerSpec
 
 
 def test_debug_config_routes_librdkafka_log_through_the_kchaos_logger():
     spec = ProducerSpec(extra={"debug": "eos,protocol,msg"})
     conf = confluent_client.producer_config("127.0.0.1:1", spec, "p1")
-    assert conf["logger"] is confluent_client.LIBRDKAFKA_LOG
+    assert conf["logger"] is client_log.LIBRDKAFKA_LOG
     assert conf["debug"] == "eos,protocol,msg"
     assert "logger" not in confluent_client.producer_config("127.0.0.1:1", ProducerSpec(), "p1")
     consumer = confluent_client.consumer_config("127.0.0.1:1", None, None, "c1", {"debug": "fetch"})
-    assert consumer["logger"] is confluent_client.LIBRDKAFKA_LOG
+    assert consumer["logger"] is client_log.LIBRDKAFKA_LOG
 
 
 def test_a_real_librdkafka_debug_log_is_written_to_the_file(tmp_path: Path, capfd):
     path = tmp_path / "logs" / "librdkafka.log"
     path.parent.mkdir()
-    handler = confluent_client.log_to_file(path)
+    handler = client_log.log_to_file(path)
     try:
         spec = ProducerSpec(extra={"debug": "broker"})
         # nothing listens on port 1: librdkafka logs its connection attempts
@@ -34,14 +34,14 @@ def test_a_real_librdkafka_debug_log_is_written_to_the_file(tmp_path: Path, capf
             producer.poll(0.2)
         del producer
     finally:
-        confluent_client.stop_logging(handler)
+        client_log.stop_logging(handler)
     text = path.read_text()
     assert "127.0.0.1:1" in text and "p-log" in text
     assert "127.0.0.1:1" not in capfd.readouterr().err  # not on the console
-    assert handler not in confluent_client.LIBRDKAFKA_LOG.handlers
+    assert handler not in client_log.LIBRDKAFKA_LOG.handlers
 
 
 def test_no_file_without_a_debug_line(tmp_path: Path):
     path = tmp_path / "librdkafka.log"
-    confluent_client.stop_logging(confluent_client.log_to_file(path))
+    client_log.stop_logging(client_log.log_to_file(path))
     assert not path.exists()

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -101,3 +103,29 @@ def test_the_drain_consumer_keeps_librdkafka_quiet(
     assert workload.drain(deadline_s=5).complete
     extra = built[0].get("extra") or {}
     assert (extra.get("log_level") == "3") is quiet
+
+
+@pytest.mark.parametrize(("client", "attached"), [("confluent", True), ("kafka-python", False)])
+def test_a_run_points_librdkafkas_log_at_its_file_while_clients_run(
+    tmp_path: Path, client: str, attached: bool
+) -> None:
+    from kchaos.workloads.client_log import CLIENT_LOG_FILE, LIBRDKAFKA_LOG
+
+    def ours() -> list[logging.FileHandler]:
+        return [
+            h
+            for h in LIBRDKAFKA_LOG.handlers
+            if isinstance(h, logging.FileHandler) and h.baseFilename.startswith(str(tmp_path))
+        ]
+
+    # no workers: only the log's setup and teardown are looked at
+    spec = WorkloadSpec(topics=("t",), producers=0, consumers=(), client=client)  # type: ignore[arg-type]
+    workload = wl.Workload(spec, "unused:9092", ListSink(), monitor=False, run_dir=tmp_path)
+    workload.start()
+    try:
+        files = [h.baseFilename for h in ours()]
+        assert files == ([str(tmp_path / CLIENT_LOG_FILE)] if attached else [])
+        assert (tmp_path / "logs").is_dir() is attached
+    finally:
+        workload.stop()
+    assert ours() == []
