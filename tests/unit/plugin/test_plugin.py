@@ -147,9 +147,9 @@ def test_bad_factory_is_a_usage_error(pytester: pytest.Pytester):
 
 def test_plugin_imports_cheaply():
     code = (
-        "import sys, harness.pytest_plugin\n"
-        "heavy = [m for m in ('docker', 'confluent_kafka', 'kafka', 'pyspark', 'faults',"
-        " 'workloads', 'plotly') if m in sys.modules]\n"
+        "import sys, kchaos.harness.pytest_plugin\n"
+        "heavy = [m for m in ('docker', 'confluent_kafka', 'kafka', 'pyspark', 'kchaos.faults',"
+        " 'kchaos.workloads', 'plotly') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
