@@ -26,7 +26,7 @@ from kchaos.harness.analysis.runs import RunInput
 from kchaos.harness.analysis.schema import CORRUPT, REQUIRED, TYPES, column_names, history_schema
 from kchaos.harness.analysis.session import spark_errors
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.history import F_SEND
+from kchaos.harness.rundir.history import F_SEND, is_torn
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -191,11 +191,14 @@ def _load(spark: SparkSession, runs: list[RunInput], scratch: Path) -> Loaded:
             raise HistoryError("empty history: no events", file=str(run.history))
         n_corrupt, n_bad = got["corrupt"], got["bad"]
         if n_corrupt or n_bad:
-            # Torn, as the checker has it: the last line unparseable AND without its newline.
+            # Torn, as the checker has it (rundir.history.is_torn): the last line lacks its
+            # newline and begins as an event does, and it does not parse.
+            tail = last_line(run.history)
             tail_bad = (
                 run.fmt == "jsonl"
                 and not ends_with_newline(run.history)
-                and line_problem(last_line(run.history)) is not None
+                and is_torn(tail.encode())
+                and line_problem(tail) is not None
             )
             only_tail = (
                 n_bad == 0

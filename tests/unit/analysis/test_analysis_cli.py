@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kchaos.harness.analysis.job import run_job
+from kchaos.harness.checker import check_history
 from kchaos.harness.errors import HistoryError
 
 from hist import near_misses  # isort: skip
@@ -77,6 +78,21 @@ def test_bad_lines_in_process(spark: Any, tmp_path: Path, tail: bytes, where: st
         run_job([run], spark=spark, write=False)
     assert f"history.jsonl:{len(h.events) + 1}" in str(err.value)
     assert where in str(err.value)
+
+
+@pytest.mark.spark
+def test_a_last_line_that_is_not_an_event_is_not_torn(spark: Any, tmp_path: Path) -> None:
+    # as `kchaos check` has it (rundir.history.is_torn): only a last line that begins as an
+    # event does and lacks its newline was cut short; "garbage" there is a bad line
+    h = near_misses()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "history.jsonl").write_bytes(h.lines() + b"garbage")
+    with pytest.raises(HistoryError) as err:
+        run_job([run], spark=spark, write=False)
+    assert f"history.jsonl:{len(h.events) + 1}" in str(err.value)
+    with pytest.raises(HistoryError):
+        check_history(run / "history.jsonl")
 
 
 @pytest.mark.spark
