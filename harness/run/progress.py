@@ -10,7 +10,7 @@ What is shown depends on the console:
 
 * a terminal: while a phase runs, a transient line (phase, its elapsed time, the batch);
   during the workload a live bar per line (the batch, the run's workload with elapsed and
-  remaining time, sends and active faults);
+  remaining time), then the sends and active faults on a line of their own;
 * no terminal (CI logs): plain lines only, a phase's start and end and one workload
   status line every :data:`LOG_EVERY_S` seconds, each naming the batch's position;
 * quiet (``kchaos run --quiet``, the attempts of ``shrink``): no lines are printed; in a
@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.progress import BarColumn, Progress, TextColumn
 from rich.text import Text
@@ -188,6 +188,21 @@ class _Line:
         return Text(self.text(), style="dim", no_wrap=True, overflow="ellipsis")
 
 
+class _Bars(Progress):
+    """The bars, then the workload's status (sends, active faults) on a line of its own.
+
+    Beside the bars, a status naming faults outgrew an 80-column terminal and Rich cut
+    every column to fit: the labels, the times and the fault names (``workl… 0:06
+    elapsed, 0:19 le… ... faults: pause(broker-…``). On its own line the status has the
+    whole width and wraps when even that is too little."""
+
+    status = ""  # set by the loop that updates the bars, read when the display refreshes
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield self.make_tasks_table(self.tasks)
+        yield Text(f"  {self.status}", overflow="fold")
+
+
 class RunProgress:
     def __init__(self, console: Console, *, quiet: bool = False, clock: Clock = time.monotonic):
         self.console = console
@@ -282,7 +297,7 @@ class RunProgress:
         def times(now: float) -> str:
             return f"{clock_text(now - began)} elapsed, {clock_text(end - now)} left"
 
-        with Progress(
+        with _Bars(
             *columns,
             console=self.console,
             transient=self.quiet,
@@ -292,7 +307,8 @@ class RunProgress:
             if self.batch is not None:
                 b = self.batch
                 outer = bar.add_task("", total=b.total, name=b.noun + "s", times="")
-            task = bar.add_task(status(), total=duration, name="workload", times=times(began))
+            bar.status = status()
+            task = bar.add_task("", total=duration, name="workload", times=times(began))
             while True:
                 now = self.clock()
                 finished = now >= end or done()
@@ -305,12 +321,8 @@ class RunProgress:
                         times=f"{b.position()}, {clock_text(b.elapsed())} elapsed",
                         description=b.left_text(),
                     )
-                bar.update(
-                    task,
-                    completed=min(now - began, duration),
-                    times=times(min(now, end)),
-                    description=status(),
-                )
+                bar.status = status()
+                bar.update(task, completed=min(now - began, duration), times=times(min(now, end)))
                 if finished:
                     break
                 time.sleep(0.25)

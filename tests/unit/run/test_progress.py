@@ -4,7 +4,9 @@ live lines in a terminal, plain lines without one, and quiet mode."""
 from __future__ import annotations
 
 import io
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -135,6 +137,86 @@ def test_live_lines_in_a_terminal_show_the_batch_and_the_run(clock: Clock) -> No
     assert "run 1 of 4, 0:50 elapsed" in last
     assert "workload" in last and "0:30 elapsed, 0:00 left" in last
     assert "faults: pause(broker-2)" in last
+
+
+def test_an_80_column_terminal_shows_every_active_fault(clock: Clock) -> None:
+    """The status has a line of its own under the bars: at 80 columns neither the labels
+    nor the fault names are cut (beside the bars they were: ``workl…``, ``pause(broker-…``)."""
+    out = io.StringIO()
+    con = Console(file=out, force_terminal=True, width=80, color_system=None)
+    faults = ["pause(broker-2)", "latency(broker-1,broker-3)", "isolate(broker-3)"]
+    many = "sends ok 123456 fail 12 info 345  faults: " + " ".join(faults)
+    b = Batch(20, expected=[100] * 20, clock=clock)
+    for _ in each(b, ["seed-7"]):
+        RunProgress(con, clock=clock).workload(30, lambda: many, lambda: False)
+    text = out.getvalue()
+    last = text[text.rindex("runs") :]  # the final frame
+    rows = [row for row in last.splitlines() if row.strip()]
+    assert rows[0].startswith("runs ") and "run 1 of 20, 0:30 elapsed" in rows[0]
+    assert rows[1].startswith("workload ") and "0:30 elapsed, 0:00 left" in rows[1]
+    assert "sends ok 123456 fail 12 info 345" in rows[2]
+    assert all(f in last for f in faults)
+    assert "…" not in last
+    assert max(len(row) for row in rows) <= 80
+
+
+class FrozenDocker:
+    """A cluster whose ``pause`` takes as long as the test wants, as a docker pause does
+    while the cgroup freezer waits for every task of the container to stop."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def pause(self, node: Any) -> None:
+        self.entered.set()
+        self.release.wait(30)
+
+    def unpause(self, node: Any) -> None:
+        pass
+
+
+def test_the_display_moves_on_while_a_freezer_pause_takes_effect(clock: Clock) -> None:
+    """The live display's only reads during the workload are the run's status (counts and
+    the registry of active faults): a freezer pause still in its docker call, holding
+    its fault's lock, delays none of them; the times move on and the fault is named."""
+    from kchaos.faults.pause import Pause
+    from kchaos.harness.cluster.api import NodeHandle
+    from kchaos.harness.run.orchestrate import _Live
+
+    cluster = FrozenDocker()
+    node = NodeHandle(
+        2, "broker-2", ("broker",), "c-2", "10.0.0.2", Path("/m"), "/dev/l", Path("/i")
+    )
+    fault = Pause(cluster, [node], {"mode": "freezer", "pause_s": 0.0, "run_s": 1.0})
+    starting = threading.Thread(target=fault.start, daemon=True)
+    starting.start()
+    seen: list[tuple[float, str]] = []
+    con, out = console(terminal=True)
+    try:
+        assert cluster.entered.wait(10)
+        live = _Live()
+        live.workload = SimpleNamespace(producers=[SimpleNamespace(counts={"ok": 7, "info": 1})])
+
+        def read() -> str:
+            seen.append((clock.now, live.status()))
+            return seen[-1][1]
+
+        shown = threading.Thread(
+            target=RunProgress(con, clock=clock).workload, args=(30, read, lambda: False)
+        )
+        shown.start()
+        shown.join(10)
+        assert not shown.is_alive(), "the display waited for the pause's docker call"
+        assert not cluster.release.is_set() and starting.is_alive()  # still in that call
+    finally:
+        cluster.release.set()
+        starting.join(10)
+        fault.stop()
+    named = [now for now, text in seen if text.endswith("faults: pause(broker-2)")]
+    assert len(named) == len(seen) and max(named) - min(named) >= 30
+    assert "0:30 elapsed, 0:00 left" in out.getvalue()
+    assert "sends ok 7 fail 0 info 1  faults: pause(broker-2)" in out.getvalue()
 
 
 def test_suite_rules_and_runs_see_their_batch(tmp_path: Path) -> None:
