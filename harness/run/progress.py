@@ -318,7 +318,7 @@ class RunProgress:
                     bar.update(
                         outer,
                         completed=b.index - 1 + part,
-                        times=f"{b.position()}, {clock_text(b.elapsed())} elapsed",
+                        times=f"{b.position()}, {clock_text(b.elapsed())} elapsed,",
                         description=b.left_text(),
                     )
                 bar.status = status()
