@@ -106,8 +106,8 @@ def numbered(
                     if on_torn is not None:
                         on_torn(f"{name}:{no}: torn last line ignored ({len(raw)} bytes)")
                     return
-                if not raw.strip() and not strict:
-                    continue
+                if not raw.strip():
+                    continue  # a blank line holds no event (as the Spark job has it)
                 if strict:
                     raise HistoryError(
                         f"not JSON ({exc}): {shown(raw)}", file=name, line=no
