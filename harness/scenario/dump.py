@@ -96,13 +96,14 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
         "max_time_to_full_isr_seconds",
         "min_ok_sends",
     )
-    out["expect"] = {
-        "valid": "any" if valid is None else valid,
-        "anomalies": list(e.get("anomalies") or ()),
-        "allowed": list(e.get("allowed") or ()),
-    }
     if e.get("section"):  # per-release entries: the file's section, resolved on load
         out["expect"] = dict(e["section"])
+    else:
+        out["expect"] = {
+            "valid": "any" if valid is None else valid,
+            "anomalies": list(e.get("anomalies") or ()),
+            "allowed": list(e.get("allowed") or ()),
+        }
     return out
 
 
