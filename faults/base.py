@@ -174,6 +174,18 @@ def active_faults() -> list[Fault]:
         return list(_ACTIVE)
 
 
+def forget_healed(cluster: ClusterHandle) -> list[Fault]:
+    """After a stateless heal that undid everything on ``cluster``, its faults are no
+    longer in effect: mark them stopped (a later ``stop()`` is then a no-op) and drop them
+    from the active set, so progress lines and exit heals stop listing them. Returns them."""
+    with _ACTIVE_LOCK:
+        healed = [f for f in _ACTIVE if f.cluster.run_id == cluster.run_id]
+        _ACTIVE.difference_update(healed)
+    for f in healed:
+        f._started = False
+    return healed
+
+
 def refuse_new_faults() -> None:
     """Called on the exit path (signal, atexit): later ``start()`` calls fail at once, so
     no worker thread can put a fault back after the exit heal."""

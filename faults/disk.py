@@ -142,12 +142,13 @@ class DiskFull(Fault):
             self.detail["restarted"] = restarted
 
     def _halted_by_full_disk(self, node: NodeHandle) -> bool:
-        """The broker's container is down and its log says Kafka halted it because its
-        log dirs failed (not another fault's kill, which that fault restarts)."""
+        """The broker's container is down and its log since it last started says Kafka
+        halted it because its log dirs failed (not another fault's kill, which that fault
+        restarts, after an earlier halt and restart)."""
         if self.cluster.jvm_state(node) is not None:
             return False  # running (or SIGSTOPped): not halted
         try:
-            tail = self.cluster.logs(node, tail=LOG_TAIL)
+            tail = self.cluster.logs(node, tail=LOG_TAIL, last_start=True)
         except Exception:  # noqa: BLE001 - no log: leave the node to the final heal
             return False
         return HALT_MARKER in tail

@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from kchaos.faults import hostfs, iptables
-from kchaos.faults.base import abort_all
+from kchaos.faults.base import abort_all, forget_healed
 from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
 from kchaos.harness.errors import HealError
 
@@ -131,6 +131,10 @@ def heal_everything(
             if ok:
                 done.append(f"cluster ready after {time.monotonic() - t0:.1f}s")
 
+    if not errors and (restart_stopped or not stopped):
+        # Everything kchaos can leave is undone: the faults still registered as active on
+        # this cluster were undone by this heal, not by their own stop.
+        forget_healed(cluster)
     done.extend(f"error: {e}" for e in errors)
     if strict and errors:
         raise HealError("heal incomplete: " + "; ".join(errors))

@@ -155,7 +155,10 @@ class ClusterHandle(Protocol):
         """Every broker registered and the probe topic's ISR full, or ReadinessTimeout."""
         ...
 
-    def logs(self, node: NodeHandle, tail: int = 50) -> str: ...
+    def logs(self, node: NodeHandle, tail: int = 50, *, last_start: bool = False) -> str:
+        """The node's last ``tail`` log lines; with ``last_start`` only lines written since
+        its container last started (docker keeps a container's log across restarts)."""
+        ...
 
     # The cluster's state, read for faults and triggers (ClusterError when a read fails).
     def partition_leader(self, topic: str, partition: int) -> int:

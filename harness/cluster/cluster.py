@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -196,8 +197,13 @@ class Cluster:
 
         self._until("cluster ready", check, timeout, max(0.0, deadline - time.monotonic()))
 
-    def logs(self, node: NodeHandle, tail: int = 50) -> str:
-        return log_tail(self.container(node), tail)
+    def logs(self, node: NodeHandle, tail: int = 50, *, last_start: bool = False) -> str:
+        container = self.container(node)
+        if not last_start:
+            return log_tail(container, tail)
+        container.reload()
+        started = datetime.fromisoformat(container.attrs["State"]["StartedAt"])
+        return log_tail(container, tail, since=started.timestamp())
 
     def full_log(self, node: NodeHandle) -> bytes:
         """The node's whole container log (the images log to stdout): every line since

@@ -221,9 +221,10 @@ def error_lines(log: str, limit: int = 12) -> list[str]:
     return lines[:limit]
 
 
-def log_tail(container: Container, tail: int = 40) -> str:
+def log_tail(container: Container, tail: int = 40, since: float | None = None) -> str:
+    """The container's last ``tail`` log lines (written at or after unix time ``since``)."""
     try:
-        return bytes(container.logs(tail=tail)).decode("utf-8", "replace")
+        return bytes(container.logs(tail=tail, since=since)).decode("utf-8", "replace")
     except docker.errors.APIError as exc:
         return f"(logs unavailable: {exc})"
 

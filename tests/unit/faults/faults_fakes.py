@@ -72,6 +72,7 @@ class FakeCluster:
         self.observations = 0
         self.on_observe: Callable[[FakeCluster, int], None] | None = None
         self.log_text: dict[int, str] = {}  # what logs() returns, per node
+        self.log_start: dict[int, int] = {}  # where the current life begins in log_text
 
     def _log(self, *call: Any) -> None:
         with self.lock:
@@ -142,6 +143,7 @@ class FakeCluster:
     def start_node(self, node: NodeHandle, *, wait: bool = True, timeout: float = 60.0) -> None:
         self._log("start_node", node.name, wait)
         self.state[node.node_id] = "running"
+        self.log_start[node.node_id] = len(self.log_text.get(node.node_id, ""))
 
     def restart_node(self, node: NodeHandle, *, hard: bool = False, timeout: float = 60.0) -> None:
         self._log("restart_node", node.name, hard)
@@ -150,8 +152,9 @@ class FakeCluster:
     def wait_ready(self, timeout: float = 60.0) -> None:
         self._log("wait_ready")
 
-    def logs(self, node: NodeHandle, tail: int = 50) -> str:
-        return self.log_text.get(node.node_id, "")
+    def logs(self, node: NodeHandle, tail: int = 50, *, last_start: bool = False) -> str:
+        text = self.log_text.get(node.node_id, "")
+        return text[self.log_start.get(node.node_id, 0) :] if last_start else text
 
     @property
     def toxiproxy(self) -> FakeToxiproxy:

@@ -127,6 +127,19 @@ def test_disk_full_stop_starts_the_broker_kafka_halted(cluster: FakeCluster) -> 
     assert f.detail["restarted"] == ["broker-2"]
 
 
+def test_disk_full_stop_reads_only_the_brokers_last_life(cluster: FakeCluster) -> None:
+    halted = "[x] FATAL Shutdown broker because all log dirs in /var/lib/kafka/data have failed"
+    cluster.log_text[2] = "...\n" + halted + "\n"  # an earlier disk-full's halt
+    cluster.start_node(cluster.node(2))  # restarted since
+    cluster.log_text[2] += "[y] INFO Kafka Server started\n"
+    cluster.calls.clear()
+    with make_fault(cluster, "disk-full", "broker-2", id="f-10", max_mb=1) as f:
+        cluster.state[2] = "exited"  # then killed by another fault, which restarts it
+    assert cluster.state[2] == "exited"
+    assert not [c for c in cluster.calls if c[0] == "start_node"]
+    assert "restarted" not in f.detail
+
+
 def test_disk_full_stop_leaves_a_broker_down_for_another_reason(cluster: FakeCluster) -> None:
     with make_fault(cluster, "disk-full", "broker-2", id="f-9", max_mb=1) as f:
         cluster.state[2] = "exited"  # killed by another fault, which restarts it itself

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from faults_fakes import FakeCluster, FakeToxiproxy
 
-from kchaos.faults import heal_everything, make_fault
+from kchaos.faults import active_faults, heal_everything, make_fault
 from kchaos.faults.hostfs import FILL_PREFIX
 from kchaos.harness.errors import HealError
 
@@ -55,6 +55,24 @@ def test_heal_stops_duty_cycles_and_starts_stopped_nodes(
     time.sleep(0.05)
     assert len(cluster.names("signal")) == n  # the duty cycle no longer runs
     assert cluster.jvm[1] == "S"
+    # the heal undid the pause: it is no longer listed as active, and its stop is a no-op
+    assert f not in active_faults() and not f.active
+    f.stop()
+
+
+def test_a_heal_with_errors_keeps_the_faults_active(
+    cluster: FakeCluster, toxiproxy: type[FakeToxiproxy], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: object) -> list[str]:
+        raise HealError("toxiproxy down")
+
+    f = make_fault(cluster, "pause", "broker-1", pause_s=0.01, run_s=0.01)
+    f.start()
+    monkeypatch.setattr(FakeToxiproxy, "leftovers", broken)
+    heal_everything(cluster)
+    assert f in active_faults() and f.active  # not known to be undone
+    f.stop()
+    assert f not in active_faults()
 
 
 def test_strict_heal_raises_after_trying_everything(

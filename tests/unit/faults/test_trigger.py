@@ -358,7 +358,7 @@ def test_registered_through_the_log_of_a_busy_broker(tmp_path: Path) -> None:
     class LogCluster(FakeCluster):
         lines: list[str] = [f"[{i}] INFO x" for i in range(50)]
 
-        def logs(self, node: Any, tail: int = 50) -> str:
+        def logs(self, node: Any, tail: int = 50, *, last_start: bool = False) -> str:
             self.lines.extend(f"[b{len(self.lines)}-{i}] INFO busy" for i in range(700))
             if len(self.lines) > 3000 and not any("epoch 99" in x for x in self.lines):
                 self.lines.append("Successfully registered broker 2 with broker epoch 99")
