@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kchaos.harness.rundir.anomalies import anomaly_text
+
 if TYPE_CHECKING:  # the console stays cheap to import: no report builder, no plotly
     from kchaos.reports.build import RunReport
     from kchaos.reports.suite import SuiteFailure
@@ -30,8 +32,8 @@ def print_run(summary: Mapping[str, Any], paths: Mapping[str, str], console: Con
         f"{summary['duration_s']:.1f} s of history"
     )
     if summary["anomalies"]:
-        found = ", ".join(f"{k} {v}" for k, v in summary["anomalies"].items())
-        console.print(f"  anomalies: {found}")
+        found = anomaly_text(summary["anomalies"], summary.get("causes"))
+        console.print(f"  anomalies: {escape(found)}")
     for name, ok in summary["slo"].items():
         console.print(f"  SLO {name}: {'pass' if ok else '[red]FAIL[/]'}")
     for kind, path in paths.items():

@@ -85,20 +85,27 @@ def verdict_table(data: RunData, outcome: Outcome) -> str:
     expect = data.expect
     required = set(expect.get("anomalies") or ())
     allowed = set(expect.get("allowed") or ())
+    excusing = set(expect.get("allowed_causes") or ())
     anomalies = (data.results or {}).get("anomalies") or {}
     rows, classes = [], []
     for kind in sorted(set(anomalies) | required):
         body = anomalies.get(kind)
         count = body.get("count", 1) if isinstance(body, dict) else (body or 0)
+        causes = body.get("causes") if isinstance(body, dict) else None
+        causes = causes if isinstance(causes, dict) else {}
         if kind in required:
             status, cls = ("expected, found", "ok") if count else ("expected, NOT found", "bad")
+        elif causes and excusing and sum(n for c, n in causes.items() if c in excusing) >= count:
+            status, cls = "allowed by its cause", "warn"
         elif kind in allowed or kind == "offline":
             status, cls = "allowed", "warn"
         elif expect.get("valid", True) in (None, "any"):
             status, cls = "reported", "warn"
         else:
             status, cls = "unexpected", "bad"
-        rows.append([escape(kind), str(count), status, _examples(body)])
+        by_cause = ", ".join(f"{c} {n}" for c, n in sorted(causes.items()))
+        shown = f"{count} ({by_cause})" if by_cause else str(count)
+        rows.append([escape(kind), escape(shown), status, _examples(body)])
         classes.append(cls)
     if not rows:
         rows.append(["(none)", "0", "no anomaly found", ""])

@@ -18,6 +18,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from kchaos.harness.rundir.anomalies import anomaly_text
 from kchaos.reports.build import RunReport
 from kchaos.reports.suite import SuiteFailure, write_suite_reports
 
@@ -58,8 +59,8 @@ def labelled(
     return runs, fails
 
 
-def _anomalies(counts: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items()) if n) or "no anomaly"
+def _anomalies(counts: Mapping[str, Any], causes: Mapping[str, Any] | None = None) -> str:
+    return anomaly_text(counts, causes) or "no anomaly"
 
 
 def grid(
@@ -79,7 +80,7 @@ def grid(
         n = len(s.get("overridden") or ())
         text = (
             f"<a href='{rel}'><b>{state}</b></a> {escape(str(s['verdict']))}<br>"
-            f"<small>{escape(_anomalies(s['anomalies']))}"
+            f"<small>{escape(_anomalies(s['anomalies'], s.get('causes')))}"
             f"<br>{n} scenario setting(s) overridden</small>"
         )
         cells[(s["scenario"], str(s.get("sre_config")))] = (text, _CLASS[state])

@@ -13,6 +13,12 @@ def summarize(data: RunData, outcome: Outcome) -> dict[str, Any]:
     counts = {
         k: (v.get("count", 1) if isinstance(v, dict) else v) for k, v in sorted(anomalies.items())
     }
+    # what the checker put each occurrence down to, where it could tell (duplicates)
+    causes = {
+        k: dict(v["causes"])
+        for k, v in sorted(anomalies.items())
+        if isinstance(v, dict) and isinstance(v.get("causes"), dict) and v["causes"]
+    }
     return {
         "run_id": data.run_id,
         "scenario": data.scenario_name,
@@ -24,6 +30,7 @@ def summarize(data: RunData, outcome: Outcome) -> dict[str, Any]:
         "exit_code": outcome.exit_code,
         "reasons": list(outcome.reasons),
         "anomalies": counts,
+        "causes": causes,
         "slo": dict(outcome.slo),
         "sends": dict(data.totals),
         "faults": len(data.faults),

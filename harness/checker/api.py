@@ -27,7 +27,7 @@ from kchaos.harness.checker.parse import read_history
 from kchaos.harness.checker.reads import check_reads
 from kchaos.harness.checker.replicas import FILE_NAME as REPLICAS_FILE
 from kchaos.harness.checker.replicas import KIND as REPLICAS_KIND
-from kchaos.harness.checker.replicas import attach_stories, compare_replicas
+from kchaos.harness.checker.replicas import attach_causes, attach_stories, compare_replicas
 from kchaos.harness.checker.reread import FILE_NAME as REREAD_FILE
 from kchaos.harness.checker.reread import KIND as REREAD_KIND
 from kchaos.harness.checker.reread import compare_reread
@@ -164,6 +164,7 @@ def judge_replicas(results: Results, facts: Facts, path: Path) -> None:
         results.valid = False
     results.checkers["replicas"] = outcome
     attach_stories(check.logs, results.anomalies)
+    attach_causes(facts, check.logs, results.anomalies)
 
 
 def check_run(run_dir: str | Path, *, write: bool = True) -> Results:

@@ -40,6 +40,9 @@ class Anomaly:
     count: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)
     allowed: int = 0
+    # occurrences by what caused them, where the run's evidence tells (a duplicate's
+    # copies in the replicas' logs: kchaos.harness.checker.replicas.DUPLICATE_CAUSES)
+    causes: dict[str, int] = field(default_factory=dict)
 
     def add(
         self, example: dict[str, Any] | None = None, n: int = 1, *, allowed: bool = False
@@ -58,6 +61,8 @@ class Anomaly:
         out: dict[str, Any] = {"count": self.count, "examples": self.examples}
         if self.allowed:
             out["allowed"] = self.allowed
+        if self.causes:
+            out["causes"] = dict(sorted(self.causes.items()))
         return out
 
 

@@ -20,6 +20,10 @@ its high watermark, and looks for a producer's sequence written twice:
   which brokers hold the value, at which offset, with the batch's leader epoch and the
   producer id, epoch and sequence; a ``lost-write`` also shows what each replica holds
   at the acknowledged offset.
+* who wrote a duplicate twice (:func:`duplicate_causes`): every ``duplicate`` gets a
+  cause from the batches that hold its copies (:data:`DUPLICATE_CAUSES`); the anomaly
+  counts them (``causes``) and each example names its own (``cause``). It pins the
+  finding on the client or on the broker; it does not change the verdict.
 
 Pure: reads files only, so ``kchaos check`` on a stored run gives the same answer.
 """
@@ -32,7 +36,7 @@ from typing import Any
 
 import orjson
 
-from kchaos.harness.checker.facts import Facts
+from kchaos.harness.checker.facts import Facts, unpack
 from kchaos.harness.checker.model import MAX_EXAMPLES, Anomaly
 from kchaos.harness.checker.validate import Where
 from kchaos.harness.errors import HistoryError
@@ -40,6 +44,22 @@ from kchaos.harness.errors import HistoryError
 FILE_NAME = "replicas.jsonl"
 KIND = "replica-divergence"
 NO_PRODUCER = -1
+
+#: What the batches holding a duplicate's copies say about who wrote it twice.
+DUPLICATE_CAUSES: dict[str, str] = {
+    "producer-epoch-bump": "one producer id, the copies under different producer epochs: "
+    "the client bumped its epoch and sent the value again (the broker deduplicates "
+    "within an epoch only)",
+    "sequence-written-twice": "one producer id, epoch and sequence at two offsets: the "
+    "broker accepted a retry it should have recognised",
+    "same-epoch-resend": "one producer id and epoch, different sequences: the client "
+    "sent the value again as a new record",
+    "different-producers": "copies written by different producer ids (another producer "
+    "instance, or a restarted one)",
+    "not-idempotent": "a copy written without a producer id (idempotence off): a retry "
+    "may append twice",
+    "unknown": "a copy is not in any dumped replica's log",
+}
 
 # One record on one replica: leader epoch, producer id, producer epoch, sequence, value,
 # control (a transaction marker).
@@ -273,6 +293,60 @@ def _duplicate_sequences(
     return out
 
 
+def duplicate_causes(facts: Facts, logs: ReplicaLogs) -> dict[int, str]:
+    """Value id -> cause (a key of :data:`DUPLICATE_CAUSES`) of every duplicate."""
+    out: dict[int, str] = {}
+    for vid in sorted(facts.extra):
+        held: list[Held] = []
+        for packed in facts.positions(vid):
+            tp, off = unpack(packed)
+            copy = _held_at(logs, facts.tps[tp], off, facts.value_list[vid])
+            if copy is None:
+                break
+            held.append(copy)
+        else:
+            out[vid] = _cause(held)
+            continue
+        out[vid] = "unknown"
+    return out
+
+
+def _held_at(logs: ReplicaLogs, tp: TP, off: int, value: str) -> Held | None:
+    """The record holding ``value`` at ``off`` on the lowest-numbered replica that has it."""
+    for _broker, log in sorted(logs.logs.get(tp, {}).items()):
+        held = log.get(off)
+        if held is not None and held[4] == value:
+            return held
+    return None
+
+
+def _cause(held: list[Held]) -> str:
+    pids = {h[1] for h in held}
+    if NO_PRODUCER in pids:
+        return "not-idempotent"
+    if len(pids) > 1:
+        return "different-producers"
+    if len({h[2] for h in held}) > 1:
+        return "producer-epoch-bump"
+    if len({h[3] for h in held}) < len(held):
+        return "sequence-written-twice"
+    return "same-epoch-resend"
+
+
+def attach_causes(facts: Facts, logs: ReplicaLogs, anomalies: dict[str, Anomaly]) -> None:
+    """Count the ``duplicate`` anomaly's causes and name each example's."""
+    dup = anomalies.get("duplicate")
+    if dup is None or not dup.count:
+        return
+    causes = duplicate_causes(facts, logs)
+    for cause in causes.values():
+        dup.causes[cause] = dup.causes.get(cause, 0) + 1
+    for ex in dup.examples:
+        vid = facts.values.get(ex.get("value"))  # type: ignore[arg-type]
+        if vid is not None and vid in causes:
+            ex["cause"] = causes[vid]
+
+
 def attach_stories(logs: ReplicaLogs, anomalies: dict[str, Anomaly]) -> None:
     """Add ``replicas`` to each ``duplicate`` and ``lost-write`` example: where each
     replica holds the example's value (and, for a lost write, ``replicas_at_offset``:
@@ -304,7 +378,10 @@ __all__ = [
     "KIND",
     "ReplicaCheck",
     "ReplicaLogs",
+    "DUPLICATE_CAUSES",
+    "attach_causes",
     "attach_stories",
+    "duplicate_causes",
     "compare_replicas",
     "read_replicas",
 ]

@@ -7,6 +7,9 @@ take their names from here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 #: Kinds that make a run invalid (unless a scenario lists them under ``allowed``).
 INVALIDATING: tuple[str, ...] = (
     "lost-write",
@@ -39,3 +42,16 @@ DATA_KINDS: tuple[str, ...] = (
 )
 #: Kinds that never make a run invalid.
 NOT_INVALID: frozenset[str] = frozenset(UNKNOWN_MAKING + REPORTED_ONLY)
+
+
+def anomaly_text(counts: Mapping[str, Any], causes: Mapping[str, Any] | None = None) -> str:
+    """``duplicate 10 (producer-epoch-bump 10), offline 3``: the non-zero counts of a
+    summary's ``anomalies``, each with its ``causes`` where the checker found them."""
+    parts = []
+    for kind, n in sorted(counts.items()):
+        if not n:
+            continue
+        by_cause = (causes or {}).get(kind) or {}
+        why = ", ".join(f"{c} {m}" for c, m in sorted(by_cause.items()))
+        parts.append(f"{kind} {n} ({why})" if why else f"{kind} {n}")
+    return ", ".join(parts)

@@ -92,6 +92,14 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     # kinds whose every occurrence the run's own settings allow (an unclean election with
     # unclean leader election enabled) are reported, never unexpected
     permitted = {k for k, v in anomalies.items() if _count(v) > 0 and _allowed(v) >= _count(v)}
+    # kinds whose every occurrence has a cause the expectation excuses (a duplicate the
+    # client re-sent under a new producer epoch, in an SRE validation)
+    causes = set(expect.get("allowed_causes") or ())
+    permitted |= {
+        k
+        for k, v in anomalies.items()
+        if causes and _count(v) > 0 and _caused(v, causes) >= _count(v)
+    }
     want_valid = expect.get("valid", True)
     if want_valid == "any":
         want_valid = None
@@ -139,6 +147,14 @@ def _allowed(value: Any) -> int:
         n = value.get("allowed", 0)
         return int(n) if isinstance(n, int | float) else 0
     return 0
+
+
+def _caused(value: Any, causes: set[str]) -> int:
+    """Occurrences of an anomaly put down to one of ``causes`` (its ``causes`` counts)."""
+    by_cause = value.get("causes") if isinstance(value, Mapping) else None
+    if not isinstance(by_cause, Mapping):
+        return 0
+    return sum(int(n) for c, n in by_cause.items() if c in causes and isinstance(n, int))
 
 
 def _count(value: Any) -> int:

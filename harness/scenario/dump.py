@@ -104,6 +104,8 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
             "anomalies": list(e.get("anomalies") or ()),
             "allowed": list(e.get("allowed") or ()),
         }
+        if e.get("allowed_causes"):
+            out["expect"]["allowed_causes"] = list(e["allowed_causes"])
     return out
 
 

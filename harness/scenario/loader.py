@@ -216,6 +216,7 @@ def _build(src: Source, seed: int | None) -> Scenario:
         valid=None if valid == "any" else valid,
         anomalies=tuple(e.get("anomalies", ())),
         allowed=tuple(e.get("allowed", ())),
+        allowed_causes=tuple(e.get("allowed_causes", ())),
         section=dict(d["expect"]) if (d.get("expect") or {}).get("before") else {},
     )
     return Scenario(

@@ -126,6 +126,10 @@ class ExpectConfig:
     valid: Verdict | None = True  # None: any verdict
     anomalies: tuple[str, ...] = ()  # kinds that MUST be found (negative controls)
     allowed: tuple[str, ...] = ()  # kinds that MAY be found without failing the run
+    # causes that excuse an anomaly: a kind every occurrence of which the checker put
+    # down to one of these (results.json ``causes``, e.g. ``producer-epoch-bump`` for a
+    # duplicate the client re-sent) does not fail the run; the verdict is unchanged
+    allowed_causes: tuple[str, ...] = ()
     # The file's whole section when it has per-release entries (``before``): kept so
     # that a replay on another release resolves it again (``kchaos replay
     # --kafka-version``); empty when the section has none. Not part of the judgement.

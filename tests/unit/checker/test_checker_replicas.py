@@ -16,7 +16,14 @@ from kchaos.harness.errors import HistoryError
 PID = 7
 
 
-def batch(broker: int, records: list[tuple[int, int, str]], *, epoch: int = 0) -> dict[str, Any]:
+def batch(
+    broker: int,
+    records: list[tuple[int, int, str]],
+    *,
+    epoch: int = 0,
+    pid: int = PID,
+    producer_epoch: int = 0,
+) -> dict[str, Any]:
     """One batch line of ``broker``: records as (offset, sequence, value)."""
     return {
         "type": "batch",
@@ -26,8 +33,8 @@ def batch(broker: int, records: list[tuple[int, int, str]], *, epoch: int = 0) -
         "base_offset": records[0][0],
         "last_offset": records[-1][0],
         "leader_epoch": epoch,
-        "producer_id": PID,
-        "producer_epoch": 0,
+        "producer_id": pid,
+        "producer_epoch": producer_epoch,
         "base_sequence": records[0][1],
         "transactional": False,
         "control": False,
@@ -167,6 +174,61 @@ def test_a_duplicate_producer_sequence_is_evidence_for_the_duplicate(tmp_path: P
         (2, 1, 1),
         (2, 2, 1),
     ]
+
+
+def write_batches(run: Path, brokers: tuple[int, ...], batches: list[dict[str, Any]]) -> None:
+    """Every broker holds the same ``batches`` (made for broker 0)."""
+    lines: list[dict[str, Any]] = [{"type": "reader", "reader": "test", "format": 1}]
+    for broker in brokers:
+        rep = {"topic": "t", "partition": 0}
+        lines.append({"type": "broker", "broker": broker, "status": "dumped", "replicas": [rep]})
+        lines.extend({**b, "broker": broker} for b in batches)
+    (run / "replicas.jsonl").write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+
+
+def duplicated_b(run: Path, batches: list[dict[str, Any]]) -> Any:
+    h = H()
+    h.send("a", 0, 0)
+    h.send("b", 0, 1)
+    h.drain_all(0, ["a", "b", "b"])
+    h.write(run / "history.jsonl")
+    write_isr(run, [1, 2])
+    write_batches(run, (1, 2), batches)
+    return check_run(run)
+
+
+@pytest.mark.parametrize(
+    ("second", "cause"),
+    [
+        ({"producer_epoch": 1}, "producer-epoch-bump"),  # re-sent from sequence 0, epoch 1
+        ({}, "same-epoch-resend"),
+        ({"pid": PID + 1}, "different-producers"),
+        ({"pid": -1}, "not-idempotent"),
+    ],
+)
+def test_a_duplicate_is_pinned_on_who_wrote_it_twice(
+    tmp_path: Path, second: dict[str, Any], cause: str
+) -> None:
+    first = batch(0, [(0, 0, "a"), (1, 1, "b")])
+    again = batch(0, [(2, 0 if second else 2, "b")], **second)
+    r = duplicated_b(tmp_path, [first, again])
+    dup = r.anomalies["duplicate"]
+    assert dup.count == 1 and dup.causes == {cause: 1}
+    assert dup.examples[0]["cause"] == cause
+    assert r.valid is False  # a cause is evidence, never a change of verdict
+    assert orjson.loads((tmp_path / "results.json").read_bytes())["anomalies"]["duplicate"][
+        "causes"
+    ] == {cause: 1}
+
+
+def test_one_sequence_at_two_offsets_is_the_brokers(tmp_path: Path) -> None:
+    r = duplicated_b(tmp_path, [batch(0, [(0, 0, "a"), (1, 1, "b"), (2, 1, "b")])])
+    assert r.anomalies["duplicate"].causes == {"sequence-written-twice": 1}
+
+
+def test_a_copy_no_replica_holds_leaves_the_cause_unknown(tmp_path: Path) -> None:
+    r = duplicated_b(tmp_path, [batch(0, [(0, 0, "a"), (1, 1, "b")])])  # offset 2 not dumped
+    assert r.anomalies["duplicate"].causes == {"unknown": 1}
 
 
 def test_a_lost_write_gets_what_each_replica_holds(tmp_path: Path) -> None:

@@ -86,3 +86,42 @@ def test_an_excused_run_keeps_its_own_verdict():
     )
     assert outcome.expected and outcome.verdict is False
     assert outcome.found == ("unclean-election",)
+
+
+def dup(valid, causes, **more):
+    out = res(valid, **more)
+    out["anomalies"]["duplicate"] = {"count": sum(causes.values()), "causes": causes}
+    return out
+
+
+@pytest.mark.parametrize(
+    ("causes", "code"),
+    [
+        ({"producer-epoch-bump": 10}, EXIT_EXPECTED),  # every copy pinned on the client
+        ({"producer-epoch-bump": 9, "sequence-written-twice": 1}, EXIT_UNEXPECTED),
+        ({"unknown": 10}, EXIT_UNEXPECTED),
+    ],
+)
+def test_allowed_causes_excuse_a_kind_only_when_every_occurrence_has_one(causes, code):
+    expect = {"valid": True, "allowed": ["offline"], "allowed_causes": ["producer-epoch-bump"]}
+    outcome = evaluate(expect, dup(False, causes, offline=1))
+    assert outcome.exit_code == code
+    assert outcome.verdict is False  # the verdict itself is unchanged
+    if code != EXIT_EXPECTED:
+        assert "unexpected anomalies: duplicate" in outcome.reasons
+
+
+def test_without_allowed_causes_a_caused_duplicate_still_fails():
+    outcome = evaluate({"valid": True}, dup(False, {"producer-epoch-bump": 3}))
+    assert outcome.exit_code == EXIT_UNEXPECTED
+
+
+def test_anomaly_text_names_the_causes():
+    from kchaos.harness.rundir.anomalies import anomaly_text
+
+    counts = {"offline": 3, "duplicate": 10, "lost-write": 0}
+    causes = {"duplicate": {"producer-epoch-bump": 9, "unknown": 1}}
+    assert anomaly_text(counts, causes) == (
+        "duplicate 10 (producer-epoch-bump 9, unknown 1), offline 3"
+    )
+    assert anomaly_text({}, None) == ""

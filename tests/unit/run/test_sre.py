@@ -48,6 +48,7 @@ def test_the_sre_settings_replace_the_scenarios_own(tmp_path: Path) -> None:
     assert p.configs["request.timeout.ms"] == "3000"  # not the profile's: kept
     assert sc.expect.valid is True and sc.expect.anomalies == ()
     assert set(sc.expect.allowed) == {"offline", "unclean-election"}
+    assert sc.expect.allowed_causes == ("producer-epoch-bump",)  # a client's re-send
     assert asdict(sc.checks) == {**{k: None for k in asdict(sc.checks)}, "min_ok_sends": 1}
     got = overridden(items)
     assert got[("server", "unclean.leader.election.enable")] == ("true", "false", str(cfg.path))
