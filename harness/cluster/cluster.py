@@ -45,6 +45,7 @@ from kchaos.harness.cluster.containers import (
     get_container,
     jvm_pid,
     log_tail,
+    pause_container,
     process_state,
     run_toxiproxy,
     send_signal,
@@ -140,7 +141,7 @@ class Cluster:
             return None
 
     def pause(self, node: NodeHandle) -> None:
-        self.container(node).pause()
+        pause_container(self.container(node))
 
     def unpause(self, node: NodeHandle) -> None:
         self.container(node).unpause()
