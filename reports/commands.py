@@ -9,7 +9,7 @@ from rich.console import Console
 
 from kchaos.harness.errors import HistoryError
 from kchaos.reports.build import RunReport, write_run_reports
-from kchaos.reports.console import print_run, print_suite
+from kchaos.reports.console import print_batch, print_run
 from kchaos.reports.suite import write_suite_reports
 
 
@@ -51,6 +51,5 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, title: str) -> int:
         reports.append(rep)
     if out is not None:
         paths = write_suite_reports(out, reports, title=title)
-        print_suite([r.summary for r in reports], console, title)
-        console.print(f"combined report: {paths['html']}")
+        print_batch(console, title, reports, [], paths, page="combined report")
     return max(r.outcome.exit_code for r in reports)

@@ -9,6 +9,7 @@ from types import FrameType
 
 import click
 
+from kchaos.harness.cli_options import kafka_version_option
 from kchaos.harness.cluster.cleanup import check_run_id, cleanup_run
 from kchaos.harness.cluster.cluster import Cluster
 from kchaos.harness.cluster.containers import docker_client
@@ -29,7 +30,7 @@ def cluster_cmd() -> None:
 @cluster_cmd.command("up")
 @click.option("--brokers", default=3, show_default=True, type=click.IntRange(1, 60))
 @click.option("--controllers", default=0, show_default=True, type=click.IntRange(0, 9))
-@click.option("--kafka-version", default=None, help="Kafka release (default: the newest 4.x).")
+@kafka_version_option(otherwise="the newest 4.x")
 @click.option("--run-id", default=None, help="Run id to use (default: a new one).")
 @click.option("--heap", default="512m", show_default=True)
 @click.option(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from kchaos.harness.cli_options import kafka_version_option
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.images.build import ensure_images
 from kchaos.harness.images.dockercli import DockerCli
@@ -26,12 +27,7 @@ def images_cmd() -> None:
 
 
 @images_cmd.command("build")
-@click.option(
-    "--kafka-version",
-    default=None,
-    metavar="V",
-    help=f"Kafka release, 3.3.0 or newer (default {DEFAULT_KAFKA_VERSION}).",
-)
+@kafka_version_option(otherwise=f"{DEFAULT_KAFKA_VERSION}; 3.3.0 or newer")
 @click.option(
     "--source",
     type=click.Choice(SOURCES),

@@ -96,6 +96,11 @@ def test_report_command_exit_codes(lost_run: Path, valid_run: Path, tmp_path: Pa
     assert result.return_value == 1
     assert (tmp_path / "all" / "report.html").is_file()
     assert "NOT as expected" in result.output
+    # the combined page ends like every batch: its page and its junit.xml (Rich may wrap
+    # the long paths, so compared without whitespace)
+    flat = "".join(result.output.split())
+    assert f"combinedreport:{tmp_path / 'all' / 'report.html'}" in flat
+    assert f"junit:{tmp_path / 'all' / 'junit.xml'}" in flat
 
 
 def test_report_command_rejects_a_missing_dir(tmp_path: Path):
