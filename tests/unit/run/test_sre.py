@@ -188,6 +188,44 @@ def test_the_go_no_go_matrix(tmp_path: Path) -> None:
     assert row["expected"] is True and any(o["key"] == "acks" for o in row["overridden"])
 
 
+def client_duplicates(sc: Any, *, out: Path, extra: dict[str, Any], **_: Any) -> RunResult:
+    """Elections after a power loss and duplicates: the client's re-sends under the config
+    labelled ``safe``, one the broker wrote twice under the other."""
+    cause = "producer-epoch-bump" if extra["sre"]["label"] == "safe" else "sequence-written-twice"
+    results = {
+        "valid": False,
+        "anomalies": {
+            "unclean-election": {"count": 3, "examples": []},
+            "duplicate": {"count": 2, "examples": [], "causes": {cause: 2}},
+        },
+    }
+    e = sc.expect
+    expect = {"valid": True, "allowed": list(e.allowed), "allowed_causes": list(e.allowed_causes)}
+    make_run(out, results=results, expect=expect, name=sc.name)
+    run = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**run, **extra}))
+    rep = write_run_reports(out)
+    return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
+
+
+def test_a_duplicate_pinned_on_the_client_is_not_red(tmp_path: Path) -> None:
+    safe, other = tmp_path / "safe.properties", tmp_path / "other.properties"
+    safe.write_text(SAFE)
+    other.write_text(SAFE)
+    out = tmp_path / "out"
+    files = [library.resolve("smoke")]
+    code = sre.run_validation(
+        "mine", files, [safe, other], out=out, run=client_duplicates, console=None
+    )
+    assert code == 1  # the broker's duplicate is red
+    page = (out / "report.html").read_text()
+    grid = page[page.index("id='go-no-go'") :].split("</table>")[0]
+    assert grid.count("class='ok'") == 1 and grid.count("class='bad'") == 1
+    assert "duplicate 2 (producer-epoch-bump 2)" in grid
+    assert "duplicate 2 (sequence-written-twice 2)" in grid
+    assert "(checker: invalid; every anomaly reported, not red)" in grid  # the GO cell
+
+
 def test_a_cell_that_did_not_run_is_named_by_its_config(tmp_path: Path) -> None:
     """In junit.xml, summary.json and the console table, as the cells that ran are."""
     import io
