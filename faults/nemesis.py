@@ -10,7 +10,8 @@ History lines (format v1, ``f: fault``) go through the sink's ``append``:
 * ``phase: start`` once the fault is in effect, with ``id``, ``fault``, ``targets`` (node
   names), ``params`` and the scheduled offset ``at`` (seconds), plus ``detail`` when the
   fault resolved more (both sides of a split, the proxies touched, ...);
-* ``phase: stop`` once it is healed.
+* ``phase: stop`` once it is healed, with ``error`` when the stop failed and ``detail``
+  when the stop found out more (disk-full: ``restarted``, the brokers Kafka had halted).
 
 A fault that could not start gets a start line with ``error`` and, right after, its stop
 line.
@@ -293,6 +294,7 @@ class Nemesis:
             return
         rec.start_done = self.elapsed
         self._line("start", sf, rec.targets, detail=_jsonable(fault.detail), trigger=trigger)
+        at_start = set(fault.detail)
         self._sleep_until(end)
         rec.stop_began = self.elapsed
         try:
@@ -301,7 +303,9 @@ class Nemesis:
             rec.heal_error = str(exc)
             log.warning("nemesis: %s %s failed to stop: %s", sf.id, sf.spec.fault, exc)
         rec.stop_done = self.elapsed
-        self._line("stop", sf, rec.targets, error=rec.heal_error)
+        # what the stop itself found out (disk-full: the brokers Kafka halted it restarted)
+        learnt = {k: v for k, v in fault.detail.items() if k not in at_start}
+        self._line("stop", sf, rec.targets, error=rec.heal_error, detail=_jsonable(learnt))
 
     def _heal(self) -> None:
         names = [n.name for n in self.cluster.nodes]

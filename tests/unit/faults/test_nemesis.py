@@ -124,3 +124,17 @@ def test_schedule_json_roundtrip_shape() -> None:
     s = from_spec(SPEC, seed=3)
     assert s.to_list() == from_spec(SPEC, seed=3).to_list()
     assert set(s.to_list()[0]) == {"id", "at", "for", "fault", "target", "params"}
+
+
+def test_a_stop_line_carries_what_the_stop_found_out(tmp_path: Path) -> None:
+    cluster = FakeCluster(3, tmp_path)
+    sink = FakeSink()
+    schedule = scripted((0.0, 0.05, "disk-full", "broker-2", {"max_mb": 1}))
+    # Kafka halts broker 2 while its disk is full (already, here): the stop restarts it
+    cluster.state[2] = "exited"
+    cluster.log_text[2] = "[x] FATAL Shutdown broker because all log dirs in /d have failed\n"
+    Nemesis(cluster, schedule, sink, protect=False).run()
+    lines = {(e["id"], e["phase"]): e for e in fault_lines(sink)}
+    assert "restarted" not in lines[("f-1", "start")].get("detail", {})
+    assert lines[("f-1", "stop")]["detail"] == {"restarted": ["broker-2"]}
+    assert "detail" not in lines[("heal", "stop")]
