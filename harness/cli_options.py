@@ -79,3 +79,14 @@ def broker_config_option() -> Callable[[FC], FC]:
 def quiet_option() -> Callable[[FC], FC]:
     """``--quiet``: a run prints only its final summary."""
     return click.option("--quiet", is_flag=True, help="Only the final summary.")
+
+
+def prometheus_option() -> Callable[[FC], FC]:
+    """``--prometheus``: a Prometheus server for each run (kchaos.harness.run.prometheus)."""
+    return click.option(
+        "--prometheus",
+        is_flag=True,
+        help="Start a Prometheus server (Debian's prometheus) for each run, scraping the "
+        "brokers and the harness; the run's report plots what it scraped "
+        "(RUN_DIR/prometheus.json).",
+    )

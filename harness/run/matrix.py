@@ -30,7 +30,7 @@ from typing import Any
 
 import click
 
-from kchaos.harness.cli_options import out_option, overrides_option
+from kchaos.harness.cli_options import out_option, overrides_option, prometheus_option
 from kchaos.harness.errors import ConfigError
 
 SCALA_BINARY = "2.13"  # compose/kafka/pom.xml's scala.binary
@@ -140,9 +140,10 @@ def run_matrix(
     command: list[str] | None = None,
     run: Callable[..., Any] | None = None,
     resolver: Resolver | None = None,
+    prometheus: bool = False,
 ) -> int:
-    """Run the matrix; 0 when every run ended as its scenario expects, else the worst
-    exit code of `kchaos run`."""
+    """Run the matrix (``prometheus``: a Prometheus server for each run); 0 when every
+    run ended as its scenario expects, else the worst exit code of `kchaos run`."""
     from rich.console import Console
 
     from kchaos.harness.run.suite import run_entries, suite_dir_for
@@ -167,7 +168,15 @@ def run_matrix(
     def write(reports: list[Any], failures: list[Any]) -> None:
         write_matrix(suite_dir, title, reports, failures, console)
 
-    return run_entries(suite_dir, entries, write, console=console, command=command, run=run)
+    return run_entries(
+        suite_dir,
+        entries,
+        write,
+        console=console,
+        command=command,
+        run=run,
+        prometheus=prometheus,
+    )
 
 
 def write_matrix(
@@ -215,12 +224,14 @@ def write_matrix(
 )
 @overrides_option(every_scenario=True)
 @out_option("runs/matrix-NAMES-TIME")
+@prometheus_option()
 def matrix_cmd(
     scenarios: tuple[str, ...],
     versions: str,
     seeds: int,
     overrides: tuple[str, ...],
     out: Path | None,
+    prometheus: bool,
 ) -> int:
     """Run SCENARIO... on every Kafka version, SEEDS times each, and write one page.
 
@@ -232,5 +243,11 @@ def matrix_cmd(
     code of `kchaos run`.
     """
     return run_matrix(
-        list(scenarios), versions, seeds=seeds, out=out, overrides=overrides, command=sys.argv
+        list(scenarios),
+        versions,
+        seeds=seeds,
+        out=out,
+        overrides=overrides,
+        command=sys.argv,
+        prometheus=prometheus,
     )

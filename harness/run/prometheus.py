@@ -1,7 +1,8 @@
 """Prometheus during a run: the harness's /metrics, a server scraping it and every broker,
 and the series the report plots, stored in the run directory at the end.
 
-``kchaos run --prometheus`` starts the server (:mod:`kchaos.harness.cluster.prometheus`);
+``--prometheus`` (``kchaos run`` and the batch commands: one server per run) starts the
+server (:mod:`kchaos.harness.cluster.prometheus`);
 ``KCHAOS_METRICS_PORT`` alone serves the harness's metrics on that port for a server of
 your own. Either way ``RUN_DIR/prometheus.yml`` is the filled-in configuration for the run.
 After the workload (before teardown) the server is asked for the series in

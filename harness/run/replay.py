@@ -23,7 +23,12 @@ from typing import Any
 
 import click
 
-from kchaos.harness.cli_options import kafka_version_option, out_option, quiet_option
+from kchaos.harness.cli_options import (
+    kafka_version_option,
+    out_option,
+    prometheus_option,
+    quiet_option,
+)
 from kchaos.harness.errors import ConfigError, HistoryError, KchaosError, shown
 from kchaos.harness.rundir.runjson import RunJson, load_run
 from kchaos.harness.scenario.dump import file_data, to_yaml
@@ -138,7 +143,10 @@ def replay_of(run_dir: Path, run: RunJson) -> dict[str, Any]:
 @kafka_version_option(otherwise="the stored run's")
 @out_option("runs/RUN_ID")
 @quiet_option()
-def replay_cmd(run_dir: Path, kafka_version: str | None, out: Path | None, quiet: bool) -> int:
+@prometheus_option()
+def replay_cmd(
+    run_dir: Path, kafka_version: str | None, out: Path | None, quiet: bool, prometheus: bool
+) -> int:
     """Run RUN_DIR again from its run.json alone, into a new run directory.
 
     Same Kafka version, images, broker/topic/client configs, seed and concrete fault
@@ -161,6 +169,7 @@ def replay_cmd(run_dir: Path, kafka_version: str | None, out: Path | None, quiet
         quiet=quiet,
         command=sys.argv,
         extra={"replay_of": replay_of(run_dir, run)},
+        prometheus=prometheus,
     )
     image = read_run_json(result.run_dir).kafka_image
     before = run.kafka_image

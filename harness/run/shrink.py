@@ -36,7 +36,7 @@ from typing import Any
 import click
 import orjson
 
-from kchaos.harness.cli_options import out_option
+from kchaos.harness.cli_options import out_option, prometheus_option
 from kchaos.harness.errors import HistoryError, KchaosError
 from kchaos.harness.run import progress
 from kchaos.harness.run.ddmin import BudgetExhausted, Prober, Trial, ddmin, greedy
@@ -239,6 +239,7 @@ class Search:
     run: RunFn
     console: Any
     command: list[str] | None = None
+    prometheus: bool = False  # a Prometheus server for each trial run
     phase: str = "steps"
     batch: progress.Batch = field(default_factory=lambda: progress.Batch(1, noun="attempt"))
     attempts: list[Attempt] = field(default_factory=list)
@@ -282,6 +283,7 @@ class Search:
                     quiet=True,
                     command=self.command,
                     extra={"shrink_of": str(self.original.run_dir.resolve())},
+                    prometheus=self.prometheus,
                 )
         except RunInterrupted:
             attempt.error = "interrupted"
@@ -352,8 +354,10 @@ def shrink_run(
     console: Any = None,
     command: list[str] | None = None,
     run: RunFn | None = None,
+    prometheus: bool = False,
 ) -> dict[str, Any]:
-    """Shrink the schedule of ``run_dir``; returns what shrink.json says."""
+    """Shrink the schedule of ``run_dir``; returns what shrink.json says.
+    ``prometheus``: a Prometheus server for each trial run."""
     from rich.console import Console
 
     from kchaos.harness.run.suite import suite_dir_for
@@ -368,7 +372,7 @@ def shrink_run(
     out_dir.mkdir(parents=True, exist_ok=True)
     guess = progress.run_guess(_workload_seconds(original.data))
     runs = progress.Batch(budget, noun="attempt", expected=[guess] * budget, at_most=True)
-    state = Search(original, out_dir, run, console, command, batch=runs)
+    state = Search(original, out_dir, run, console, command, prometheus, batch=runs)
     prober: Prober[Candidate] = Prober(
         state.probe, budget=budget, repeats=repeats, admissible=state.admissible
     )
@@ -489,7 +493,8 @@ def _write(state: Search, best: Candidate, budget: int, repeats: int) -> dict[st
     help="Clean runs before a candidate counts as not reproducing (flaky reproductions).",
 )
 @out_option("runs/shrink-RUN_ID-TIME")
-def shrink_cmd(run_dir: Path, budget: int, repeats: int, out: Path | None) -> int:
+@prometheus_option()
+def shrink_cmd(run_dir: Path, budget: int, repeats: int, out: Path | None, prometheus: bool) -> int:
     """Find a smaller fault schedule that still produces RUN_DIR's anomaly.
 
     RUN_DIR must be a run whose verdict was invalid. Delta debugging over its concrete
@@ -498,5 +503,7 @@ def shrink_cmd(run_dir: Path, budget: int, repeats: int, out: Path | None) -> in
     --repeat clean runs. Writes OUT/shrunk.yaml (a scenario) and OUT/report.html (every
     attempt and its verdict). Exit code 0; 3 for bad input (no run.json, a valid run).
     """
-    shrink_run(run_dir, budget=budget, repeats=repeats, out=out, command=sys.argv)
+    shrink_run(
+        run_dir, budget=budget, repeats=repeats, out=out, command=sys.argv, prometheus=prometheus
+    )
     return 0

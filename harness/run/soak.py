@@ -35,7 +35,7 @@ from typing import Any
 import click
 import orjson
 
-from kchaos.harness.cli_options import kafka_version_option, out_option
+from kchaos.harness.cli_options import kafka_version_option, out_option, prometheus_option
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.anomalies import INVALIDATING
 
@@ -322,10 +322,11 @@ def run_soak(
     command: list[str] | None = None,
     run: Callable[..., Any] | None = None,
     resolver: Callable[[str], str | None] | None = None,
+    prometheus: bool = False,
 ) -> int:
     """Run the soak; 0 when every run was valid, else the worst exit code of `kchaos run`.
     The version is checked first as `kchaos matrix` checks it (``resolver``: its jar
-    resolver, Maven by default)."""
+    resolver, Maven by default). ``prometheus``: a Prometheus server for each run."""
     from rich.console import Console
 
     from kchaos.harness.run.matrix import check_versions, maven_resolver, parse_versions
@@ -359,7 +360,15 @@ def run_soak(
             console=console,
         )
 
-    return run_entries(suite_dir, entries, write, console=console, command=command, run=run)
+    return run_entries(
+        suite_dir,
+        entries,
+        write,
+        console=console,
+        command=command,
+        run=run,
+        prometheus=prometheus,
+    )
 
 
 @click.command("soak")
@@ -386,8 +395,14 @@ def run_soak(
     help="Seconds of workload per run.",
 )
 @out_option("runs/soak-VERSION-seeds-A-B-TIME")
+@prometheus_option()
 def soak_cmd(
-    runs: int, seed_base: int, kafka_version: str, duration: float, out: Path | None
+    runs: int,
+    seed_base: int,
+    kafka_version: str,
+    duration: float,
+    out: Path | None,
+    prometheus: bool,
 ) -> int:
     """Run RUNS seeded random fault schedules against a safely configured cluster.
 
@@ -405,4 +420,5 @@ def soak_cmd(
         duration=duration,
         out=out,
         command=sys.argv,
+        prometheus=prometheus,
     )

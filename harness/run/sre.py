@@ -383,10 +383,11 @@ def run_validation(
     console: Any = None,
     command: list[str] | None = None,
     run: Any = None,
+    prometheus: bool = False,
 ) -> int:
     """Run every scenario under every config into ``OUT/SCENARIO/CONFIG/``; write the
-    go/no-go page, junit.xml and summary.json. 0 when every cell is go, else the worst
-    exit code of `kchaos run`."""
+    go/no-go page, junit.xml and summary.json (``prometheus``: a Prometheus server for
+    each run). 0 when every cell is go, else the worst exit code of `kchaos run`."""
     from rich.console import Console
 
     from kchaos.harness.run.suite import run_entries, suite_dir_for
@@ -409,4 +410,12 @@ def run_validation(
     def write(reports: list[Any], failures: list[Any]) -> None:
         write_validation(suite_dir, title, reports, failures, configs, prof, console)
 
-    return run_entries(suite_dir, entries, write, console=console, command=command, run=run)
+    return run_entries(
+        suite_dir,
+        entries,
+        write,
+        console=console,
+        command=command,
+        run=run,
+        prometheus=prometheus,
+    )

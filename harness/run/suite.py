@@ -31,7 +31,7 @@ class SuiteEntry:
     extra: Mapping[str, Any] | None = None  # top-level keys added to the run's run.json
 
 
-RunFn = Callable[..., Any]  # run_scenario's signature: (sc, *, out, console, command)
+RunFn = Callable[..., Any]  # run_scenario's: (sc, *, out, console, command, prometheus, ...)
 
 
 def suite_dir_for(name: str, out: Path | None, prefix: str = "suite") -> Path:
@@ -54,6 +54,7 @@ def run_suite(
     seed: int | None = None,
     console: Console | None = None,
     command: list[str] | None = None,
+    prometheus: bool = False,
 ) -> int:
     """Run every scenario, each judged by its own ``expect``; 0 when all ended as
     expected, else the worst exit code. (With broker configs, SRE validation:
@@ -76,7 +77,9 @@ def run_suite(
     def write(reports: list[RunReport], failures: list[SuiteFailure]) -> None:
         _write(suite_dir, name, reports, failures, console)
 
-    return run_entries(suite_dir, entries, write, console=console, command=command)
+    return run_entries(
+        suite_dir, entries, write, console=console, command=command, prometheus=prometheus
+    )
 
 
 def run_entries(
@@ -87,10 +90,12 @@ def run_entries(
     console: Console,
     command: list[str] | None = None,
     run: RunFn | None = None,
+    prometheus: bool = False,
 ) -> int:
     """Run the entries one after another, each on a fresh cluster, into
     ``suite_dir/LABEL``; ``write(reports, failures)`` at the end (also when interrupted).
-    0 when every run ended as expected, else the worst exit code."""
+    ``prometheus``: a Prometheus server for each run. 0 when every run ended as expected,
+    else the worst exit code."""
     run = run or run_scenario
     reports: list[RunReport] = []
     failures: list[SuiteFailure] = []
@@ -102,7 +107,9 @@ def run_entries(
         run_dir = suite_dir / entry.label
         try:
             more: dict[str, Any] = {} if entry.extra is None else {"extra": dict(entry.extra)}
-            result = run(sc, out=run_dir, console=console, command=command, **more)
+            result = run(
+                sc, out=run_dir, console=console, command=command, prometheus=prometheus, **more
+            )
         except RunInterrupted:
             failures.append(_failure(sc, run_dir, "interrupted"))
             write(reports, failures)

@@ -17,6 +17,7 @@ from kchaos.harness.cli_options import (
     kafka_version_option,
     out_option,
     overrides_option,
+    prometheus_option,
     quiet_option,
     seed_option,
 )
@@ -34,12 +35,7 @@ SCENARIO_HELP = "a library scenario name (see `kchaos scenarios`) or a path to a
 @broker_config_option()
 @quiet_option()
 @click.option("--keep-cluster", is_flag=True, help="Leave the cluster up (remove it with cleanup).")
-@click.option(
-    "--prometheus",
-    is_flag=True,
-    help="Start a Prometheus server (Debian's prometheus) scraping the brokers and the "
-    "harness during the run; the report plots what it scraped (RUN_DIR/prometheus.json).",
-)
+@prometheus_option()
 def run_cmd(
     scenario: str,
     seed: int | None,
@@ -99,6 +95,7 @@ def run_cmd(
     help="SRE validation: the producers' delivery settings, `safe` (default: acks=all, "
     "idempotent) or `acks1`.",
 )
+@prometheus_option()
 def suite_cmd(
     suite: str,
     seed: int | None,
@@ -107,6 +104,7 @@ def suite_cmd(
     broker_configs: tuple[Path, ...],
     profile: str | None,
     out: Path | None,
+    prometheus: bool,
 ) -> int:
     """Run several scenarios and write one combined report.
 
@@ -135,6 +133,7 @@ def suite_cmd(
             kafka_version=kafka_version,
             seed=seed,
             command=sys.argv,
+            prometheus=prometheus,
         )
     if profile is not None:
         raise ConfigError("needs --broker-config (SRE validation)", field="profile")
@@ -148,6 +147,7 @@ def suite_cmd(
         kafka_version=kafka_version,
         seed=seed,
         command=sys.argv,
+        prometheus=prometheus,
     )
 
 

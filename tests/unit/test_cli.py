@@ -112,3 +112,29 @@ def test_options_several_commands_take_read_alike() -> None:
     assert options["--quiet"]["run"].help == options["--quiet"]["replay"].help
     config = options["--broker-config"]
     assert config["run"].help == config["validate"].help
+    prometheus = options["--prometheus"]
+    assert set(prometheus) == {"run", "suite", "matrix", "soak", "shrink", "replay"}
+    assert len({(o.is_flag, o.help) for o in prometheus.values()}) == 1
+
+
+def test_run_passes_prometheus_to_the_runner(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Each batch command's own tests check theirs (test_run_suite, test_matrix, ...)."""
+    from types import SimpleNamespace
+
+    from click.testing import CliRunner
+
+    import kchaos.harness.run
+    from kchaos.harness.scenario.commands import run_cmd
+
+    asked: list[object] = []
+
+    def run(sc, **kw):  # type: ignore[no-untyped-def]
+        asked.append(kw.get("prometheus"))
+        return SimpleNamespace(exit_code=0)
+
+    monkeypatch.setattr(kchaos.harness.run, "run_scenario", run)
+    for flag in ([], ["--prometheus"]):
+        args = ["smoke", "--out", str(tmp_path / "r"), *flag]
+        result = CliRunner().invoke(run_cmd, args, standalone_mode=False)
+        assert result.exception is None, result.output
+    assert asked == [False, True]

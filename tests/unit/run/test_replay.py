@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
 from kchaos.harness import cli
 from kchaos.harness.errors import HistoryError
@@ -190,3 +191,29 @@ def test_a_bad_kafka_version_is_named_as_the_option(tmp_path: Path) -> None:
 def test_read_run_json_accepts_what_the_runner_writes(tmp_path: Path) -> None:
     run_dir = stored_run(tmp_path / "run", library.load("smoke"))
     assert read_run_json(run_dir).format == record.FORMAT
+
+
+@pytest.mark.parametrize("flag", [[], ["--prometheus"]])
+def test_prometheus_reaches_the_replay(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flag: list[str]
+) -> None:
+    import kchaos.harness.run
+    from kchaos.harness.run.orchestrate import RunResult
+    from kchaos.harness.run.replay import replay_cmd
+    from kchaos.reports.build import write_run_reports
+    from kchaos.reports.sample import VALID, make_run
+
+    asked: list[object] = []
+
+    def run(sc: Scenario, *, out: Path, **kw: object) -> RunResult:
+        asked.append(kw.get("prometheus"))
+        make_run(out, results=VALID, name=sc.name)
+        rep = write_run_reports(out)
+        return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
+
+    monkeypatch.setattr(kchaos.harness.run, "run_scenario", run)
+    stored = stored_run(tmp_path / "run", library.load("smoke"))
+    args = [str(stored), "--out", str(tmp_path / "again"), *flag]
+    result = CliRunner().invoke(replay_cmd, args, standalone_mode=False)
+    assert result.exception is None, result.output
+    assert asked == [bool(flag)]

@@ -210,3 +210,27 @@ def test_shrink_of_a_run_without_faults(tmp_path: Path) -> None:
     )
     with pytest.raises(HistoryError, match="schedule: the run has no concrete fault schedule"):
         read_original(run_dir)
+
+
+@pytest.mark.parametrize("flag", [[], ["--prometheus"]])
+def test_prometheus_reaches_every_trial_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flag: list[str]
+) -> None:
+    from click.testing import CliRunner
+
+    from kchaos.harness.run import orchestrate
+    from kchaos.harness.run.shrink import shrink_cmd
+
+    asked: list[object] = []
+    fake = FakeRunner()
+
+    def run(sc: Scenario, *, out: Path, **kw: Any) -> RunResult:
+        asked.append(kw.get("prometheus"))
+        return fake(sc, out=out)
+
+    monkeypatch.setattr(orchestrate, "run_scenario", run)
+    original = stored_failing_run(tmp_path / "run", noisy())
+    args = [str(original), "--budget", "3", "--out", str(tmp_path / "out"), *flag]
+    result = CliRunner().invoke(shrink_cmd, args, standalone_mode=False)
+    assert result.exception is None, result.output
+    assert asked == [bool(flag)] * 3  # one server per trial run

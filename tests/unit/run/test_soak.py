@@ -160,3 +160,26 @@ def test_bad_input_is_one_line_and_exit_3(tmp_path: Path, capsys: Any) -> None:
     with pytest.raises(SystemExit) as exc:
         cli.main(["soak", "--runs", "0"])
     assert exc.value.code == 3
+
+
+@pytest.mark.parametrize("flag", [[], ["--prometheus"]])
+def test_prometheus_reaches_every_run_of_the_soak(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flag: list[str]
+) -> None:
+    from click.testing import CliRunner
+
+    from kchaos.harness.run import matrix, suite
+
+    asked: list[object] = []
+    runs = FakeRuns()
+
+    def run(sc: Any, *, out: Path, **kw: Any) -> RunResult:
+        asked.append(kw.get("prometheus"))
+        return runs(sc, out=out)
+
+    monkeypatch.setattr(suite, "run_scenario", run)
+    monkeypatch.setattr(matrix, "maven_resolver", lambda: known)
+    args = ["--runs", "2", "--seed-base", "1", "--out", str(tmp_path / "s"), *flag]
+    result = CliRunner().invoke(soak.soak_cmd, args, standalone_mode=False)
+    assert result.exception is None, result.output
+    assert asked == [bool(flag)] * 2

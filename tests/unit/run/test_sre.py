@@ -289,3 +289,30 @@ def test_the_suite_command_checks_its_sre_options(tmp_path: Path) -> None:
     args = [str(src), "--broker-config", str(tmp_path / "a.properties"), "--profile", "x"]
     result = runner.invoke(suite_cmd, args, standalone_mode=False)
     assert isinstance(result.exception, ConfigError) and "unknown profile" in str(result.exception)
+
+
+@pytest.mark.parametrize("flag", [[], ["--prometheus"]])
+def test_prometheus_reaches_every_cell_of_the_validation(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flag: list[str]
+) -> None:
+    from kchaos.harness.run import suite
+    from kchaos.harness.scenario.commands import suite_cmd
+
+    asked: list[object] = []
+
+    def run(sc: Any, *, out: Path, extra: dict[str, Any], **kw: Any) -> RunResult:
+        asked.append(kw.get("prometheus"))
+        return fake_run(sc, out=out, extra=extra)
+
+    monkeypatch.setattr(suite, "run_scenario", run)
+    src = tmp_path / "s"
+    src.mkdir()
+    (src / "smoke.yaml").write_text(library.resolve("smoke").read_text())
+    (tmp_path / "safe.properties").write_text(SAFE)
+    (tmp_path / "unsafe.properties").write_text(UNSAFE)
+    args = [str(src), "--out", str(tmp_path / "o"), *flag]
+    for name in ("safe", "unsafe"):
+        args += ["--broker-config", str(tmp_path / f"{name}.properties")]
+    result = CliRunner().invoke(suite_cmd, args, standalone_mode=False)
+    assert result.exception is None, result.output
+    assert asked == [bool(flag)] * 2

@@ -172,3 +172,26 @@ def test_cli_bad_input_exits_3_with_one_line(
     assert exit_.value.code == 3
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("flag", [[], ["--prometheus"]])
+def test_prometheus_reaches_every_run_of_the_matrix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flag: list[str]
+) -> None:
+    from click.testing import CliRunner
+
+    from kchaos.harness.run import suite
+
+    asked: list[object] = []
+    runs = FakeRuns()
+
+    def run(sc: Any, *, out: Path, **kw: Any) -> RunResult:
+        asked.append(kw.get("prometheus"))
+        return runs(sc, out=out)
+
+    monkeypatch.setattr(suite, "run_scenario", run)
+    monkeypatch.setattr(matrix, "maven_resolver", lambda: resolver)
+    args = ["smoke", "--kafka-version", "3.5.2,4.4.0", "--out", str(tmp_path / "m"), *flag]
+    result = CliRunner().invoke(matrix.matrix_cmd, args, standalone_mode=False)
+    assert result.exception is None, result.output
+    assert asked == [bool(flag)] * 2

@@ -68,3 +68,29 @@ def test_suite_validates_every_file_before_running(monkeypatch, tmp_path: Path):
     with pytest.raises(ConfigError):
         suite.run_suite("s", library.suite_members(str(src)), out=tmp_path / "o")
     assert calls == []
+
+
+@pytest.mark.parametrize("flag", [[], ["--prometheus"]])
+def test_prometheus_reaches_every_run_of_the_suite(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flag: list[str]
+) -> None:
+    from click.testing import CliRunner
+
+    from kchaos.harness.scenario.commands import suite_cmd
+
+    asked: list[object] = []
+
+    def run(sc: Any, *, out: Path, **kw: Any) -> RunResult:
+        asked.append(kw.get("prometheus"))
+        return fake_run(sc, out=out)
+
+    monkeypatch.setattr(suite, "run_scenario", run)
+    src = tmp_path / "s"
+    src.mkdir()
+    smoke = library.resolve("smoke").read_text()
+    (src / "a.yaml").write_text(smoke)
+    (src / "b.yaml").write_text(smoke.replace("name: smoke", "name: lossy"))
+    args = [str(src), "--out", str(tmp_path / "o"), *flag]
+    result = CliRunner().invoke(suite_cmd, args, standalone_mode=False)
+    assert result.exception is None, result.output
+    assert asked == [bool(flag)] * 2  # one server per run, or none: never left unsaid
