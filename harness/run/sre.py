@@ -82,10 +82,11 @@ SRE_ALLOWED: tuple[str, ...] = ("offline", "unclean-election")
 
 #: Causes (kchaos.harness.checker.replicas.DUPLICATE_CAUSES) that do not turn a cell red:
 #: a duplicate whose copies the replicas' logs show under two epochs of one producer id
-#: was sent twice by the client after it bumped its epoch (librdkafka does so on
-#: OUT_OF_ORDER_SEQUENCE_NUMBER, e.g. from a broker that rebuilt its producer state after
-#: a power loss; librdkafka issue 4953). The broker deduplicates within an epoch by
-#: design, so no broker config decides it; the page still shows it, with its cause.
+#: was sent twice by the client after it bumped its epoch. librdkafka bumps it when a
+#: broker answers OUT_OF_ORDER_SEQUENCE_NUMBER, and then sends again the in-flight values
+#: of every partition, some of them already in the log (librdkafka issue 4953; measured
+#: after a total power loss, docs/findings.md). The broker deduplicates within an epoch
+#: by design, so no broker config decides it; the page still shows it, with its cause.
 SRE_ALLOWED_CAUSES: tuple[str, ...] = ("producer-epoch-bump",)
 
 
