@@ -53,6 +53,38 @@ class MetadataSource(Protocol):
     def close(self) -> None: ...
 
 
+def metadata_states(described: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Partition states from kafka-python's ``describe_topics`` (a Metadata request).
+
+    kafka-python 3 names the fields as the protocol does (``name``, ``partition_index``,
+    ``leader_id``, ``isr_nodes``, ``replica_nodes``), 2.x used ``topic``, ``partition``,
+    ``leader``, ``isr``, ``replicas``; both are read. A topic error fails the observation
+    (nothing is written), as a failed request does."""
+
+    def field(d: Mapping[str, Any], new: str, old: str) -> Any:
+        return d[new] if new in d else d[old]
+
+    out: list[dict[str, Any]] = []
+    for topic in described:
+        name = field(topic, "name", "topic")
+        if topic.get("error_code"):
+            raise RuntimeError(f"topic {name}: error {topic['error_code']}")
+        for p in topic["partitions"]:
+            # a partition error (LEADER_NOT_AVAILABLE, REPLICA_NOT_AVAILABLE) describes the
+            # state, which the fields carry: leader -1 when it has none
+            leader = field(p, "leader_id", "leader")
+            out.append(
+                {
+                    "topic": name,
+                    "partition": field(p, "partition_index", "partition"),
+                    "leader": leader if leader is not None else -1,
+                    "isr": sorted(field(p, "isr_nodes", "isr")),
+                    "replicas": list(field(p, "replica_nodes", "replicas")),
+                }
+            )
+    return out
+
+
 class AdminMetadataSource:
     """kafka-python's admin client: DescribeTopicPartitions (ELR) or Metadata (older)."""
 
@@ -70,8 +102,13 @@ class AdminMetadataSource:
         if self._with_elr:
             try:
                 return self._describe_partitions(topics)
-            except Exception as exc:  # UnsupportedVersion on brokers before 3.7
-                if "UnsupportedVersion" not in type(exc).__name__:
+            except Exception as exc:
+                # brokers before 3.7: kafka-python refuses to send the request
+                # (IncompatibleBrokerVersion, a subclass of UnsupportedVersionError), or
+                # the broker answers UNSUPPORTED_VERSION
+                from kafka.errors import UnsupportedVersionError
+
+                if not isinstance(exc, UnsupportedVersionError):
                     raise
                 self._with_elr = False
         return self._describe_metadata(topics)
@@ -96,19 +133,7 @@ class AdminMetadataSource:
         return out
 
     def _describe_metadata(self, topics: Sequence[str]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for topic in self._admin.describe_topics(list(topics)):
-            for p in topic["partitions"]:
-                out.append(
-                    {
-                        "topic": topic["topic"],
-                        "partition": p["partition"],
-                        "leader": p["leader"] if p["leader"] is not None else -1,
-                        "isr": sorted(p["isr"]),
-                        "replicas": list(p["replicas"]),
-                    }
-                )
-        return out
+        return metadata_states(self._admin.describe_topics(list(topics)))
 
     def min_insync(self, topics: Sequence[str]) -> dict[str, int]:
         from kafka.admin import ConfigResource, ConfigResourceType

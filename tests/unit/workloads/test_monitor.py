@@ -11,7 +11,13 @@ import orjson
 import pytest
 
 from kchaos.workloads.history import ListSink
-from kchaos.workloads.monitor import Monitor, health_samples, scrape
+from kchaos.workloads.monitor import (
+    AdminMetadataSource,
+    Monitor,
+    health_samples,
+    metadata_states,
+    scrape,
+)
 
 EXPOSITION = """# HELP kafka_server_replicamanager_underreplicatedpartitions x
 # TYPE kafka_server_replicamanager_underreplicatedpartitions gauge
@@ -128,3 +134,82 @@ def test_scrapes_go_to_the_run_directory(broker_url: str, tmp_path: Path) -> Non
     assert good[0]["metrics"]["kafka_server_replicamanager_underreplicatedpartitions"] == 2.0
     assert all("error" in r for r in rows if r["node"] == 2)
     assert scrape(1, broker_url)["metrics"]
+
+
+KP3 = [  # kafka-python 3: the protocol's field names
+    {
+        "error_code": 0,
+        "name": "t",
+        "partitions": [
+            {
+                "error_code": 0,
+                "partition_index": 0,
+                "leader_id": 2,
+                "isr_nodes": [3, 2],
+                "replica_nodes": [2, 3, 1],
+            },
+            {
+                "error_code": 5,
+                "partition_index": 1,
+                "leader_id": -1,
+                "isr_nodes": [1],
+                "replica_nodes": [1, 2, 3],
+            },
+        ],
+    }
+]
+KP2 = [  # kafka-python 2
+    {
+        "error_code": 0,
+        "topic": "t",
+        "partitions": [
+            {"error_code": 0, "partition": 0, "leader": 2, "isr": [3, 2], "replicas": [2, 3, 1]},
+            {"error_code": 5, "partition": 1, "leader": -1, "isr": [1], "replicas": [1, 2, 3]},
+        ],
+    }
+]
+
+
+@pytest.mark.parametrize("described", [KP3, KP2], ids=["kafka-python-3", "kafka-python-2"])
+def test_metadata_states_read_both_kafka_python_shapes(described: Any) -> None:
+    assert metadata_states(described) == [
+        {"topic": "t", "partition": 0, "leader": 2, "isr": [2, 3], "replicas": [2, 3, 1]},
+        {"topic": "t", "partition": 1, "leader": -1, "isr": [1], "replicas": [1, 2, 3]},
+    ]
+
+
+def test_a_broker_without_describe_topic_partitions_falls_back_to_metadata() -> None:
+    """Before 3.7 kafka-python refuses the request itself (IncompatibleBrokerVersion):
+    the source must use Metadata from then on, not fail every observation."""
+    from kafka.errors import IncompatibleBrokerVersion
+
+    class Admin:
+        calls: list[str] = []
+
+        def describe_topic_partitions(self, topics: list[str]) -> Any:
+            self.calls.append("dtp")
+            raise IncompatibleBrokerVersion("no DescribeTopicPartitionsRequest")
+
+        def describe_topics(self, topics: list[str]) -> Any:
+            self.calls.append("metadata")
+            return KP3
+
+    src = AdminMetadataSource.__new__(AdminMetadataSource)
+    src._admin = Admin()  # type: ignore[assignment]
+    src._with_elr = True
+    assert src.describe(["t"])[0]["isr"] == [2, 3]
+    assert src.describe(["t"])[1]["leader"] == -1
+    assert Admin.calls == ["dtp", "metadata", "metadata"]
+
+
+def test_other_errors_are_not_taken_for_an_old_broker() -> None:
+    class Admin:
+        def describe_topic_partitions(self, topics: list[str]) -> Any:
+            raise TimeoutError("request timed out")
+
+    src = AdminMetadataSource.__new__(AdminMetadataSource)
+    src._admin = Admin()  # type: ignore[assignment]
+    src._with_elr = True
+    with pytest.raises(TimeoutError):
+        src.describe(["t"])
+    assert src._with_elr
