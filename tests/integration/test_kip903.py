@@ -78,6 +78,16 @@ def test_kip_903_loses_acknowledged_writes_on_3_4_1(tmp_path: Path) -> None:
     }
     assert "held_at" in kill["trigger"] and not kill["trigger"].get("timed_out")
     assert "controller timeline" in (out / "report.html").read_text().lower()
+    # the monitor samples a broker without DescribeTopicPartitions (before 3.7) through
+    # Metadata: lines with an ISR and no ELR (until 2026-11-24 it wrote none on 3.x)
+    samples = [
+        json.loads(line)
+        for line in (out / "history.jsonl").read_text().splitlines()
+        if '"f":"metadata"' in line
+    ]
+    assert len(samples) > 10, "no monitor samples on 3.4.1"
+    assert all("elr" not in m for m in samples)
+    assert any(m["topic"] == "rejoin" and 2 not in m["isr"] for m in samples)
 
 
 def test_kip_903_is_fixed_on_4_4_0(tmp_path: Path) -> None:
