@@ -342,7 +342,8 @@ def attach_causes(facts: Facts, logs: ReplicaLogs, anomalies: dict[str, Anomaly]
     for cause in causes.values():
         dup.causes[cause] = dup.causes.get(cause, 0) + 1
     for ex in dup.examples:
-        vid = facts.values.get(ex.get("value"))  # type: ignore[arg-type]
+        value = ex.get("value")
+        vid = facts.values.get(value) if isinstance(value, str) else None
         if vid is not None and vid in causes:
             ex["cause"] = causes[vid]
 
