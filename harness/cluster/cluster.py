@@ -203,8 +203,9 @@ class Cluster:
         if not last_start:
             return log_tail(container, tail)
         container.reload()
-        started = datetime.fromisoformat(container.attrs["State"]["StartedAt"])
-        return log_tail(container, tail, since=started.timestamp())
+        started = datetime.fromisoformat(container.attrs["State"]["StartedAt"]).timestamp()
+        # a container that never started says 0001-01-01: its whole log, which is empty
+        return log_tail(container, tail, since=started if started > 0 else None)
 
     def full_log(self, node: NodeHandle) -> bytes:
         """The node's whole container log (the images log to stdout): every line since
