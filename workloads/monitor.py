@@ -110,6 +110,7 @@ class AdminMetadataSource:
 
                 if not isinstance(exc, UnsupportedVersionError):
                     raise
+                log.info("monitor: no DescribeTopicPartitions (%r): Metadata from now on", exc)
                 self._with_elr = False
         return self._describe_metadata(topics)
 
@@ -224,6 +225,12 @@ class Monitor:
             except Exception as exc:
                 self.failures += 1
                 log.info("monitor: observation failed: %r", exc)
+                # A client whose request went to a paused broker keeps sending there and
+                # times out on every observation for as long as the pause lasts: drop it
+                # (closed aside, a close can wait on the same broker) and start afresh.
+                if source is not None:
+                    _close_aside(source)
+                    source = None
             tick += 1
             self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
         if source is not None:
@@ -244,6 +251,16 @@ class Monitor:
                 out.flush()
                 self.scrapes += 1
                 self._stop.wait(max(0.0, self.metrics_interval - (time.monotonic() - started)))
+
+
+def _close_aside(source: MetadataSource) -> None:
+    def close() -> None:
+        try:
+            source.close()
+        except Exception:  # noqa: BLE001 - a client that will not close is harmless
+            log.debug("monitor: close failed", exc_info=True)
+
+    threading.Thread(target=close, name="monitor-close", daemon=True).start()
 
 
 def health_samples(text: str) -> dict[str, float]:

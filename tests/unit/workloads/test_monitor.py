@@ -87,6 +87,24 @@ def test_metadata_lines_follow_the_format() -> None:
     assert len(lines) == 2 * monitor.observations
 
 
+def test_a_failed_observation_gets_a_new_client() -> None:
+    """A client stuck on a paused broker would fail every observation of the pause."""
+    made: list[FakeSource] = []
+
+    def factory() -> FakeSource:
+        source = FakeSource()
+        source.fail_next = 10**6 if not made else 0  # the first client never answers
+        made.append(source)
+        return source
+
+    monitor = Monitor(factory, ["t"], ListSink(), interval=0.02)
+    monitor.start()
+    time.sleep(0.2)
+    monitor.stop()
+    assert monitor.failures == 1 and monitor.observations >= 3
+    assert len(made) == 2 and made[0].calls == 1
+
+
 def test_health_samples_keep_only_replication_health() -> None:
     found = health_samples(EXPOSITION)
     assert found == {
