@@ -13,7 +13,7 @@ from urllib.parse import quote
 import plotly.graph_objects as go
 import plotly.offline
 
-from kchaos.harness.rundir.expect import Outcome, evaluate, verdict_text
+from kchaos.harness.rundir.expect import Outcome, evaluate, excused_by_cause, verdict_text
 from kchaos.reports import plots, prometheus, replicas, timeline
 from kchaos.reports.rundata import RunData, series
 
@@ -95,7 +95,7 @@ def verdict_table(data: RunData, outcome: Outcome) -> str:
         causes = causes if isinstance(causes, dict) else {}
         if kind in required:
             status, cls = ("expected, found", "ok") if count else ("expected, NOT found", "bad")
-        elif causes and excusing and sum(n for c, n in causes.items() if c in excusing) >= count:
+        elif excused_by_cause(body, excusing):
             status, cls = "allowed by its cause", "warn"
         elif kind in allowed or kind == "offline":
             status, cls = "allowed", "warn"

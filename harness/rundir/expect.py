@@ -95,11 +95,7 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     # kinds whose every occurrence has a cause the expectation excuses (a duplicate the
     # client re-sent under a new producer epoch, in an SRE validation)
     causes = set(expect.get("allowed_causes") or ())
-    permitted |= {
-        k
-        for k, v in anomalies.items()
-        if causes and _count(v) > 0 and _caused(v, causes) >= _count(v)
-    }
+    permitted |= {k for k, v in anomalies.items() if excused_by_cause(v, causes)}
     want_valid = expect.get("valid", True)
     if want_valid == "any":
         want_valid = None
@@ -147,6 +143,12 @@ def _allowed(value: Any) -> int:
         n = value.get("allowed", 0)
         return int(n) if isinstance(n, int | float) else 0
     return 0
+
+
+def excused_by_cause(value: Any, causes: set[str]) -> bool:
+    """Whether every occurrence of an anomaly (results.json's entry) has one of ``causes``
+    (an expectation's ``allowed_causes``)."""
+    return bool(causes) and _count(value) > 0 and _caused(value, causes) >= _count(value)
 
 
 def _caused(value: Any, causes: set[str]) -> int:
