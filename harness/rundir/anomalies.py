@@ -1,4 +1,4 @@
-"""The anomaly vocabulary of history format 1.1, defined once.
+"""The anomaly vocabulary of history format 1.2, defined once.
 
 Every kind a checker may report, grouped by what it does to a run's verdict. The
 checker, the Spark job, the scenario schema, the history generator and the reports all
@@ -23,6 +23,21 @@ INVALIDATING: tuple[str, ...] = (
     "unclean-election",
     # in-sync replicas that disagree below the high watermark (replicas.jsonl only)
     "replica-divergence",
+    # history format 1.2: transactions and exactly-once (TXN_KINDS below)
+    "torn-transaction",
+    "zombie-commit",
+    "hanging-transaction",
+    "eos-duplicate",
+    "eos-lost",
+)
+#: The kinds history format 1.2 adds for transactions and exactly-once processing
+#: (``lost-write`` and ``aborted-read`` are extended to transactions, not added).
+TXN_KINDS: tuple[str, ...] = (
+    "torn-transaction",
+    "zombie-commit",
+    "hanging-transaction",
+    "eos-duplicate",
+    "eos-lost",
 )
 #: Kinds that leave a run's verdict unknown at best: the run cannot show it is valid.
 UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)

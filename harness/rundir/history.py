@@ -40,8 +40,11 @@ F_DRAIN = "drain"
 F_DRAIN_END = "drain-end"
 F_FAULT = "fault"
 F_METADATA = "metadata"
+# version 1.2: a transactional producer's init_transactions(), and one whole transaction
+F_TXN_INIT = "txn-init"
+F_TXN = "txn"
 FS: frozenset[str] = frozenset(
-    (F_SEND, F_POLL, F_ASSIGN, F_DRAIN, F_DRAIN_END, F_FAULT, F_METADATA)
+    (F_SEND, F_POLL, F_ASSIGN, F_DRAIN, F_DRAIN_END, F_FAULT, F_METADATA, F_TXN_INIT, F_TXN)
 )
 
 # ``process``: a client worker's integer id, or one of these.
