@@ -7,6 +7,14 @@ partition (process ``"monitor"``, ``leader`` -1 when there is none; ``elr`` and
 ``last_known_elr`` only where reported). A failed observation writes nothing and is
 logged: the checkers must not see invented state.
 
+Each observation has a deadline (``deadline``, by default four intervals and at least
+1.5 s). It runs in a thread of its own with a client of its own; when the deadline passes
+the monitor abandons it (whatever it returns later is dropped, and its client is closed
+when it ends) and the next observation starts on a fresh client. A request stuck on a
+paused broker therefore costs one late sample, not a silence for the length of the pause.
+Every line carries ``observe_ms``, how long its observation took; ``late`` counts the
+abandoned ones and ``late_ms`` keeps how long each really took once it ended.
+
 Separately, every ``metrics_interval`` seconds it scrapes each broker's Prometheus
 endpoint (:7071, straight to the node, not through Toxiproxy) and appends the
 replication-health samples (under-replicated, under-min-ISR, at-min-ISR, offline
@@ -157,6 +165,10 @@ class AdminMetadataSource:
 class Monitor:
     """Background observer; ``start()`` / ``stop()`` (idempotent)."""
 
+    #: At most this many abandoned observations may still be running; past it the monitor
+    #: waits for one to end before it starts another (each holds a client and a thread).
+    MAX_ABANDONED = 8
+
     def __init__(
         self,
         source_factory: Callable[[], MetadataSource],
@@ -168,19 +180,25 @@ class Monitor:
         metrics_path: Path | None = None,
         metrics_interval: float = 2.0,
         min_insync_every: int = 1,
+        deadline: float | None = None,
     ) -> None:
         self._source_factory = source_factory
         self.topics = tuple(topics)
         self.sink = sink
         self.interval = interval
+        self.deadline = deadline if deadline is not None else max(1.5, 4 * interval)
         self.metrics_urls = dict(metrics_urls or {})
         self.metrics_path = metrics_path
         self.metrics_interval = metrics_interval
         self._min_insync_every = max(1, min_insync_every)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._abandoned_running = 0
         self.observations = 0
         self.failures = 0
+        self.late = 0
+        self.late_ms: list[float] = []
         self.scrapes = 0
 
     def start(self) -> None:
@@ -198,14 +216,25 @@ class Monitor:
             thread.join(30)
 
     # -- partition state ---------------------------------------------------------------
-    def observe_once(self, source: MetadataSource, min_insync: dict[str, int]) -> int:
+    def observe_once(
+        self, source: MetadataSource, min_insync: dict[str, int], took_ms: float | None = None
+    ) -> int:
         """Write one observation of every partition; the number of lines written."""
-        states = source.describe(self.topics)
+        return self._write(source.describe(self.topics), min_insync, took_ms)
+
+    def _write(
+        self,
+        states: Sequence[Mapping[str, Any]],
+        min_insync: Mapping[str, int],
+        took_ms: float | None,
+    ) -> int:
         for state in sorted(states, key=lambda s: (s["topic"], s["partition"])):
             event: dict[str, Any] = {"process": PROCESS, "type": "ok", "f": "metadata"}
             event.update(state)
             if state["topic"] in min_insync:
                 event["min_insync"] = min_insync[state["topic"]]
+            if took_ms is not None:
+                event["observe_ms"] = round(took_ms, 1)
             self.sink.append(event)
         return len(states)
 
@@ -215,22 +244,36 @@ class Monitor:
         tick = 0
         while not self._stop.is_set():
             started = time.monotonic()
-            try:
-                if source is None:
-                    source = self._source_factory()
-                if tick % self._min_insync_every == 0 or not min_insync:
-                    min_insync.update(source.min_insync(self.topics))
-                self.observe_once(source, min_insync)
-                self.observations += 1
-            except Exception as exc:
-                self.failures += 1
-                log.info("monitor: observation failed: %r", exc)
-                # A client whose request went to a paused broker keeps sending there and
-                # times out on every observation for as long as the pause lasts: drop it
-                # (closed aside, a close can wait on the same broker) and start afresh.
-                if source is not None:
-                    _close_aside(source)
+            with self._lock:
+                crowded = self._abandoned_running >= self.MAX_ABANDONED
+            if not crowded:
+                want_min_insync = tick % self._min_insync_every == 0 or not min_insync
+                attempt = _Attempt(self, source, want_min_insync)
+                attempt.thread.start()
+                attempt.done.wait(self.deadline)
+                with self._lock:
+                    finished = attempt.done.is_set()
+                    if not finished:
+                        attempt.abandoned = True
+                        self._abandoned_running += 1
+                if not finished:
+                    # the attempt keeps its client and closes it when it ends
+                    self.late += 1
                     source = None
+                    log.info("monitor: observation abandoned after %.1f s", self.deadline)
+                elif attempt.error is not None:
+                    self.failures += 1
+                    log.info("monitor: observation failed: %r", attempt.error)
+                    # A client whose request went to a paused broker keeps sending there:
+                    # drop it (closed aside, a close can wait on the same broker).
+                    if attempt.source is not None:
+                        _close_aside(attempt.source)
+                    source = None
+                else:
+                    source = attempt.source
+                    min_insync.update(attempt.min_insync)
+                    self._write(attempt.states, min_insync, attempt.took_ms)
+                    self.observations += 1
             tick += 1
             self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
         if source is not None:
@@ -238,6 +281,15 @@ class Monitor:
                 source.close()
             except Exception:
                 log.debug("monitor: close failed", exc_info=True)
+
+    def _attempt_ended(self, attempt: _Attempt) -> bool:
+        """Called by an attempt when it ends; True when the monitor had abandoned it."""
+        with self._lock:
+            if attempt.abandoned:
+                self._abandoned_running -= 1
+                self.late_ms.append(round(attempt.took_ms, 1))
+            attempt.done.set()
+            return attempt.abandoned
 
     # -- broker metrics ----------------------------------------------------------------
     def _scrape_loop(self) -> None:
@@ -251,6 +303,36 @@ class Monitor:
                 out.flush()
                 self.scrapes += 1
                 self._stop.wait(max(0.0, self.metrics_interval - (time.monotonic() - started)))
+
+
+class _Attempt:
+    """One observation in a thread of its own, which the monitor may abandon."""
+
+    def __init__(self, monitor: Monitor, source: MetadataSource | None, min_insync: bool) -> None:
+        self.monitor = monitor
+        self.source = source
+        self.want_min_insync = min_insync
+        self.states: list[dict[str, Any]] = []
+        self.min_insync: dict[str, int] = {}
+        self.error: BaseException | None = None
+        self.took_ms = 0.0
+        self.abandoned = False
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="monitor-observe", daemon=True)
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        try:
+            if self.source is None:
+                self.source = self.monitor._source_factory()
+            if self.want_min_insync:
+                self.min_insync = dict(self.source.min_insync(self.monitor.topics))
+            self.states = self.source.describe(self.monitor.topics)
+        except Exception as exc:  # noqa: BLE001 - reported by the monitor loop
+            self.error = exc
+        self.took_ms = (time.monotonic() - started) * 1000
+        if self.monitor._attempt_ended(self) and self.source is not None:
+            _close_aside(self.source)
 
 
 def _close_aside(source: MetadataSource) -> None:

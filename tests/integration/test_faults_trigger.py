@@ -101,10 +101,11 @@ def test_step_starts_once_the_paused_follower_is_back_in_the_isr(
         for e in events
         if e["f"] == "metadata" and e["topic"] == topic and e["partition"] == 0
     ]
-    # At 0.2 s a blind-free monitor takes about 70 samples here; a kafka-python call to the
-    # paused broker can still hold the monitor for most of the pause (seen in 2 of 12 runs,
-    # 2026-11-24: 7 and 13 samples), so this asks only that it observed at all
-    assert len(samples) > 5, "the monitor observed too little"
+    # At 0.2 s a blind-free monitor takes about 70 samples here. A kafka-python call to the
+    # paused broker used to hold the monitor for most of the pause (2 of 12 runs on
+    # 2026-11-24 took 7 and 13 samples); now each observation has a deadline and a stuck
+    # one is abandoned for a fresh client, so the pause costs a few late samples at most.
+    assert len(samples) >= 20, f"the monitor went blind: {len(samples)} samples"
     out = [t for t, member in samples if not member]
     assert out, "the monitor never saw the follower leave the ISR"
     back = [t for t, member in samples if member and t > out[-1]]
@@ -116,7 +117,8 @@ def test_step_starts_once_the_paused_follower_is_back_in_the_isr(
     print(
         f"follower {follower}: out of the ISR per the monitor until "
         f"{out[-1] / 1e9:.2f}s, back at {back[0] / 1e9:.2f}s; trigger held at "
-        f"{held_at / 1e9:.2f}s after waiting {trigger['waited_s']:.2f}s"
+        f"{held_at / 1e9:.2f}s after waiting {trigger['waited_s']:.2f}s; monitor: "
+        f"{len(samples)} samples, {monitor.late} abandoned ({monitor.late_ms} ms)"
     )
 
 

@@ -82,7 +82,9 @@ def test_metadata_lines_follow_the_format() -> None:
         "isr": [1, 3],
         "replicas": [1, 2, 3],
         "min_insync": 2,
+        "observe_ms": lines[0]["observe_ms"],
     }
+    assert isinstance(lines[0]["observe_ms"], float) and lines[0]["observe_ms"] >= 0
     assert lines[1]["leader"] == -1 and lines[1]["elr"] == [2]
     assert len(lines) == 2 * monitor.observations
 
@@ -103,6 +105,79 @@ def test_a_failed_observation_gets_a_new_client() -> None:
     monitor.stop()
     assert monitor.failures == 1 and monitor.observations >= 3
     assert len(made) == 2 and made[0].calls == 1
+
+
+class HangingSource(FakeSource):
+    """A client whose request went to a paused broker: it answers only when released."""
+
+    def __init__(self, release: threading.Event) -> None:
+        super().__init__()
+        self.release = release
+        self.closed = threading.Event()
+
+    def describe(self, topics: Sequence[str]) -> list[dict[str, Any]]:
+        self.release.wait(30)
+        out = super().describe(topics)
+        for state in out:
+            state["leader"] = 99  # what a stale answer would say; it must never be written
+        return out
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def test_a_stuck_observation_is_abandoned_and_the_next_one_uses_a_fresh_client() -> None:
+    """A paused broker costs one late sample, not a silence: the monitor goes on."""
+    release = threading.Event()
+    made: list[FakeSource] = []
+
+    def factory() -> FakeSource:
+        source = HangingSource(release) if not made else FakeSource()
+        made.append(source)
+        return source
+
+    sink = ListSink()
+    monitor = Monitor(factory, ["t"], sink, interval=0.01, deadline=0.05)
+    monitor.start()
+    try:
+        for _ in range(500):  # until three observations after the stuck one (at most 5 s)
+            if monitor.observations >= 3:
+                break
+            time.sleep(0.01)
+        assert monitor.observations >= 3 and monitor.late == 1
+        assert monitor.late_ms == [], "the stuck observation has not ended yet"
+    finally:
+        release.set()
+    stuck = made[0]
+    assert isinstance(stuck, HangingSource) and stuck.closed.wait(5), "its client is closed"
+    monitor.stop()
+    assert len(monitor.late_ms) == 1, "how long the abandoned observation took is kept"
+    assert all(e["leader"] != 99 for e in sink.events), "an abandoned answer is never written"
+    assert len(made) == 2, "one fresh client replaced the stuck one"
+
+
+def test_abandoned_observations_are_bounded() -> None:
+    """Every client stuck: at most MAX_ABANDONED observations are left running."""
+    release = threading.Event()
+    made: list[HangingSource] = []
+
+    def factory() -> HangingSource:
+        made.append(HangingSource(release))
+        return made[-1]
+
+    monitor = Monitor(factory, ["t"], ListSink(), interval=0.001, deadline=0.005)
+    monitor.start()
+    try:
+        for _ in range(300):
+            if monitor.late >= Monitor.MAX_ABANDONED:
+                break
+            time.sleep(0.01)
+        time.sleep(0.1)
+        assert monitor.late == Monitor.MAX_ABANDONED and len(made) == Monitor.MAX_ABANDONED
+        assert monitor.observations == 0
+    finally:
+        release.set()
+        monitor.stop()
 
 
 def test_health_samples_keep_only_replication_health() -> None:
