@@ -11,6 +11,8 @@ Grammar (one string):
 ``majority``           a random majority of all nodes: n//2+1 of them
 ``controller``         the active KRaft controller
 ``leader:TOPIC:P``     the current leader of partition P of TOPIC
+``coordinator:txn:ID``  the transaction coordinator of transactional id ID now
+``coordinator:group:G`` the group coordinator of consumer group G now
 ``none``               no node (faults that take their nodes from params)
 ``broker-2``, ``2``    a named node, by name or id; several joined by commas
 =====================  ==========================================================
@@ -18,6 +20,8 @@ Grammar (one string):
 Random choices draw from nodes sorted by id with the RNG the schedule gives each fault,
 so the same seed and the same cluster state give the same targets.
 
+A coordinator is the leader of the internal topic partition that holds the id's or the
+group's state (``kchaos.faults.coordinators``), so it is resolved live like ``leader:``.
 The leader and the active controller are the cluster's own reads,
 ``ClusterHandle.partition_leader(topic, partition)`` and ``active_controller_id()``
 (implemented in ``kchaos.harness.cluster.observe``).
@@ -30,6 +34,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kchaos.faults.coordinators import coordinator_node, parse_key
 from kchaos.faults.params import Where
 from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
 from kchaos.harness.errors import ClusterError, FaultError
@@ -40,17 +45,20 @@ _TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 @dataclass(frozen=True)
 class TargetSpec:
-    kind: str  # one of _KEYWORDS, "random", "leader", "named"
+    kind: str  # one of _KEYWORDS, "random", "leader", "coordinator", "named"
     count: int = 1
     topic: str = ""
     partition: int = 0
     names: tuple[str, ...] = ()
+    key: str = ""  # coordinator: "txn:ID" or "group:G"
 
     def __str__(self) -> str:
         if self.kind == "random":
             return "random" if self.count == 1 else f"random:{self.count}"
         if self.kind == "leader":
             return f"leader:{self.topic}:{self.partition}"
+        if self.kind == "coordinator":
+            return f"coordinator:{self.key}"
         if self.kind == "named":
             return ",".join(self.names)
         return self.kind
@@ -72,6 +80,14 @@ def parse_target(text: str | int, where: Where | None = None) -> TargetSpec:
         if len(parts) != 3 or not _TOPIC_RE.match(parts[1]) or not parts[2].isdigit():
             raise where.error(f"expected leader:TOPIC:PARTITION, got {raw!r}")
         return TargetSpec("leader", topic=parts[1], partition=int(parts[2]))
+    if raw.startswith("coordinator:"):
+        try:
+            key = parse_key(raw[len("coordinator:") :])
+        except ValueError:
+            raise where.error(
+                f"expected coordinator:txn:TRANSACTIONAL_ID or coordinator:group:GROUP, got {raw!r}"
+            ) from None
+        return TargetSpec("coordinator", key=str(key))
     names = tuple(n.strip() for n in raw.split(",") if n.strip())
     if not names or not all(re.match(r"^[A-Za-z0-9_-]+$", n) for n in names):
         raise where.error(f"not a target spec: {raw!r}")
@@ -109,6 +125,8 @@ def resolve(cluster: ClusterHandle, spec: TargetSpec | str, rng: random.Random) 
     if spec.kind == "leader":
         leader = partition_leader(cluster, spec.topic, spec.partition)
         return [cluster.node(leader)]
+    if spec.kind == "coordinator":
+        return [cluster.node(coordinator_node(cluster, parse_key(spec.key)))]
     out = []
     for name in spec.names:
         key: int | str = int(name) if name.isdigit() else name

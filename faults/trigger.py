@@ -21,6 +21,13 @@ the first held, and so on; ``timeout`` bounds the whole wait. Conditions:
                                                        also be unfenced (listed as alive)
 =====================================================  ====================================
 
+In the three ISR conditions, ``coordinator: txn:ID`` or ``coordinator: group:G`` may stand
+for ``topic`` and ``partition``: the partition of ``__transaction_state`` (or
+``__consumer_offsets``) that holds that id's (or group's) state, whose leader is the
+coordinator (``kchaos.faults.coordinators``; the partition count is read live)::
+
+    "when": {"isr_below": {"coordinator": "txn:kchaos-t1", "size": 3}}
+
 How each is observed (never from a sleep), through the cluster's own reads
 (``ClusterHandle.partition_isr``, ``broker_epoch``, ``alive_brokers``, implemented in
 ``kchaos.harness.cluster.observe``):
@@ -55,6 +62,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kchaos.faults.coordinators import coordinator_partition, parse_key
 from kchaos.faults.params import Where
 from kchaos.harness.cluster.api import ClusterHandle
 from kchaos.harness.errors import ClusterError, FaultError
@@ -70,12 +78,16 @@ _FIELDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "isr_below": (("topic", "partition", "size"), {}),
     "registered": (("broker",), {"unfenced": False}),
 }
+#: ``coordinator`` may replace ``topic`` and ``partition`` in these conditions
+_PARTITION_FIELDS = ("topic", "partition")
+_WITH_COORDINATOR = ("in_isr", "out_of_isr", "isr_below")
 _KINDS = {
     "broker": "int",
     "partition": "int",
     "size": "int",
     "topic": "str",
     "unfenced": "bool",
+    "coordinator": "str",
 }
 _MINIMUM = {"broker": 0, "partition": 0, "size": 1}
 
@@ -100,15 +112,24 @@ class Condition:
     partition: int | None = None
     size: int | None = None
     unfenced: bool = False
+    coordinator: str | None = None  # "txn:ID" / "group:G": topic and partition found live
 
     def to_dict(self) -> dict[str, Any]:
         required, optional = _FIELDS[self.kind]
+        if self.coordinator is not None:
+            required = tuple(n for n in required if n not in _PARTITION_FIELDS)
         body = {name: getattr(self, name) for name in required}
+        if self.coordinator is not None:
+            body["coordinator"] = self.coordinator
         body.update({k: getattr(self, k) for k, v in optional.items() if getattr(self, k) != v})
         return {self.kind: body}
 
     def describe(self) -> str:
-        where = f"{self.topic}-{self.partition}"
+        where = (
+            f"{self.topic}-{self.partition}"
+            if self.coordinator is None
+            else f"the coordinator partition of {self.coordinator}"
+        )
         if self.kind == "in_isr":
             return f"broker {self.broker} in the ISR of {where}"
         if self.kind == "out_of_isr":
@@ -183,6 +204,14 @@ def parse_condition(raw: Any, where: Where, context: TriggerContext | None = Non
         raise w.error(f"must be a mapping of fields, got {body!r}")
     required, optional = _FIELDS[kind]
     allowed = set(required) | set(optional)
+    if kind in _WITH_COORDINATOR and "coordinator" in body:
+        both = [n for n in _PARTITION_FIELDS if n in body]
+        if both:
+            raise w.child(both[0], body).error(
+                "give either coordinator or topic and partition, not both"
+            )
+        required = tuple(n for n in required if n not in _PARTITION_FIELDS)
+        allowed = (allowed - set(_PARTITION_FIELDS)) | {"coordinator"}
     for key in body:
         if key not in allowed:
             raise w.child(str(key), body).error(
@@ -194,6 +223,12 @@ def parse_condition(raw: Any, where: Where, context: TriggerContext | None = Non
             raise w.child(name, body).error("missing")
     for name in body:
         values[name] = _value(_KINDS[name], body[name], w.child(name, body), name)
+    if "coordinator" in values:
+        try:
+            key = parse_key(values["coordinator"])
+        except ValueError as exc:
+            raise w.child("coordinator", body).error(str(exc)) from None
+        values["topic"] = key.topic
     cond = Condition(str(kind), **values)
     if context is not None:
         _check_context(cond, body, w, context)
@@ -204,7 +239,7 @@ def _check_context(cond: Condition, body: Any, w: Where, ctx: TriggerContext) ->
     if ctx.brokers is not None and cond.broker is not None and cond.broker not in ctx.brokers:
         ids = ", ".join(str(b) for b in sorted(ctx.brokers))
         raise w.child("broker", body).error(f"no broker {cond.broker} (brokers: {ids})")
-    if ctx.topics is None or cond.topic is None:
+    if ctx.topics is None or cond.topic is None or cond.coordinator is not None:
         return
     if cond.topic not in ctx.topics:
         names = ", ".join(sorted(ctx.topics)) or "none"
@@ -265,6 +300,8 @@ class ClusterState(Protocol):
 
     def isr(self, topic: str, partition: int) -> list[int]: ...
 
+    def partition_count(self, topic: str) -> int: ...
+
     def broker_epoch(self, broker: int) -> int | None: ...
 
     def alive_brokers(self) -> set[int]: ...
@@ -282,6 +319,12 @@ class HandleState:
     def isr(self, topic: str, partition: int) -> list[int]:
         try:
             return sorted(int(b) for b in self.cluster.partition_isr(topic, partition))
+        except ClusterError as exc:
+            raise FaultError(str(exc)) from exc
+
+    def partition_count(self, topic: str) -> int:
+        try:
+            return int(self.cluster.partition_count(topic))
         except ClusterError as exc:
             raise FaultError(str(exc)) from exc
 
@@ -311,9 +354,14 @@ class _Watch:
     def check(self, state: ClusterState) -> bool:
         c = self.cond
         if c.kind in ("in_isr", "out_of_isr", "isr_below"):
-            assert c.topic is not None and c.partition is not None
-            isr = state.isr(c.topic, c.partition)
-            self.last_seen = f"ISR of {c.topic}-{c.partition} = {isr}"
+            assert c.topic is not None
+            partition = c.partition
+            if c.coordinator is not None:
+                key = parse_key(c.coordinator)
+                partition = coordinator_partition(key.key, state.partition_count(key.topic))
+            assert partition is not None
+            isr = state.isr(c.topic, partition)
+            self.last_seen = f"ISR of {c.topic}-{partition} = {isr}"
             if c.kind == "in_isr":
                 return c.broker in isr
             if c.kind == "out_of_isr":
@@ -405,17 +453,28 @@ def trigger_schema() -> dict[str, Any]:
         props = {name: dict(types[_KINDS[name]]) for name in (*required, *optional)}
         if "size" in props:
             props["size"]["minimum"] = 1
+        body: dict[str, Any] = {
+            "type": "object",
+            "required": list(required),
+            "properties": props,
+            "additionalProperties": False,
+        }
+        if kind in _WITH_COORDINATOR:
+            # either topic and partition, or the coordinator whose partition it is
+            props["coordinator"] = {"type": "string", "pattern": "^(txn|group):.+"}
+            others = [n for n in required if n not in _PARTITION_FIELDS]
+            body["required"] = others
+            body["oneOf"] = [
+                {"required": list(_PARTITION_FIELDS), "not": {"required": ["coordinator"]}},
+                {
+                    "required": ["coordinator"],
+                    "not": {"anyOf": [{"required": ["topic"]}, {"required": ["partition"]}]},
+                },
+            ]
         one.append(
             {
                 "type": "object",
-                "properties": {
-                    kind: {
-                        "type": "object",
-                        "required": list(required),
-                        "properties": props,
-                        "additionalProperties": False,
-                    }
-                },
+                "properties": {kind: body},
                 "required": [kind],
                 "additionalProperties": False,
             }

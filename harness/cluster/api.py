@@ -167,6 +167,10 @@ class ClusterHandle(Protocol):
 
     def partition_isr(self, topic: str, partition: int) -> list[int]: ...
 
+    def partition_count(self, topic: str) -> int:
+        """How many partitions the topic has now (internal topics included)."""
+        ...
+
     def alive_brokers(self) -> set[int]:
         """Brokers in the client metadata now."""
         ...

@@ -287,6 +287,9 @@ class Cluster:
             lambda admin: observe.partition_isr(admin, topic, partition, OBSERVE_TIMEOUT)
         )
 
+    def partition_count(self, topic: str) -> int:
+        return self._observed(lambda admin: observe.partition_count(admin, topic, OBSERVE_TIMEOUT))
+
     def alive_brokers(self) -> set[int]:
         return self._observed(lambda admin: observe.alive_brokers(admin, OBSERVE_TIMEOUT))
 

@@ -51,6 +51,14 @@ def partition_leader(admin: Any, topic: str, partition: int, timeout: float) -> 
     return int(p.leader)
 
 
+def partition_count(admin: Any, topic: str, timeout: float) -> int:
+    """How many partitions the topic has; ClusterError when it is not there."""
+    partitions = _topic(admin, topic, timeout).partitions
+    if not partitions:
+        raise ClusterError(f"topic {topic!r}: no partitions in metadata")
+    return len(partitions)
+
+
 def partition_isr(admin: Any, topic: str, partition: int, timeout: float) -> list[int]:
     p = _topic(admin, topic, timeout).partitions.get(partition)
     if p is None:

@@ -58,7 +58,18 @@ class PlannedCluster:
     def active_controller_id(self) -> int:
         return int(self.controllers[0].node_id)
 
+    def partition_count(self, topic: str) -> int:
+        t = self.topics.get(topic)
+        if t is not None:
+            return int(t.partitions)
+        if topic.startswith("__"):
+            return 1  # an internal topic (a coordinator's): its leader is only known live
+        raise FaultError(f"topic {topic!r}: not in the scenario")
+
     def partition_leader(self, topic: str, partition: int) -> int:
+        if topic.startswith("__") and topic not in self.topics:
+            # a coordinator's partition: any broker may lead it, the run resolves it live
+            return int(self.brokers[0].node_id)
         t = self.topics.get(topic)
         if t is None or not 0 <= partition < t.partitions:
             raise FaultError(f"leader:{topic}:{partition}: no such partition")

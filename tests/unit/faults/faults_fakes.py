@@ -60,6 +60,9 @@ class FakeCluster:
         self.jvm = {node.node_id: "S" for node in self._nodes}
         self.frozen: set[int] = set()
         self.leader = leader
+        # per-partition leaders and topic sizes, for coordinator targets (else ``leader``)
+        self.leaders: dict[tuple[str, int], int] = {}
+        self.partition_counts: dict[str, int] = {}
         self.controller = controller
         self.exec_code = 0
         self.lock = threading.Lock()
@@ -180,7 +183,12 @@ class FakeCluster:
         return True
 
     def partition_leader(self, topic: str, partition: int) -> int:
-        return self.leader
+        return self.leaders.get((topic, partition), self.leader)
+
+    def partition_count(self, topic: str) -> int:
+        if topic not in self.partition_counts:
+            raise ClusterError(f"topic {topic!r}: not in metadata")
+        return self.partition_counts[topic]
 
     def active_controller_id(self) -> int:
         return self.controller
