@@ -9,12 +9,15 @@ SCENARIO ?= smoke
 # `make incidents`: the incident library on these Kafka releases (about an hour)
 INCIDENT_VERSIONS ?= 3.4.1,3.5.2,3.9.1,4.4.0
 INCIDENT_SEEDS ?= 1
+# `make known-bugs`: every known-bug scenario (a Kafka ticket) on its ticket's own affected
+# and fixed releases (ticket.compare), KNOWN_BUG_SEEDS seeds each
+KNOWN_BUG_SEEDS ?= 5
 # `make soak`: seeded random schedules on a safe config, counting false alarms (~30 min)
 SOAK_RUNS ?= 20
 SOAK_SEED_BASE ?= 1
 INCIDENTS := $(sort $(basename $(notdir $(wildcard harness/scenarios/*.yaml))))
 
-.PHONY: setup run test unit docker-tests lint typecheck nightly incidents soak cleanup clean
+.PHONY: setup run test unit docker-tests lint typecheck nightly incidents known-bugs soak cleanup clean
 
 setup:
 	@bash compose/setup.sh
@@ -40,6 +43,9 @@ nightly: setup
 
 incidents: setup
 	$(KCHAOS) matrix $(INCIDENTS) --kafka-version $(INCIDENT_VERSIONS) --seeds $(INCIDENT_SEEDS)
+
+known-bugs: setup
+	$(KCHAOS) matrix --tag known-bug --seeds $(KNOWN_BUG_SEEDS)
 
 soak: setup
 	$(KCHAOS) soak --runs $(SOAK_RUNS) --seed-base $(SOAK_SEED_BASE)

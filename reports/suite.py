@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 import plotly.graph_objects as go
 
+from kchaos.harness.rundir.tickets import AFFECTED, NOT_AFFECTED, Ticket, ticket_of
 from kchaos.reports import html, junit
 from kchaos.reports.build import RunReport
 
@@ -181,6 +182,42 @@ def version_grid(
         parts.append(
             f"<h2>{escape(scenario)}</h2><table class='grid'><tr><th>version</th>{head}</tr>"
             f"{''.join(body)}</table>"
+        )
+    return "\n".join(parts)
+
+
+def ticket_tables(reports: Sequence[RunReport]) -> str:
+    """Per Kafka ticket among the runs' scenarios, one row per release: what the runs on
+    it show (affected, not affected, not reproduced here, seen on a fixed release) and in
+    how many of its seeds; empty when no run's scenario names a ticket."""
+    by_ticket: dict[str, tuple[Ticket, dict[str, list[bool]]]] = {}
+    for r in reports:
+        ticket = ticket_of(r.data.run.scenario)
+        if ticket is None:
+            continue
+        version = str(r.summary.get("kafka_version"))
+        runs = by_ticket.setdefault(ticket.id, (ticket, {}))[1]
+        runs.setdefault(version, []).append(bool(r.summary["expected"]))
+    parts = []
+    for ident, (ticket, runs) in sorted(by_ticket.items()):
+        rows = []
+        for version in sorted(runs, key=_version_key):
+            outcomes = runs[version]
+            shown = sum(outcomes)
+            status = ticket.status_of_seeds(version, outcomes)
+            side = "fixed" if ticket.is_fixed(version) else "affected"
+            good = status in (AFFECTED, NOT_AFFECTED)
+            rows.append(
+                f"<tr><th>Kafka {escape(version)}</th><td>{side}</td>"
+                f"<td class='{'ok' if good else 'bad'}'><b>{escape(status)}</b></td>"
+                f"<td>{shown} of {len(outcomes)} seeds as expected</td></tr>"
+            )
+        commit = f", fixing commit {escape(ticket.commit[:12])}" if ticket.commit else ""
+        parts.append(
+            f"<h2>{escape(ident)}: {escape(ticket.title)}</h2>"
+            f"<p>fixed in {escape(', '.join(ticket.fixed_in))}{commit}</p>"
+            "<table class='grid'><tr><th>release</th><th>per the ticket</th>"
+            f"<th>these runs show</th><th>seeds</th></tr>{''.join(rows)}</table>"
         )
     return "\n".join(parts)
 

@@ -13,6 +13,12 @@ Seeds: with ``--seeds N``, run i (i = 0 .. N-1) of a scenario uses the scenario'
 seed + i, so ``--seeds 1`` is the scenario as written and the same matrix replays the same
 fault schedules.
 
+``--tag TAG`` adds every library scenario with that tag (``known-bug``: the Kafka tickets
+kchaos reproduces). ``--kafka-version`` may then be left out: each scenario with a
+``ticket`` runs on its ticket's ``compare`` releases (an affected one and a fixed one),
+and the page gets a table per ticket: for each release, affected, not affected, not
+reproduced here or seen on a fixed release, with how many seeds showed it.
+
 Nothing starts before everything is checked: every scenario is loaded for every version,
 and every version must be a release number kchaos can run (``X.Y.Z``, 3.3.0 or later) and,
 for the offline images (the default), one whose broker jar Maven Central has: the jar
@@ -99,15 +105,33 @@ def check_versions(versions: Sequence[str], source: str, resolver: Resolver | No
             raise ConfigError(f"Kafka {version} cannot be built: {why}", field="kafka-version")
 
 
+def versions_of(ref: str, versions: Sequence[str] | None, overrides: Sequence[str]) -> list[str]:
+    """The releases ``ref`` runs on: ``versions`` when given, else its ticket's
+    ``compare`` releases (ConfigError when it has none)."""
+    if versions:
+        return list(versions)
+    from kchaos.harness.scenario import library
+
+    sc = library.load(ref, overrides=overrides)
+    if sc.ticket is None or not sc.ticket.compare:
+        raise ConfigError(
+            f"scenario {sc.name!r} names no releases to compare (ticket.compare): "
+            "give --kafka-version",
+            field="kafka-version",
+        )
+    return list(sc.ticket.compare)
+
+
 def plan(
     refs: Sequence[str],
-    versions: Sequence[str],
+    versions: Sequence[str] | None,
     seeds: int,
     *,
     overrides: Sequence[str] = (),
 ) -> list[Any]:
     """Every (scenario, version, seed) as a SuiteEntry, scenario by scenario, then version,
-    then seed; each scenario loaded (and so validated) once per version."""
+    then seed; each scenario loaded (and so validated) once per version. ``versions``
+    None: each scenario's ticket's ``compare`` releases."""
     from kchaos.harness.run.suite import SuiteEntry
     from kchaos.harness.scenario import library
 
@@ -116,9 +140,10 @@ def plan(
     entries = []
     seen: set[str] = set()
     for ref in refs:
-        for version in versions:
+        mine = versions_of(ref, versions, overrides)
+        for version in mine:
             sc = library.load(ref, overrides=overrides, kafka_version=version)
-            if version == versions[0]:
+            if version == mine[0]:
                 if sc.name in seen:
                     raise ConfigError(f"scenario {sc.name!r} is listed twice", file=ref)
                 seen.add(sc.name)
@@ -131,7 +156,7 @@ def plan(
 
 def run_matrix(
     refs: Sequence[str],
-    versions_text: str,
+    versions_text: str | None,
     *,
     seeds: int = 1,
     out: Path | None = None,
@@ -152,8 +177,9 @@ def run_matrix(
     console = console or Console()
     if not refs:
         raise ConfigError("name at least one scenario", field="SCENARIO")
-    versions = parse_versions(versions_text)
-    entries = plan(refs, versions, seeds, overrides=overrides)
+    given = parse_versions(versions_text) if versions_text else None
+    entries = plan(refs, given, seeds, overrides=overrides)
+    versions = given or list(dict.fromkeys(str(e.scenario.cluster.kafka_version) for e in entries))
     if any(image_source(e.scenario) == "offline" for e in entries):
         check_versions(versions, "offline", resolver or maven_resolver())
     name = "+".join(sorted({e.scenario.name for e in entries}))
@@ -183,14 +209,14 @@ def write_matrix(
     suite_dir: Path, title: str, reports: list[Any], failures: list[Any], console: Any
 ) -> dict[str, str]:
     from kchaos.reports.console import print_batch
-    from kchaos.reports.suite import version_grid, write_suite_reports
+    from kchaos.reports.suite import ticket_tables, version_grid, write_suite_reports
 
     paths = write_suite_reports(
         suite_dir,
         reports,
         failures,
         title=title,
-        sections=[version_grid(reports, failures, suite_dir)],
+        sections=[ticket_tables(reports), version_grid(reports, failures, suite_dir)],
         unit="runs",
         columns=("Kafka", "seed"),
     )
@@ -207,13 +233,18 @@ def write_matrix(
 
 
 @click.command("matrix")
-@click.argument("scenarios", nargs=-1, required=True, metavar="SCENARIO...")
+@click.argument("scenarios", nargs=-1, metavar="[SCENARIO...]")
+@click.option(
+    "--tag",
+    metavar="TAG",
+    help="Add every library scenario with this tag (known-bug: the Kafka tickets).",
+)
 @click.option(
     "--kafka-version",
     "versions",
-    required=True,
     metavar="V1,V2,...",
-    help="Kafka releases to run every scenario on, comma-separated, e.g. 3.4.1,3.5.2.",
+    help="Kafka releases to run every scenario on, comma-separated, e.g. 3.4.1,3.5.2 "
+    "(default: each ticket scenario's own compare releases).",
 )
 @click.option(
     "--seeds",
@@ -227,7 +258,8 @@ def write_matrix(
 @prometheus_option()
 def matrix_cmd(
     scenarios: tuple[str, ...],
-    versions: str,
+    tag: str | None,
+    versions: str | None,
     seeds: int,
     overrides: tuple[str, ...],
     out: Path | None,
@@ -242,8 +274,13 @@ def matrix_cmd(
     Exit code: 0 when every run ended as its scenario expects, otherwise the worst exit
     code of `kchaos run`.
     """
+    refs = list(scenarios)
+    if tag is not None:
+        from kchaos.harness.scenario import library
+
+        refs += [n for n in library.names_with_tag(tag) if n not in refs]
     return run_matrix(
-        list(scenarios),
+        refs,
         versions,
         seeds=seeds,
         out=out,

@@ -153,10 +153,16 @@ def suite_cmd(
 
 @click.command("scenarios")
 @click.option("--verbose", "-v", is_flag=True, help="Print each full description.")
-def scenarios_cmd(verbose: bool) -> int:
-    """List the incident library, one line each."""
+@click.option(
+    "--tag",
+    metavar="TAG",
+    help="Only the scenarios with this tag (known-bug: the Kafka tickets reproduced).",
+)
+def scenarios_cmd(verbose: bool, tag: str | None) -> int:
+    """List the incident library, one line each (a ticket's scenario: its ticket and
+    the releases it affects)."""
     console = Console(highlight=False, soft_wrap=True)
-    names = library.library_names()
+    names = library.library_names() if tag is None else library.names_with_tag(tag)
     width = max(len(n) for n in names)
     for sc in library.load_all(names):
         faults = sorted(
@@ -173,6 +179,13 @@ def scenarios_cmd(verbose: bool) -> int:
             f"{','.join(faults) or '-':<28} {sc.summary}"
         )
         console.print(line if verbose else line[: max(console.width, 100)])
+        if sc.ticket is not None:
+            t = sc.ticket
+            since = f"from {t.affected_from} " if t.affected_from else ""
+            console.print(
+                f"{'':<{width}}  {t.id}: affects {since}until {', '.join(t.fixed_in)} "
+                f"(fixed there); {t.title}"
+            )
         if verbose:
             console.print(f"    {sc.description}\n")
     return 0

@@ -84,6 +84,12 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
     }
     if sc.get("tags"):
         out["tags"] = list(sc["tags"])
+    if sc.get("ticket"):
+        out["ticket"] = {
+            k: list(v) if isinstance(v, list | tuple) else v
+            for k, v in sc["ticket"].items()
+            if v not in (None, "", [], ())
+        }
     out["seed"] = sc.get("seed", 0)
     out["cluster"] = cluster
     out["topics"] = topics

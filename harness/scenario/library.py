@@ -23,6 +23,28 @@ def library_names() -> list[str]:
     return sorted(p.stem for p in library_dir().iterdir() if p.suffix in SUFFIXES)
 
 
+def names_with_tag(tag: str) -> list[str]:
+    """The library scenarios tagged ``tag`` (read from their files' ``tags`` only);
+    ConfigError when none is."""
+    from kchaos.harness.scenario.yamlsrc import load_yaml
+
+    names = []
+    known: set[str] = set()
+    for name in library_names():
+        path = library_dir() / f"{name}.yaml"
+        data = load_yaml(path.read_text(encoding="utf-8"), str(path)).data
+        tags = [str(t) for t in (data.get("tags") or ())] if isinstance(data, dict) else []
+        known.update(tags)
+        if tag in tags:
+            names.append(name)
+    if not names:
+        raise ConfigError(
+            f"no library scenario is tagged {tag!r} (tags: {', '.join(sorted(known))})",
+            field="tag",
+        )
+    return names
+
+
 def resolve(ref: str) -> Path:
     """A scenario reference: a path to a file, or the name of a library scenario."""
     path = Path(ref)

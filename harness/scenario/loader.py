@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 
 from kchaos.harness.errors import ConfigError
+from kchaos.harness.rundir.tickets import KNOWN_BUG_TAG, Ticket
 from kchaos.harness.scenario import plan
 from kchaos.harness.scenario.checks import semantic_checks
 from kchaos.harness.scenario.feasible import check_schedule
@@ -231,7 +232,32 @@ def _build(src: Source, seed: int | None) -> Scenario:
         seed=seed if seed is not None else int(d.get("seed", 0)),
         source=src.file,
         tags=tuple(d.get("tags", ())),
+        ticket=_ticket(src, d, cluster.kafka_version),
     )
+
+
+def _ticket(src: Source, d: dict[str, Any], kafka_version: str | None) -> Ticket | None:
+    """The ``ticket`` section, checked; a release outside its range is bad input."""
+    raw = d.get("ticket")
+    if raw is None:
+        return None
+
+    def error(path: tuple[str | int, ...], message: str) -> Exception:
+        return src.error(("ticket", *path), message)
+
+    ticket = Ticket.from_mapping(raw, error)
+    if KNOWN_BUG_TAG not in (d.get("tags") or ()):
+        raise src.error(("tags",), f"a scenario with a ticket is tagged {KNOWN_BUG_TAG}")
+    from kchaos.harness.images.versions import parse_kafka_version
+
+    version = str(parse_kafka_version(kafka_version))
+    if not ticket.covers(version):
+        raise src.error(
+            ("cluster", "kafka_version"),
+            f"{d['name']} reproduces {ticket.id} from Kafka {ticket.affected_from} on (fixed "
+            f"in {', '.join(ticket.fixed_in)}); Kafka {version} is outside that range",
+        )
+    return ticket
 
 
 def load_scenario(

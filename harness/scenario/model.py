@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from kchaos.harness.rundir.anomalies import KINDS
+from kchaos.harness.rundir.tickets import Ticket
 
 if TYPE_CHECKING:
     from kchaos.harness.scenario.plan import Plan
@@ -149,6 +150,8 @@ class Scenario:
     seed: int = 0
     source: str = ""  # the file it came from (or "<library>/name.yaml")
     tags: tuple[str, ...] = ()
+    # the Kafka ticket a known-bug scenario reproduces (affected and fixed releases)
+    ticket: Ticket | None = None
     # The cluster, workload and schedule in their own packages' types, built by the
     # loader (harness.scenario.plan); not part of the scenario's value or its file.
     plan: Plan | None = field(default=None, compare=False, repr=False)

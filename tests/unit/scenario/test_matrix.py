@@ -156,8 +156,9 @@ def test_maven_resolver_uses_the_local_repository_first(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["matrix", "smoke"], "Missing option '--kafka-version'"),
-        (["matrix", "--kafka-version", "3.5.2"], "Missing argument 'SCENARIO...'"),
+        (["matrix", "smoke"], "names no releases to compare (ticket.compare): give --kafka"),
+        (["matrix", "--kafka-version", "3.5.2"], "name at least one scenario"),
+        (["matrix", "--tag", "no-such-tag"], "no library scenario is tagged 'no-such-tag'"),
         (["matrix", "smoke", "--kafka-version", "3.5.2", "--seeds", "0"], "--seeds"),
         (["matrix", "smoke", "--kafka-version", "banana"], "'banana' is not a Kafka release"),
         (["matrix", "smoke", "--kafka-version", "3.2.3"], "too old"),

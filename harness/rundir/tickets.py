@@ -1,0 +1,172 @@
+"""A library scenario's Kafka ticket: which releases it affects, and what a run on one shows.
+
+A scenario that reproduces a known Kafka bug names it in a ``ticket`` section::
+
+    ticket:
+      id: KAFKA-15046
+      title: fsync under the log lock leaves a broker registered but not serving
+      commit: 1d0c8f9...           # the fixing commit in apache/kafka (the authority)
+      fixed_in: ["3.6.2", "3.7.0"] # first fixed release of each line the fix reached
+      affected_from: "3.5.0"       # oldest release the scenario can run on (optional)
+      compare: ["3.6.1", "3.7.0"]  # releases `kchaos matrix --tag known-bug` runs by default
+
+A release is *fixed* when it is at or past a ``fixed_in`` release of its own line
+(major.minor), or on a line newer than every ``fixed_in`` release; every other release
+from ``affected_from`` on is *affected*. A release older than ``affected_from`` is outside
+the scenario's range, and running it there is bad input.
+
+What a run shows (:meth:`Ticket.status`): on an affected release, ``affected`` when the run
+ended as its ``expect`` says (the scenario expects the bug's anomaly there) and ``not
+reproduced here`` otherwise; on a fixed release, ``not affected`` when it ended as expected
+(valid) and ``seen on a fixed release`` otherwise.
+
+The run directory keeps the section inside run.json's ``scenario``; the reports read it
+from there with :func:`ticket_of`, so they need nothing but the run directory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kchaos.harness.errors import ConfigError
+
+#: The tag every scenario with a ticket carries (``kchaos scenarios --tag known-bug``).
+KNOWN_BUG_TAG = "known-bug"
+
+AFFECTED = "affected"
+NOT_REPRODUCED = "not reproduced here"
+NOT_AFFECTED = "not affected"
+SEEN_WHEN_FIXED = "seen on a fixed release"
+
+_RELEASE = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)$")
+_TICKET_ID = re.compile(r"^KAFKA-[0-9]+$")
+
+
+#: Makes the error for a field of the section: (path inside ``ticket``, message).
+ErrorAt = Callable[[tuple[str | int, ...], str], Exception]
+
+
+def _plain_error(path: tuple[str | int, ...], message: str) -> Exception:
+    field = "ticket" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+    return ConfigError(message, field=field)
+
+
+def release(text: str) -> tuple[int, int, int]:
+    """``"3.6.2"`` -> (3, 6, 2); ValueError otherwise."""
+    match = _RELEASE.fullmatch(str(text).strip())
+    if match is None:
+        raise ValueError(f"{text!r} is not a release number such as 3.7.0")
+    major, minor, patch = (int(g) for g in match.groups())
+    return major, minor, patch
+
+
+@dataclass(frozen=True)
+class Ticket:
+    id: str
+    title: str
+    fixed_in: tuple[str, ...]
+    commit: str = ""
+    affected_from: str | None = None
+    compare: tuple[str, ...] = ()
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], error: ErrorAt = _plain_error) -> Ticket:
+        """Build and check one ``ticket`` section; ``error`` makes the exception for a
+        field (the scenario loader's names file and line; by default a ConfigError)."""
+
+        def rel(value: Any, *path: str | int) -> tuple[int, int, int]:
+            try:
+                return release(str(value))
+            except ValueError as exc:
+                raise error(path, str(exc)) from None
+
+        ident = str(data.get("id", ""))
+        if not _TICKET_ID.fullmatch(ident):
+            raise error(("id",), f"expected a Kafka ticket id such as KAFKA-15046, got {ident!r}")
+        fixed = [str(v) for v in data.get("fixed_in") or ()]
+        if not fixed:
+            raise error(("fixed_in",), "name the first release with the fix")
+        lines: dict[tuple[int, int], str] = {}
+        for i, v in enumerate(fixed):
+            line = rel(v, "fixed_in", i)[:2]
+            if line in lines:
+                raise error(("fixed_in", i), f"{lines[line]} is on the same release line")
+            lines[line] = v
+        first_fix = min(fixed, key=release)
+        start = data.get("affected_from")
+        if start is not None and rel(start, "affected_from") >= release(first_fix):
+            raise error(
+                ("affected_from",), f"{start} is not older than the first fix ({first_fix})"
+            )
+        compare = [str(v) for v in data.get("compare") or ()]
+        for i, v in enumerate(compare):
+            if rel(v, "compare", i) < release(str(start or "0.0.0")):
+                raise error(("compare", i), f"{v} is older than affected_from ({start})")
+        return cls(
+            id=ident,
+            title=str(data.get("title", "")),
+            fixed_in=tuple(sorted(fixed, key=release)),
+            commit=str(data.get("commit", "")),
+            affected_from=None if start is None else str(start),
+            compare=tuple(compare),
+        )
+
+    def covers(self, version: str) -> bool:
+        """Whether the scenario can run on ``version`` (not older than ``affected_from``)."""
+        return self.affected_from is None or release(version) >= release(self.affected_from)
+
+    def is_fixed(self, version: str) -> bool:
+        v = release(version)
+        fixes = [release(f) for f in self.fixed_in]
+        same_line = [f for f in fixes if f[:2] == v[:2]]
+        if same_line:
+            return v >= same_line[0]
+        return v[:2] > max(fixes)[:2]
+
+    def check_release(self, version: str, scenario: str) -> None:
+        """ConfigError when ``version`` is outside the scenario's range."""
+        if not self.covers(version):
+            raise ConfigError(
+                f"scenario {scenario!r} reproduces {self.id} on Kafka {self.affected_from} and "
+                f"later (fixed in {', '.join(self.fixed_in)}); {version} is outside that range",
+                field="kafka-version",
+            )
+
+    def status(self, version: str, expected: bool) -> str:
+        """What a run on ``version`` that ended as expected (or not) says of the ticket."""
+        if self.is_fixed(version):
+            return NOT_AFFECTED if expected else SEEN_WHEN_FIXED
+        return AFFECTED if expected else NOT_REPRODUCED
+
+    def status_of_seeds(self, version: str, expected: Sequence[bool]) -> str:
+        """What several seeds on one release show together: on an affected release one
+        seed in which the bug happened is enough (it did happen there), on a fixed release
+        one seed that saw it is enough to say so."""
+        if self.is_fixed(version):
+            return self.status(version, all(expected))
+        return self.status(version, any(expected))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "title": self.title, "fixed_in": list(self.fixed_in)}
+        if self.commit:
+            out["commit"] = self.commit
+        if self.affected_from is not None:
+            out["affected_from"] = self.affected_from
+        if self.compare:
+            out["compare"] = list(self.compare)
+        return out
+
+
+def ticket_of(scenario: Mapping[str, Any] | None) -> Ticket | None:
+    """The ticket of a resolved scenario as run.json keeps it (None: no ticket, or one
+    this kchaos cannot read)."""
+    raw = (scenario or {}).get("ticket")
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        return Ticket.from_mapping(raw)
+    except ConfigError:
+        return None

@@ -1,0 +1,95 @@
+"""rundir.tickets: which releases a ticket affects and what runs on them show."""
+
+from __future__ import annotations
+
+import pytest
+
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.rundir.tickets import (
+    AFFECTED,
+    NOT_AFFECTED,
+    NOT_REPRODUCED,
+    SEEN_WHEN_FIXED,
+    Ticket,
+    ticket_of,
+)
+
+BACKPORTED = {"id": "KAFKA-15046", "title": "t", "fixed_in": ["3.7.0", "3.6.2"]}
+
+
+@pytest.mark.parametrize(
+    ("version", "fixed"),
+    [
+        ("3.5.2", False),  # an older line the fix never reached
+        ("3.6.1", False),
+        ("3.6.2", True),  # the backport
+        ("3.6.3", True),
+        ("3.7.0", True),
+        ("3.8.1", True),  # a line newer than every fix
+        ("4.0.0", True),
+    ],
+)
+def test_fixed_follows_backports(version: str, fixed: bool) -> None:
+    assert Ticket.from_mapping(BACKPORTED).is_fixed(version) is fixed
+
+
+def test_a_line_between_fixes_without_a_backport_is_affected() -> None:
+    t = Ticket.from_mapping({"id": "KAFKA-1", "title": "t", "fixed_in": ["3.5.2", "3.7.0"]})
+    assert [t.is_fixed(v) for v in ("3.5.1", "3.5.2", "3.6.2", "3.7.0")] == [
+        False,
+        True,
+        False,
+        True,
+    ]
+
+
+def test_status_of_one_run_and_of_seeds() -> None:
+    t = Ticket.from_mapping(BACKPORTED)
+    assert t.status("3.6.1", True) == AFFECTED
+    assert t.status("3.6.1", False) == NOT_REPRODUCED
+    assert t.status("3.7.0", True) == NOT_AFFECTED
+    assert t.status("3.7.0", False) == SEEN_WHEN_FIXED
+    # one seed that showed the bug proves the release affected ...
+    assert t.status_of_seeds("3.6.1", [False, True, False]) == AFFECTED
+    assert t.status_of_seeds("3.6.1", [False, False]) == NOT_REPRODUCED
+    # ... and one seed that saw it on a fixed release is reported
+    assert t.status_of_seeds("3.7.0", [True, False]) == SEEN_WHEN_FIXED
+    assert t.status_of_seeds("3.7.0", [True, True]) == NOT_AFFECTED
+
+
+def test_range() -> None:
+    t = Ticket.from_mapping({**BACKPORTED, "affected_from": "3.6.0"})
+    assert t.covers("3.6.0") and not t.covers("3.5.2")
+    with pytest.raises(ConfigError, match="outside that range") as err:
+        t.check_release("3.5.2", "s")
+    assert err.value.field == "kafka-version"
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"id": "15046", "title": "t", "fixed_in": ["3.7.0"]}, "ticket.id"),
+        ({"id": "KAFKA-1", "title": "t", "fixed_in": []}, "ticket.fixed_in"),
+        ({"id": "KAFKA-1", "title": "t", "fixed_in": ["3.7"]}, "ticket.fixed_in[0]"),
+        (
+            {"id": "KAFKA-1", "title": "t", "fixed_in": ["3.7.0"], "affected_from": "3.7.1"},
+            "ticket.affected_from",
+        ),
+        (
+            {"id": "KAFKA-1", "title": "t", "fixed_in": ["3.7.0"], "compare": ["x"]},
+            "ticket.compare[0]",
+        ),
+    ],
+)
+def test_bad_sections_name_the_field(data: dict, field: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        Ticket.from_mapping(data)
+    assert err.value.field == field
+
+
+def test_ticket_of_a_run_json_scenario() -> None:
+    t = Ticket.from_mapping({**BACKPORTED, "commit": "abc1234", "compare": ["3.6.1", "3.7.0"]})
+    assert ticket_of({"ticket": t.to_dict()}) == t
+    assert ticket_of({"name": "smoke"}) is None
+    assert ticket_of(None) is None
+    assert ticket_of({"ticket": {"id": "garbage"}}) is None
