@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -9,6 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
+from workload_fakes import eventually
 
 from kchaos.workloads.history import ListSink
 from kchaos.workloads.monitor import (
@@ -66,7 +66,7 @@ def test_metadata_lines_follow_the_format() -> None:
     source.fail_next = 1
     monitor = Monitor(lambda: source, ["t"], sink, interval=0.02)
     monitor.start()
-    time.sleep(0.2)
+    eventually(lambda: monitor.observations >= 3, "three observations")
     monitor.stop()
     assert monitor.failures == 1 and monitor.observations >= 3
     lines = sink.events
@@ -99,7 +99,7 @@ def test_a_failed_observation_gets_a_new_client() -> None:
 
     monitor = Monitor(factory, ["t"], ListSink(), interval=0.02)
     monitor.start()
-    time.sleep(0.2)
+    eventually(lambda: monitor.observations >= 3, "three observations")
     monitor.stop()
     assert monitor.failures == 1 and monitor.observations >= 3
     assert len(made) == 2 and made[0].calls == 1
@@ -144,7 +144,7 @@ def test_scrapes_go_to_the_run_directory(broker_url: str, tmp_path: Path) -> Non
         metrics_path=out, metrics_interval=0.05,
     )  # fmt: skip
     monitor.start()
-    time.sleep(0.3)
+    eventually(lambda: monitor.scrapes >= 1, "one round of scrapes")  # counted once written
     monitor.stop()
     rows = [orjson.loads(line) for line in out.read_bytes().splitlines()]
     assert {r["node"] for r in rows} == {1, 2}
