@@ -7,11 +7,11 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 import pytest
-from workload_fakes import eventually
 
 from kchaos.harness.errors import HistoryError
 from kchaos.workloads.history import (
@@ -68,7 +68,9 @@ def test_many_threads_give_strictly_increasing_index_and_ordered_time(tmp_path: 
     assert len({e["value"] for e in events}) == 16000
 
 
-def test_lines_reach_the_file_without_close_or_flush(tmp_path: Path) -> None:
+def test_lines_reach_the_file_without_close_or_flush(
+    tmp_path: Path, eventually: Callable[..., None]
+) -> None:
     """The flusher hands lines over by itself. How soon (100 ms) is a timing claim, checked
     with a loaded machine's tolerance in the docker phase (tests/integration/test_timing.py)."""
     path = tmp_path / "h.jsonl"

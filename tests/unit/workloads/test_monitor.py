@@ -1,14 +1,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from workload_fakes import eventually
 
 from kchaos.workloads.history import ListSink
 from kchaos.workloads.monitor import (
@@ -60,7 +59,7 @@ class FakeSource:
         return None
 
 
-def test_metadata_lines_follow_the_format() -> None:
+def test_metadata_lines_follow_the_format(eventually: Callable[..., None]) -> None:
     sink = ListSink()
     source = FakeSource()
     source.fail_next = 1
@@ -87,7 +86,7 @@ def test_metadata_lines_follow_the_format() -> None:
     assert len(lines) == 2 * monitor.observations
 
 
-def test_a_failed_observation_gets_a_new_client() -> None:
+def test_a_failed_observation_gets_a_new_client(eventually: Callable[..., None]) -> None:
     """A client stuck on a paused broker would fail every observation of the pause."""
     made: list[FakeSource] = []
 
@@ -136,7 +135,9 @@ def broker_url() -> Iterator[str]:
     server.server_close()
 
 
-def test_scrapes_go_to_the_run_directory(broker_url: str, tmp_path: Path) -> None:
+def test_scrapes_go_to_the_run_directory(
+    broker_url: str, tmp_path: Path, eventually: Callable[..., None]
+) -> None:
     out = tmp_path / "broker-metrics.jsonl"
     monitor = Monitor(
         FakeSource, ["t"], ListSink(), interval=0.05,

@@ -1,9 +1,8 @@
-"""Fake clients for unit tests of the workers (no Kafka), and :func:`eventually`."""
+"""Fake clients for unit tests of the workers (no Kafka)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from kchaos.workloads.clients import (
     AssignCallback,
@@ -13,18 +12,6 @@ from kchaos.workloads.clients import (
     SendRefused,
     SendResult,
 )
-
-# How long a unit test waits for a background thread to get somewhere. A bound against a
-# hang, never a timing claim: a loaded 2-core machine must pass as an idle one does.
-PATIENCE_S = 10.0
-
-
-def eventually(condition: Callable[[], bool], what: str, timeout: float = PATIENCE_S) -> None:
-    """Return once ``condition()`` holds; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what}"
-        time.sleep(0.005)
 
 
 class FakeProducer:
