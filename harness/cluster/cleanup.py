@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,10 @@ from kchaos.harness.labels import LABEL_APP, LABEL_RUN, state_root
 Echo = Callable[[str], None]
 # `kchaos cleanup` exits with this when something labelled survived it.
 EXIT_LEFTOVERS = 1
+# Before calling something a leftover, look again for up to this long: the kernel frees a
+# loop device whose filesystem was unmounted lazily only once its last user has gone.
+SETTLE_S = 5.0
+_pause = time.sleep  # between two looks (a seam for the unit tests)
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -281,7 +286,15 @@ def cleanup_cmd(run_id: str | None, dry_run: bool) -> int:
             click.echo("  nothing left")
     if dry_run:
         return 0
-    left = leftovers(run_id, client) if run_id else everything_left(client)
+
+    def look() -> list[str]:
+        return leftovers(run_id, client) if run_id else everything_left(client)
+
+    left = look()
+    deadline = time.monotonic() + SETTLE_S
+    while left and time.monotonic() < deadline:
+        _pause(0.5)
+        left = look()
     if not left:
         return 0
     scope = f"run {run_id}" if run_id else "labelled"

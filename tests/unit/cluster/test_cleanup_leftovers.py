@@ -72,6 +72,7 @@ def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeClient:
     monkeypatch.setenv("KCHAOS_STATE_DIR", str(tmp_path))
     client = FakeClient()
     monkeypatch.setattr(cleanup, "_engine", lambda: client)
+    monkeypatch.setattr(cleanup, "SETTLE_S", 0.0)  # nothing here goes away by itself
     return client
 
 
@@ -163,3 +164,21 @@ def test_a_dry_run_changes_nothing_and_exits_zero(
     assert code == 0, err
     assert "would remove container kchaos-r1-broker-1" in out
     assert len(engine.containers.items) == 1
+
+
+def test_something_that_goes_away_while_cleanup_looks_again_is_no_leftover(
+    engine: FakeClient, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = FakeObject("kchaos-r1-broker-1", "a1" * 32, labelled("r1"), refuse=True)
+    engine.containers.add(slow)
+    looks: list[float] = []
+
+    def gone_meanwhile(seconds: float) -> None:  # the kernel or the engine catching up
+        looks.append(seconds)
+        engine.containers.items.clear()
+
+    monkeypatch.setattr(cleanup, "SETTLE_S", 3.0)
+    monkeypatch.setattr(cleanup, "_pause", gone_meanwhile)
+    code, _, err = run_cleanup(capsys)
+    assert code == 0, err
+    assert looks == [0.5] and "remain" not in err
