@@ -312,7 +312,8 @@ def _docker_left(client: docker.DockerClient, filters: dict[str, Any]) -> list[s
 
     found = [
         f"container {c.name} (id {c.id[:12]}, {c.status}, run {run_of(c.labels)})"
-        for c in client.containers.list(all=True, filters=filters)
+        # one removed between the listing and its inspection is gone, not left over
+        for c in client.containers.list(all=True, filters=filters, ignore_removed=True)
     ]
     found += [
         f"network {n.name} (id {n.id[:12]}, run {run_of(n.attrs.get('Labels'))})"

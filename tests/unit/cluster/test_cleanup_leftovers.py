@@ -43,7 +43,9 @@ class FakeCollection:
         obj.owner = self.items
         self.items.append(obj)
 
-    def list(self, all: bool = False, filters: dict[str, Any] | None = None) -> list[FakeObject]:
+    def list(
+        self, all: bool = False, filters: dict[str, Any] | None = None, **_: Any
+    ) -> list[FakeObject]:
         wanted = (filters or {}).get("label", [])
         wanted = [wanted] if isinstance(wanted, str) else wanted
         pairs = [w.split("=", 1) for w in wanted]
