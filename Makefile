@@ -3,7 +3,6 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 KCHAOS := $(VENV)/bin/kchaos
-PYTEST := $(VENV)/bin/pytest
 SCENARIO ?= smoke
 
 # `make incidents`: the incident library on these Kafka releases (about an hour)
@@ -29,7 +28,7 @@ test: setup
 	@bash .ci/test-suite
 
 unit: setup
-	$(PYTEST) -m "not docker" -q
+	@bash .ci/unit-tests
 
 lint:
 	$(VENV)/bin/ruff check harness faults workloads reports compose tests

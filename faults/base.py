@@ -39,6 +39,8 @@ class Fault(ABC):
     family: ClassVar[str]
     summary: ClassVar[str] = ""
     params_spec: ClassVar[tuple[Param, ...]] = ()
+    # "none": the fault acts on the cluster as a whole and takes no target (any other
+    # target spec is refused by fault_spec).
     default_target: ClassVar[str] = "random"
     min_targets: ClassVar[int] = 1
 
@@ -214,6 +216,16 @@ class FaultSpec:
         return random.Random(f"{self.seed}/{self.id}")
 
 
+NO_TARGET = "none"
+
+
+def takes_no_target(fault: str) -> bool:
+    """True for a registered fault that acts on the cluster as a whole (its only target
+    spec is ``none``); False for any other name, unknown ones included."""
+    cls = registry().get(fault)
+    return cls is not None and cls.default_target == NO_TARGET
+
+
 def fault_spec(
     fault: str,
     target: str | int | None = None,
@@ -229,7 +241,12 @@ def fault_spec(
         raise where.child("fault").error(f"must be a fault name, got {fault!r}")
     cls = fault_class(fault, where.child("fault"))
     target_text = cls.default_target if target is None else str(target)
-    parse_target(target_text, where.child("target"))
+    parsed = parse_target(target_text, where.child("target"))
+    if cls.default_target == NO_TARGET and parsed.kind != NO_TARGET:
+        raise where.child("target").error(
+            f"{fault} takes no target (it acts on the cluster as a whole): write `none` "
+            f"or leave the target out, got {target_text!r}"
+        )
     checked = validate_params(cls.params_spec, params, where.child("params"))
     return FaultSpec(fault, target_text, checked, id=id, seed=seed)
 

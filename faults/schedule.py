@@ -45,6 +45,7 @@ from typing import Any
 from kchaos.faults.base import FaultSpec, fault_spec
 from kchaos.faults.params import Where
 from kchaos.faults.trigger import Trigger, TriggerContext, parse_trigger
+from kchaos.harness.errors import ConfigError
 
 SCRIPTED_KEYS = {"type", "seed", "faults"}
 STEP_KEYS = {
@@ -303,7 +304,8 @@ def _random(spec: Mapping[str, Any], seed: int | str, where: Where) -> Schedule:
         weight = _number(entry.get("weight", 1), w.child("weight", entry))
         dur = _range(entry["for"], w.child("for", entry)) if "for" in entry else None
         targets = entry.get("target")
-        if isinstance(targets, Sequence) and not isinstance(targets, str):
+        listed = isinstance(targets, Sequence) and not isinstance(targets, str)
+        if listed:
             if not targets:
                 raise w.child("target", entry).error("an empty list of targets")
             choices: tuple[Any, ...] = tuple(targets)
@@ -314,9 +316,15 @@ def _random(spec: Mapping[str, Any], seed: int | str, where: Where) -> Schedule:
         _mapping(params, pw)
         # Validate every target choice and one draw of the params now, not mid-run.
         probe = random.Random(0)
-        for c in choices:
+        tw = w.child("target", entry)
+        for j, c in enumerate(choices):
             sample = {k: draw_param(v, probe, pw.child(k, params)) for k, v in params.items()}
-            fault_spec(entry.get("fault"), c, sample, where=w)  # type: ignore[arg-type]
+            try:
+                fault_spec(entry.get("fault"), c, sample, where=w)  # type: ignore[arg-type]
+            except ConfigError as exc:
+                if not listed or exc.field != tw.field:
+                    raise
+                raise tw.child(j, targets).error(exc.detail) from None  # that choice
         entries.append(RandomEntry(entry["fault"], choices, params, weight, dur, w))
     if sum(e.weight for e in entries) <= 0:
         raise where.child("faults", spec).error("weights must not all be 0")

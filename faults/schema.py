@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kchaos.faults.base import registry
+from kchaos.faults.base import NO_TARGET, registry
 from kchaos.faults.params import Param
 from kchaos.faults.trigger import trigger_schema
 
@@ -45,23 +45,22 @@ def _param_schema(p: Param) -> dict[str, Any]:
 
 
 def _params_by_fault(random: bool) -> list[dict[str, Any]]:
+    """Per fault: its params, and ``none`` as the only target of a fault that takes none."""
     rules = []
     for name, cls in sorted(registry().items()):
         props: dict[str, Any] = {}
         for p in cls.params_spec:
             props[p.name] = {"anyOf": [_param_schema(p), _DRAW]} if random else _param_schema(p)
+        then: dict[str, Any] = {
+            "params": {"type": "object", "properties": props, "additionalProperties": False}
+        }
+        if cls.default_target == NO_TARGET:
+            none = {"const": NO_TARGET}
+            then["target"] = {"anyOf": [none, {"type": "array", "items": none}]} if random else none
         rules.append(
             {
                 "if": {"properties": {"fault": {"const": name}}, "required": ["fault"]},
-                "then": {
-                    "properties": {
-                        "params": {
-                            "type": "object",
-                            "properties": props,
-                            "additionalProperties": False,
-                        }
-                    }
-                },
+                "then": {"properties": then},
             }
         )
     return rules

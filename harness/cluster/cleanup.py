@@ -13,7 +13,11 @@ run id in ``io.kchaos.run``) and mounts, loop devices and files under
 5. unmount, detach the loop devices backed by files under the run's directory;
 6. delete the run's directory (only once nothing is mounted below it).
 
-Every step tolerates a missing piece (a crash can stop a run anywhere).
+Every step tolerates a missing piece (a crash can stop a run anywhere), and a step that
+fails is reported and passed over, never a traceback. Once every run is done, cleanup looks
+again: whatever labelled object, mount, loop device or run directory is still there is
+listed (kind, name, id) on stderr and the command exits :data:`EXIT_LEFTOVERS`, so a leak
+fails CI.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ import os
 import re
 import shutil
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 import docker
@@ -37,6 +43,12 @@ from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.labels import LABEL_APP, LABEL_RUN, state_root
 
 Echo = Callable[[str], None]
+# `kchaos cleanup` exits with this when something labelled survived it.
+EXIT_LEFTOVERS = 1
+# Before calling something a leftover, look again for up to this long: the kernel frees a
+# loop device whose filesystem was unmounted lazily only once its last user has gone.
+SETTLE_S = 5.0
+_pause = time.sleep  # between two looks (a seam for the unit tests)
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -167,12 +179,18 @@ def remove_run(
                     c.remove(force=True, v=True)
                 except docker.errors.NotFound:
                     continue
+                except docker.errors.APIError as exc:
+                    note(f"remove container {c.name} failed: {exc}")
+                    continue
             note(f"{verb} container {c.name}")
         for n in client.networks.list(filters=_labelled(run_id)):
             if not dry_run:
                 try:
                     n.remove()
                 except docker.errors.NotFound:
+                    continue
+                except docker.errors.APIError as exc:
+                    note(f"remove network {n.name} failed: {exc}")
                     continue
             note(f"{verb} network {n.name}")
     base = run_dir(run_id)
@@ -187,11 +205,19 @@ def remove_run(
         if not dry_run:
             with contextlib.suppress(ClusterError):  # not frozen, or not ext4: unmount anyway
                 filesystem.thaw(mount)
-            filesystem.unmount(mount, lazy_fallback=True)
+            try:
+                filesystem.unmount(mount, lazy_fallback=True)
+            except ClusterError as exc:
+                note(f"unmount {mount} failed: {exc}")
+                continue
         note(f"{'would unmount' if dry_run else 'unmounted'} {mount}")
     for dev in filesystem.loop_devices_under(base):
         if not dry_run:
-            filesystem.detach(dev.name)
+            try:
+                filesystem.detach(dev.name)
+            except ClusterError as exc:
+                note(f"detach {dev.name} failed: {exc}")
+                continue
         note(f"{'would detach' if dry_run else 'detached'} {dev.name} ({dev.back_file})")
     if base.exists():
         if dry_run:
@@ -236,14 +262,19 @@ def _engine() -> docker.DockerClient | None:
 @click.option("--run", "run_id", default=None, help="Only this run id (default: every run).")
 @click.option("--dry-run", is_flag=True, help="Print what would be done, change nothing.")
 def cleanup_cmd(run_id: str | None, dry_run: bool) -> int:
-    """Heal and remove every labelled container, network, proxy, mount and loop device."""
+    """Heal and remove every labelled container, network, proxy, mount and loop device.
+
+    Exits 1 when something labelled is still there afterwards, and lists it on stderr.
+    """
     client = _engine()
     if client is None:
-        click.echo("Docker engine not reachable: only host-side leftovers are handled", err=True)
+        click.echo(
+            "Docker engine not reachable: only host-side leftovers are handled and checked",
+            err=True,
+        )
     runs = [check_run_id(run_id)] if run_id else find_runs(client)
     if not runs:
         click.echo("nothing to clean up")
-        return 0
     # Thaw everything first: a frozen filesystem would block the removal of other runs too.
     thawed = {rid: thaw_run(rid, click.echo, dry_run) for rid in runs}
     for rid in runs:
@@ -253,18 +284,71 @@ def cleanup_cmd(run_id: str | None, dry_run: bool) -> int:
         )
         if not done and not thawed[rid]:
             click.echo("  nothing left")
-    return 0
+    if dry_run:
+        return 0
+
+    def look() -> list[str]:
+        return leftovers(run_id, client) if run_id else everything_left(client)
+
+    left = look()
+    deadline = time.monotonic() + SETTLE_S
+    while left and time.monotonic() < deadline:
+        _pause(0.5)
+        left = look()
+    if not left:
+        return 0
+    scope = f"run {run_id}" if run_id else "labelled"
+    click.echo(f"cleanup failed: {len(left)} {scope} object(s) remain:", err=True)
+    for item in left:
+        click.echo(f"  {item}", err=True)
+    return EXIT_LEFTOVERS
 
 
-def leftovers(run_id: str, client: docker.DockerClient) -> list[str]:
-    """What of a run still exists (containers, networks, mounts, loops, its directory)."""
+def _docker_left(client: docker.DockerClient, filters: dict[str, Any]) -> list[str]:
+    """Containers and networks matching ``filters``: kind, name, short id and run."""
+
+    def run_of(labels: dict[str, str] | None) -> str:
+        return (labels or {}).get(LABEL_RUN) or "no run label"
+
     found = [
-        f"container {c.name}" for c in client.containers.list(all=True, filters=_labelled(run_id))
+        f"container {c.name} (id {c.id[:12]}, {c.status}, run {run_of(c.labels)})"
+        # one removed between the listing and its inspection is gone, not left over
+        for c in client.containers.list(all=True, filters=filters, ignore_removed=True)
     ]
-    found += [f"network {n.name}" for n in client.networks.list(filters=_labelled(run_id))]
+    found += [
+        f"network {n.name} (id {n.id[:12]}, run {run_of(n.attrs.get('Labels'))})"
+        for n in client.networks.list(filters=filters)
+    ]
+    return found
+
+
+def _host_left(base: Path) -> list[str]:
+    found = [f"mount {m}" for m in filesystem.mounts_under(base)]
+    found += [
+        f"loop device {d.name} (backed by {d.back_file})"
+        for d in filesystem.loop_devices_under(base)
+    ]
+    return found
+
+
+def leftovers(run_id: str, client: docker.DockerClient | None) -> list[str]:
+    """What of a run still exists (containers, networks, mounts, loops, its directory).
+
+    Without a client, only the host side (mounts, loops, the directory) is looked at.
+    """
+    found = _docker_left(client, _labelled(run_id)) if client is not None else []
     base = run_dir(run_id)
-    found += [f"mount {m}" for m in filesystem.mounts_under(base)]
-    found += [f"loop {d.name}" for d in filesystem.loop_devices_under(base)]
+    found += _host_left(base)
     if Path(base).exists():
         found.append(f"directory {base}")
+    return found
+
+
+def everything_left(client: docker.DockerClient | None) -> list[str]:
+    """Everything kchaos marks that still exists, whatever its run (or without one)."""
+    found = _docker_left(client, {"label": f"{LABEL_APP}=1"}) if client is not None else []
+    base = state_root() / "runs"
+    found += _host_left(base)
+    if base.is_dir():
+        found += [f"directory {p}" for p in sorted(base.iterdir()) if p.is_dir()]
     return found

@@ -18,6 +18,7 @@ from typing import Any
 
 import jsonschema
 
+from kchaos.faults.base import NO_TARGET, takes_no_target
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.tickets import KNOWN_BUG_TAG, Ticket
 from kchaos.harness.scenario import plan
@@ -131,6 +132,15 @@ def _durations(src: Source, base: Path_, data: Mapping[str, Any], keys: Iterable
     return out
 
 
+def _default_target(faults: Sequence[Any]) -> str:
+    """The target of a step or random schedule that does not name one: ``none`` when
+    every fault listed takes no target, else ``random``."""
+    names = [f for f in faults if isinstance(f, str)]
+    if names and len(names) == len(faults) and all(takes_no_target(f) for f in names):
+        return NO_TARGET
+    return "random"
+
+
 def _build(src: Source, seed: int | None) -> Scenario:
     d = src.data
     c = d.get("cluster", {})
@@ -187,7 +197,7 @@ def _build(src: Source, seed: int | None) -> Scenario:
         steps.append(
             FaultStep(
                 fault=s["fault"],
-                target=str(s.get("target", "random")),
+                target=str(s.get("target", _default_target([s["fault"]]))),
                 params=dict(s.get("params", {})),
                 when=s.get("when"),
                 on_timeout=s.get("on_timeout"),
@@ -202,7 +212,7 @@ def _build(src: Source, seed: int | None) -> Scenario:
         )
         random_schedule = RandomSchedule(
             faults=tuple(r["faults"]),
-            targets=tuple(r.get("targets", ("random",))),
+            targets=tuple(r.get("targets", (_default_target(r["faults"]),))),
             params={k: dict(v) for k, v in r.get("params", {}).items()},
             **times,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -10,15 +11,19 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import docker
+import docker.errors
+import docker.models.containers
 import pytest
 
+from kchaos.harness import cli
 from kchaos.harness.cluster import Cluster
-from kchaos.harness.cluster.cleanup import leftovers
+from kchaos.harness.cluster.cleanup import EXIT_LEFTOVERS, leftovers
 from kchaos.harness.cluster.topology import run_dir
 from kchaos.harness.errors import BrokerStartError, ReadinessTimeout
-from kchaos.harness.labels import LABEL_RUN, new_run_id
+from kchaos.harness.labels import LABEL_RUN, labels_for, new_run_id
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
@@ -139,3 +144,65 @@ def test_readiness_timeout_carries_every_containers_state(
     assert log_lines, "the broker's last log lines are included"
     assert any("[kchaos]" in ln or ln.rstrip().endswith(")") for ln in log_lines), log_lines
     assert leftovers(run_id, docker_client) == []
+
+
+def _cleanup_in_process(run_id: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """`kchaos cleanup --run RUN_ID` in this process (so a monkeypatch reaches it)."""
+    with pytest.raises(SystemExit) as info:
+        cli.main(["cleanup", "--run", run_id])
+    out, err = capsys.readouterr()
+    assert isinstance(info.value.code, int), info.value.code
+    return info.value.code, out, err
+
+
+def test_a_container_cleanup_cannot_remove_fails_it_and_is_named(
+    kafka_images: Any,
+    docker_client: docker.DockerClient,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A real labelled container survives `kchaos cleanup`: exit non-zero, its name and id
+    on stderr. Its removal is refused by patching the client's removal call for this one
+    container (by id); every other removal goes to the engine. `--run` with a run id of
+    this test's own keeps every other run (a live cluster, say) out of reach."""
+    run_id = "it-leftover-" + new_run_id()
+    name = f"kchaos-{run_id}-tool"
+    container = docker_client.containers.create(
+        kafka_images.kafka,
+        ["true"],
+        entrypoint=[],
+        name=name,
+        network_mode="none",
+        labels=labels_for(run_id, "tool"),
+    )
+    try:
+        real_remove = docker.models.containers.Container.remove
+
+        def refuse_this_one(self: docker.models.containers.Container, **kwargs: Any) -> None:
+            if self.id == container.id:
+                raise docker.errors.APIError(f"removal of {self.name} refused by the test")
+            real_remove(self, **kwargs)
+
+        monkeypatch.setattr(docker.models.containers.Container, "remove", refuse_this_one)
+        code, out, err = _cleanup_in_process(run_id, capsys)
+        assert code == EXIT_LEFTOVERS != 0, (out, err)
+        assert f"remove container {name} failed" in out, out
+        assert f"container {name} (id {container.id[:12]}" in err, err
+        assert f"run {run_id} object(s) remain" in err, err
+        # It is really still there on the engine.
+        assert [
+            c.id
+            for c in docker_client.containers.list(
+                all=True, filters={"label": f"{LABEL_RUN}={run_id}"}
+            )
+        ] == [container.id]
+
+        monkeypatch.undo()
+        code, out, err = _cleanup_in_process(run_id, capsys)
+        assert code == 0, (out, err)
+        assert f"removed container {name}" in out
+        assert leftovers(run_id, docker_client) == []
+    finally:
+        monkeypatch.undo()
+        with contextlib.suppress(docker.errors.NotFound):
+            docker_client.containers.get(container.id).remove(force=True, v=True)

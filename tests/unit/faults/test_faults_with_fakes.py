@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,10 +25,10 @@ def test_sigstop_pause(cluster: FakeCluster) -> None:
     assert f not in active_faults()
 
 
-def test_freezer_duty_cycle(cluster: FakeCluster) -> None:
+def test_freezer_duty_cycle(cluster: FakeCluster, eventually: Callable[..., None]) -> None:
     f = make_fault(cluster, "pause", "1", mode="freezer", pause_s=0.05, run_s=0.05)
     f.start()
-    time.sleep(0.6)
+    eventually(lambda: len(cluster.names("pause")) >= 2, "two pauses of the duty cycle")
     f.stop()
     pauses = len(cluster.names("pause"))
     assert pauses >= 2
@@ -97,13 +97,13 @@ def test_failed_install_is_undone(cluster: FakeCluster) -> None:
     assert not active_faults()
 
 
-def test_disk_faults(cluster: FakeCluster) -> None:
+def test_disk_faults(cluster: FakeCluster, eventually: Callable[..., None]) -> None:
     with make_fault(cluster, "disk-stall", "broker-3"):
         assert cluster.frozen == {3}
     assert not cluster.frozen
     f = make_fault(cluster, "slow-disk", "broker-1", freeze_ms=20, thaw_ms=20)
     f.start()
-    time.sleep(0.2)
+    eventually(lambda: len(cluster.names("freeze")) >= 2, "two freezes of the duty cycle")
     f.stop()
     assert len(cluster.names("freeze")) >= 2 and not cluster.frozen
 

@@ -80,15 +80,11 @@ def test_same_seed_same_fault_lines(tmp_path: Path) -> None:
     assert key(a) == key(b)
     assert key(a) != key(c)
     assert len({e["id"] for e in a}) > 5
-    # scheduled offsets are identical; actual times agree loosely (a loaded 2-core box)
+    # Scheduled offsets are identical. How closely the actual times follow them is a
+    # timing claim: measured with a loaded machine's tolerance in the docker phase
+    # (tests/integration/test_faults_schedule.py) and by `kchaos bench faults`.
     at_a = {e["id"]: e["at"] for e in a if e["phase"] == "start" and e["id"] != "heal"}
     assert at_a == {e["id"]: e["at"] for e in b if e["phase"] == "start" and e["id"] != "heal"}
-    ta = {(e["id"], e["phase"]): e["time"] for e in a}
-    tb = {(e["id"], e["phase"]): e["time"] for e in b}
-    t0a, t0b = ta[("f-1", "start")], tb[("f-1", "start")]
-    for k, t in ta.items():
-        if k[0] != "heal":
-            assert abs((t - t0a) - (tb[k] - t0b)) < 500e6, k
 
 
 def test_stop_cancels_and_heals(tmp_path: Path) -> None:
@@ -106,7 +102,8 @@ def test_stop_cancels_and_heals(tmp_path: Path) -> None:
     assert not cluster.names("stop_node")  # f-2 never started
     assert [e["id"] for e in fault_lines(sink)] == ["f-1", "f-1", "heal", "heal"]
     assert nemesis.records["f-1"].stop_began is not None
-    assert nemesis.records["f-1"].stop_began < 5
+    # stopped by nemesis.stop, not by its 30 s schedule (a bound far from both, not a speed)
+    assert nemesis.records["f-1"].stop_began < 15
 
 
 def test_bad_spec_raises_config_error_with_file(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from kchaos.faults import fault_spec, registry
+from kchaos.faults.base import takes_no_target
 from kchaos.faults.params import Param, Where, validate_params
 from kchaos.harness.errors import ConfigError
 
@@ -76,3 +77,16 @@ def test_bool_is_not_a_number() -> None:
     assert validate_params([Param("x", "float", 1.0, "x")], {"x": 2}, Where()) == {"x": 2.0}
     with pytest.raises(ConfigError, match="mapping"):
         validate_params([], [1, 2], Where())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("target", ["random", "random:2", "broker-1", 2, "controller", "all"])
+def test_a_fault_that_takes_no_target_refuses_every_target_class(target: object) -> None:
+    where = Where("s.yaml", "nemesis.faults[0]")
+    with pytest.raises(ConfigError) as err:
+        fault_spec("preferred-election", target, where=where)  # type: ignore[arg-type]
+    assert err.value.field == "nemesis.faults[0].target"
+    assert "preferred-election takes no target" in str(err.value)
+    assert fault_spec("preferred-election").target == "none"
+    assert fault_spec("reassign", "none", {"topic": "t"}).target == "none"
+    assert takes_no_target("reassign") and not takes_no_target("pause")
+    assert not takes_no_target("lightning")

@@ -44,6 +44,10 @@ def test_schema_is_valid_and_accepts_good_specs() -> None:
         {"faults": [{"at": -1, "fault": "pause"}]},
         {"type": "random", "faults": [{"fault": "pause", "params": {"pause_s": {"pick": [1]}}}]},
         {"type": "random", "quiet": 3, "faults": [{"fault": "pause"}]},
+        # a fault that takes no target, given a target class (scripted and random)
+        {"faults": [{"at": 1, "fault": "preferred-election", "target": "broker-1"}]},
+        {"type": "random", "faults": [{"fault": "preferred-election", "target": ["random"]}]},
+        {"type": "random", "faults": [{"fault": "reassign", "target": "all"}]},
     ],
 )
 def test_schema_and_from_spec_both_reject(bad: dict[str, Any]) -> None:
@@ -51,3 +55,28 @@ def test_schema_and_from_spec_both_reject(bad: dict[str, Any]) -> None:
         VALIDATOR.validate(bad)
     with pytest.raises(ConfigError):
         from_spec(bad)
+
+
+def test_a_fault_that_takes_no_target_accepts_none_or_nothing() -> None:
+    for spec in (
+        {"faults": [{"at": 1, "fault": "preferred-election", "target": "none"}]},
+        {"faults": [{"at": 1, "fault": "preferred-election"}]},
+        {"type": "random", "faults": [{"fault": "preferred-election", "target": ["none"]}]},
+        {"type": "random", "faults": [{"fault": "preferred-election"}]},
+    ):
+        VALIDATOR.validate(spec)
+        from_spec(spec)
+
+
+def test_a_random_entry_names_the_target_it_refuses() -> None:
+    spec = {
+        "type": "random",
+        "faults": [
+            {"fault": "pause", "target": ["random"]},
+            {"fault": "preferred-election", "target": ["none", "random"]},
+        ],
+    }
+    with pytest.raises(ConfigError) as err:
+        from_spec(spec)
+    assert err.value.field == "nemesis.faults[1].target[1]"  # the second choice
+    assert "takes no target" in str(err.value) and "'random'" in str(err.value)

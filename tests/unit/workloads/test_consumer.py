@@ -1,7 +1,9 @@
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+from typing import Any
 
+import pytest
 from workload_fakes import FakeConsumer
 
 from kchaos.workloads.consumer import ConsumerWorker
@@ -15,17 +17,39 @@ LOGS = {
 }
 
 
-def run_worker(spec: ConsumerSpec, fake: FakeConsumer, seconds: float = 0.2) -> ListSink:
-    sink = ListSink()
-    worker = ConsumerWorker(9, ["t"], spec, sink, lambda: fake)
-    worker.start()
-    time.sleep(seconds)
-    worker.stop()
-    assert worker.error is None
-    return sink
+Events = list[dict[str, Any]]
 
 
-def test_manual_assignment_records_assign_then_polls_in_order() -> None:
+def read_all(events: Events) -> bool:
+    """Every record of LOGS came back in an ok poll."""
+    got = {
+        r["value"] for e in events if e["f"] == "poll" and e["type"] == "ok" for r in e["records"]
+    }
+    return got >= {"1-0", "1-1", "1-2"}
+
+
+@pytest.fixture
+def run_worker(eventually: Callable[..., None]) -> Callable[..., ListSink]:
+    """Run a consumer on ``fake`` until ``until(events)`` holds (default: it read every
+    record it could), then stop it: waits for the outcome, never a fixed time."""
+
+    def run(
+        spec: ConsumerSpec, fake: FakeConsumer, until: Callable[[Events], bool] = read_all
+    ) -> ListSink:
+        sink = ListSink()
+        worker = ConsumerWorker(9, ["t"], spec, sink, lambda: fake)
+        worker.start()
+        eventually(lambda: until(list(sink.events)) or worker.error is not None, "the reads")
+        worker.stop()
+        assert worker.error is None
+        return sink
+
+    return run
+
+
+def test_manual_assignment_records_assign_then_polls_in_order(
+    run_worker: Callable[..., ListSink],
+) -> None:
     fake = FakeConsumer(LOGS, low={("t", 1): 5})
     sink = run_worker(ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0), fake)
     events = sink.events
@@ -46,18 +70,25 @@ def test_manual_assignment_records_assign_then_polls_in_order() -> None:
     assert fake.closed
 
 
-def test_only_listed_partitions_are_assigned() -> None:
+def test_only_listed_partitions_are_assigned(run_worker: Callable[..., ListSink]) -> None:
     fake = FakeConsumer(LOGS)
     spec = ConsumerSpec(mode="assign", partitions=(1,), poll_timeout_s=0.01, commit_interval_s=0)
-    sink = run_worker(spec, fake)
+    sink = run_worker(spec, fake, until=lambda events: any(e["f"] == "poll" for e in events))
     assert sink.events[0]["partitions"] == [["t", 1]]
 
 
-def test_subscription_records_every_rebalance_and_commits() -> None:
+def test_subscription_records_every_rebalance_and_commits(
+    run_worker: Callable[..., ListSink],
+) -> None:
     fake = FakeConsumer(LOGS)
     fake.rebalance_on_poll = [[("t", 0), ("t", 1)], [], [("t", 1)]]  # three rebalances
     spec = ConsumerSpec(mode="subscribe", poll_timeout_s=0.01, commit_interval_s=0.05)
-    sink = run_worker(spec, fake)
+
+    def three_rebalances_and_a_commit(events: Events) -> bool:
+        assigns = [e for e in events if e["f"] == "assign"]
+        return len(assigns) >= 3 and any(e["f"] == "commit" and e["type"] == "ok" for e in events)
+
+    sink = run_worker(spec, fake, until=three_rebalances_and_a_commit)
     assigns = [e["partitions"] for e in sink.events if e["f"] == "assign"]
     assert assigns[:3] == [[["t", 0], ["t", 1]], [], [["t", 1]]]
     commits = [e for e in sink.events if e["f"] == "commit"]
@@ -65,7 +96,9 @@ def test_subscription_records_every_rebalance_and_commits() -> None:
     assert fake.commits >= 1
 
 
-def test_a_failing_poll_is_recorded_and_reading_continues() -> None:
+def test_a_failing_poll_is_recorded_and_reading_continues(
+    run_worker: Callable[..., ListSink],
+) -> None:
     fake = FakeConsumer(LOGS)
     fake.poll_failures = 1
     sink = run_worker(ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0), fake)
@@ -74,7 +107,9 @@ def test_a_failing_poll_is_recorded_and_reading_continues() -> None:
     assert any(p["type"] == "ok" and p["records"] for p in polls[1:])
 
 
-def test_seek_moves_the_position_and_writes_an_assign_line() -> None:
+def test_seek_moves_the_position_and_writes_an_assign_line(
+    eventually: Callable[..., None],
+) -> None:
     fake = FakeConsumer(LOGS)
     sink = ListSink()
     worker = ConsumerWorker(
@@ -82,9 +117,17 @@ def test_seek_moves_the_position_and_writes_an_assign_line() -> None:
         lambda: fake,
     )  # fmt: skip
     worker.start()
-    time.sleep(0.1)
+    eventually(lambda: read_all(list(sink.events)), "every record read once")
     worker.seek("t", 0, 1)
-    time.sleep(0.1)
+
+    def read_again() -> bool:
+        events = list(sink.events)
+        assigns = [e["index"] for e in events if e["f"] == "assign"]
+        return len(assigns) == 2 and any(
+            e["index"] > assigns[1] and e.get("records") for e in events
+        )
+
+    eventually(read_again, "a read after the seek")
     worker.stop()
     assigns = [e for e in sink.events if e["f"] == "assign"]
     assert len(assigns) == 2 and assigns[1]["partitions"] == [["t", 0], ["t", 1]]

@@ -7,6 +7,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -67,13 +68,17 @@ def test_many_threads_give_strictly_increasing_index_and_ordered_time(tmp_path: 
     assert len({e["value"] for e in events}) == 16000
 
 
-def test_lines_reach_the_file_within_100ms_without_close(tmp_path: Path) -> None:
+def test_lines_reach_the_file_without_close_or_flush(
+    tmp_path: Path, eventually: Callable[..., None]
+) -> None:
+    """The flusher hands lines over by itself. How soon (100 ms) is a timing claim, checked
+    with a loaded machine's tolerance in the docker phase (tests/integration/test_timing.py)."""
     path = tmp_path / "h.jsonl"
     writer = HistoryWriter(path)
     try:
         writer.append({"process": 1, "type": "invoke", "f": "poll"})
-        time.sleep(0.15)
-        assert path.read_bytes().count(b"\n") == 1
+        eventually(lambda: path.read_bytes().count(b"\n") == 1, "the line is in the file")
+        assert read_history(path)[0][0]["f"] == "poll"
     finally:
         writer.close()
 

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
@@ -60,13 +59,13 @@ class FakeSource:
         return None
 
 
-def test_metadata_lines_follow_the_format() -> None:
+def test_metadata_lines_follow_the_format(eventually: Callable[..., None]) -> None:
     sink = ListSink()
     source = FakeSource()
     source.fail_next = 1
     monitor = Monitor(lambda: source, ["t"], sink, interval=0.02)
     monitor.start()
-    time.sleep(0.2)
+    eventually(lambda: monitor.observations >= 3, "three observations")
     monitor.stop()
     assert monitor.failures == 1 and monitor.observations >= 3
     lines = sink.events
@@ -89,7 +88,7 @@ def test_metadata_lines_follow_the_format() -> None:
     assert len(lines) == 2 * monitor.observations
 
 
-def test_a_failed_observation_gets_a_new_client() -> None:
+def test_a_failed_observation_gets_a_new_client(eventually: Callable[..., None]) -> None:
     """A client stuck on a paused broker would fail every observation of the pause."""
     made: list[FakeSource] = []
 
@@ -101,7 +100,7 @@ def test_a_failed_observation_gets_a_new_client() -> None:
 
     monitor = Monitor(factory, ["t"], ListSink(), interval=0.02)
     monitor.start()
-    time.sleep(0.2)
+    eventually(lambda: monitor.observations >= 3, "three observations")
     monitor.stop()
     assert monitor.failures == 1 and monitor.observations >= 3
     assert len(made) == 2 and made[0].calls == 1
@@ -211,7 +210,9 @@ def broker_url() -> Iterator[str]:
     server.server_close()
 
 
-def test_scrapes_go_to_the_run_directory(broker_url: str, tmp_path: Path) -> None:
+def test_scrapes_go_to_the_run_directory(
+    broker_url: str, tmp_path: Path, eventually: Callable[..., None]
+) -> None:
     out = tmp_path / "broker-metrics.jsonl"
     monitor = Monitor(
         FakeSource, ["t"], ListSink(), interval=0.05,
@@ -219,7 +220,7 @@ def test_scrapes_go_to_the_run_directory(broker_url: str, tmp_path: Path) -> Non
         metrics_path=out, metrics_interval=0.05,
     )  # fmt: skip
     monitor.start()
-    time.sleep(0.3)
+    eventually(lambda: monitor.scrapes >= 1, "one round of scrapes")  # counted once written
     monitor.stop()
     rows = [orjson.loads(line) for line in out.read_bytes().splitlines()]
     assert {r["node"] for r in rows} == {1, 2}

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from workload_fakes import FakeProducer
 
@@ -97,7 +98,7 @@ def test_single_attempt_producer_records_not_enough_replicas_as_fail() -> None:
     assert first[-1]["type"] == "fail"
 
 
-def test_queue_full_is_retried_and_other_refusals_fail() -> None:
+def test_queue_full_is_retried_and_other_refusals_fail(eventually: Callable[..., None]) -> None:
     sink = ListSink()
     holder: list[FakeProducer] = []
 
@@ -109,7 +110,7 @@ def test_queue_full_is_retried_and_other_refusals_fail() -> None:
 
     worker = ProducerWorker(1, ["t"], ProducerSpec(rate=1000.0), sink, factory)
     worker.start()
-    time.sleep(0.05)
+    eventually(lambda: bool(holder) and len(holder[0].sent) >= 1, "1-1 accepted by the client")
     worker.stop(close_timeout=0.0)
     first = [e for e in sink.events if e["value"] == "1-0"]
     second = [e for e in sink.events if e["value"] == "1-1"]

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,7 @@ def gateway() -> Iterator[str]:
 
 
 def test_facade_runs_workers_serves_and_pushes_metrics(
-    monkeypatch: pytest.MonkeyPatch, gateway: str
+    monkeypatch: pytest.MonkeyPatch, gateway: str, eventually: Callable[..., None]
 ) -> None:
     logs = {("t", 0): [(i, payload(f"9-{i}", 10)) for i in range(5)]}
 
@@ -72,7 +71,14 @@ def test_facade_runs_workers_serves_and_pushes_metrics(
         spec, "unused:9092", sink, monitor=False, metrics_port=0, pushgateway=gateway, run_id="r9"
     ) as workload:
         workload.start()
-        time.sleep(0.3)
+
+        def both_sent_and_all_read() -> bool:
+            events = list(sink.events)
+            acked = {e["process"] for e in events if e["f"] == "send" and e["type"] == "ok"}
+            read = sum(len(e.get("records") or ()) for e in events if e["f"] == "poll")
+            return acked == {1, 2} and read >= 5
+
+        eventually(both_sent_and_all_read, "acks from both producers, 5 records read")
         assert workload.metrics is not None
         port = workload.metrics.port
         body = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text

@@ -1,0 +1,41 @@
+"""Shared by every unit test: :func:`eventually`, the one way a unit test waits for a
+background thread (never a bare ``time.sleep`` followed by an assertion), and the longer
+per-test timeout of the Spark tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+# How long a unit test waits for a background thread to get somewhere. A bound against a
+# hang, never a timing claim: a loaded 2-core machine must pass as an idle one does.
+PATIENCE_S = 10.0
+
+Eventually = Callable[..., None]  # the fixture's type, for annotations
+
+# A Spark test starts a JVM (a session, or a standalone cluster): up to 170 s measured on
+# the loaded 2-core machine. Every other unit test gets the unit phase's default
+# (UNIT_TEST_TIMEOUT in .ci/unit-tests); a module's own timeout marker wins over both.
+SPARK_TEST_TIMEOUT_S = 600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("spark") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SPARK_TEST_TIMEOUT_S))
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = PATIENCE_S) -> None:
+    """Return once ``condition()`` holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what}"
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def eventually() -> Eventually:
+    """``eventually(condition, what)``: see :func:`wait_until`."""
+    return wait_until
