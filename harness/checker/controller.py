@@ -22,6 +22,7 @@ from typing import Any, Literal
 from kchaos.harness.rundir.controller import (
     CONTROLLER_JSONL,
     BrokerLine,
+    IncompleteLine,
     PartitionLine,
     read_controller_lines,
 )
@@ -107,6 +108,9 @@ class ControllerRecord:
     lines: int = 0
     last_time: int = 0
     warnings: list[str] = field(default_factory=list)
+    # partitions whose record is incomplete (a metadata record could not be decoded):
+    # judged from the monitor's samples instead, and named in results.json
+    incomplete: set[tuple[str, int]] = field(default_factory=set)
 
     def covers(self, topic: str, partition: int) -> bool:
         return (topic, partition) in self.partitions
@@ -231,6 +235,13 @@ def read_controller(path: str | Path) -> ControllerRecord:
     for line in read.lines:
         if isinstance(line, PartitionLine):
             record.partitions.setdefault((line.topic, line.partition), []).append(line)
+            if line.incomplete:
+                record.incomplete.add((line.topic, line.partition))
+        elif isinstance(line, IncompleteLine):
+            record.incomplete.update(line.partitions)
         else:
             record.brokers.setdefault(line.broker, []).append(line)
+    # an incomplete partition is not the record's to judge: the samples are the fallback
+    for key in record.incomplete:
+        record.partitions.pop(key, None)
     return record

@@ -51,3 +51,13 @@ def test_report_recovery_times_equal_the_checkers_time_to_full_isr(tmp_path: Pat
     for _, _, secs in expected:
         if secs is not None:
             assert f"<td>{secs:.1f}</td>" in html
+
+
+def test_fault_table_says_unknown_and_never_apart() -> None:
+    from kchaos.harness.rundir.results import FullIsr
+    from kchaos.reports.html import _to_full_isr
+
+    assert _to_full_isr(FullIsr("f-1", "kill", 1.0, 2.25)) == "2.2"
+    assert _to_full_isr(FullIsr("f-1", "kill", 1.0, None, unknown=True)) == "unknown"
+    assert _to_full_isr(FullIsr("f-1", "kill", 1.0, None)) == "never"
+    assert _to_full_isr(None) == ""
