@@ -108,7 +108,7 @@ def time_to_full_isr(facts: Facts) -> list[dict[str, Any]]:
     by_record: dict[tuple[str, int], Sequence[PartitionState]] = {}
     fallback: set[tuple[str, int]] = set()  # in the record, yet measured otherwise
     if record is not None:
-        fallback |= record.incomplete  # left out of record.partitions when read
+        fallback |= set(record.incomplete)  # left out of record.partitions when read
         for key, states in record.partitions.items():
             if usable_record(states):
                 by_record[key] = states
