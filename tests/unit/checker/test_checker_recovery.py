@@ -161,3 +161,22 @@ def test_an_unknown_slo_alone_is_exit_unknown_even_with_any_verdict() -> None:
     outcome = evaluate({"valid": "any"}, results)
     assert outcome.expected is False and outcome.exit_code == EXIT_UNKNOWN
     assert outcome.reasons == ("SLO unknown (could not be measured): max_time_to_full_isr_seconds",)
+
+
+def test_an_incomplete_partitions_election_is_judged_from_the_samples(tmp_path: Path) -> None:
+    h = H()
+    h.meta(0, 1, [1], min_insync=1)  # the samples missed the ISR that held 2
+    h.send("a", 0, 0)
+    h.meta(0, 2, [2], min_insync=1)
+    h.drain_all(0, ["a"])
+    c = C()
+    c.part(0, 1, [1, 2, 3])
+    c.part(h.now(), 2, [2, 3], epoch=1)
+    for name in ("complete", "incomplete"):
+        (tmp_path / name).mkdir()
+    complete = check_with(h, c, tmp_path / "complete")
+    assert complete.valid is True  # the record shows a clean election
+    c.lines[-1]["incomplete"] = True
+    r = check_with(h, c, tmp_path / "incomplete")
+    assert r.count("unclean-election") == 1  # the samples' view, and it says so
+    assert r.stats["controller"]["incomplete_partitions"] == ["t/0"]
