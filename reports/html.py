@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 import plotly.offline
 
 from kchaos.harness.rundir.expect import Outcome, evaluate, excused_by_cause, verdict_text
+from kchaos.harness.rundir.results import FullIsr
 from kchaos.reports import plots, prometheus, replicas, timeline
 from kchaos.reports.rundata import RunData, series
 
@@ -175,11 +176,10 @@ def header(data: RunData) -> str:
 def fault_table(data: RunData) -> str:
     if not data.faults:
         return "<p class='muted'>No fault was injected.</p>"
-    rec = {r.id: r.seconds for r in data.recovery}  # the checker's time_to_full_isr
+    rec = {r.id: r for r in data.recovery}  # the checker's time_to_full_isr
     rows, classes = [], []
     for w in data.faults:
         stop = f"{w.stop_s:.1f}" if w.stop_s is not None else "never healed"
-        r = rec.get(w.id)
         rows.append(
             [
                 escape(w.id),
@@ -187,13 +187,23 @@ def fault_table(data: RunData) -> str:
                 escape(", ".join(w.targets)),
                 f"{w.start_s:.1f}",
                 stop,
-                "" if r is None else f"{r:.1f}",
+                _to_full_isr(rec.get(w.id)),
                 escape(f"did not start: {w.error}" if w.error else ""),
             ]
         )
         classes.append("bad" if w.error or w.stop_s is None else "")
     headers = ["id", "fault", "targets", "start s", "stop s", "to full ISR s", "error"]
     return table(headers, rows, classes)
+
+
+def _to_full_isr(r: FullIsr | None) -> str:
+    """The checker's time to full ISR: seconds, "unknown" (nothing to measure it from)
+    or "never" (an ISR stayed short to the end of the run)."""
+    if r is None:
+        return ""
+    if r.seconds is not None:
+        return f"{r.seconds:.1f}"
+    return "unknown" if r.unknown else "never"
 
 
 def files_section(run_dir: Path) -> str:

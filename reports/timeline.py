@@ -130,10 +130,18 @@ def render(run_dir: Path, faults: Sequence[FaultWindow]) -> str:
         "registrations, fencing and fault windows. Elections are classified as the "
         "checker classifies them.</p>",
     ]
-    for (topic, part), states in sorted(record.partitions.items()):
+    every = [(key, states, False) for key, states in record.partitions.items()]
+    every += [(key, states, True) for key, states in record.incomplete.items()]
+    for (topic, part), states, incomplete in sorted(every):
         rows = sorted(partition_rows(states) + context, key=lambda r: (r.time, r.offset or 0))
         shown = rows[:MAX_ROWS]
         parts.append(f"<h3>{escape(topic)}/{part}</h3>")
+        if incomplete:
+            parts.append(
+                "<p class='bad'>Incomplete: a metadata record could not be decoded, so these "
+                "states may be wrong; the checker judged this partition from the monitor's "
+                "samples.</p>"
+            )
         parts.append(
             table(
                 ["time s", "log offset", "event", "state"],

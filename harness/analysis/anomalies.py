@@ -5,7 +5,8 @@ Each query returns rows of one shape (``COLUMNS``), one row per counted anomaly:
 - uncommitted-read: one per value polled but not in its partition's drain;
 - aborted-read: one per failed value that any reader returned;
 - duplicate: one per value read at two or more positions;
-- inconsistent-offset: one per position where two different values were seen;
+- inconsistent-offset: one per position where two different values were seen, or where
+  a value was acknowledged that the drain holds only elsewhere (no record there);
 - unseen: one per acknowledged send of an undrained partition that no reader saw.
 """
 
@@ -47,14 +48,26 @@ def _acked(t: Tables) -> DataFrame:
 def lost_write(t: Tables) -> DataFrame:
     from pyspark.sql import functions as F
 
-    # Lost: not in the partition's drain, or acknowledged at or above its high watermark.
+    # Lost: the value is nowhere in the partition's drain, or acknowledged at or above the
+    # high watermark and drained only there. Acknowledged at or above the high watermark
+    # but drained at another offset is an inconsistent-offset instead.
     marked = t.drain_values.withColumn("in_drain", F.lit(True))
+    drained_at = (
+        t.reads.filter(F.col("src") == "drain")
+        .select(*PART, "offset", "value")
+        .distinct()
+        .withColumn("at_ack", F.lit(True))
+    )
     lost = (
         _acked(t)
         .join(F.broadcast(t.drained), PART)
         .filter(F.col("offset") >= F.col("lso"))
         .join(marked, [*PART, "value"], "left")
-        .filter(F.col("in_drain").isNull() | (F.col("offset") >= F.col("hwm")))
+        .join(drained_at, [*PART, "offset", "value"], "left")
+        .filter(
+            F.col("in_drain").isNull()
+            | ((F.col("offset") >= F.col("hwm")) & F.col("at_ack").isNotNull())
+        )
     )
     return _shape(
         lost,
@@ -166,8 +179,30 @@ def inconsistent_offset(t: Tables) -> DataFrame:
         )
         .filter(F.col("value") != F.col("other_value"))
     )
+    # A moved acknowledgement: acknowledged at or above the drain's log start offset where
+    # the drain holds no record (at or above its high watermark, or a gap), the value
+    # drained at another offset. One per position, unless two values were seen there.
+    drain_pos = t.reads.filter(F.col("src") == "drain").select(*PART, "offset")
+    moved = (
+        acks.join(F.broadcast(t.drained), PART)
+        .filter(F.col("offset") >= F.col("lso"))
+        .join(drain_pos, [*PART, "offset"], "left_anti")
+        .join(t.drain_values, [*PART, "value"], "left_semi")
+        .groupBy(*PART, "offset")
+        .agg(
+            F.min("value").alias("value"),
+            F.lit(None).cast("string").alias("other_value"),
+            F.min("i_done").alias("first"),
+            F.min("t_done").alias("t"),
+        )
+        .join(bad.select(*PART, "offset"), [*PART, "offset"], "left_anti")
+    )
     return _shape(
-        bad, "inconsistent-offset", F.col("first"), F.col("t"), other=F.col("other_value")
+        bad.unionByName(moved),
+        "inconsistent-offset",
+        F.col("first"),
+        F.col("t"),
+        other=F.col("other_value"),
     )
 
 

@@ -77,6 +77,15 @@ def check_facts(
             "partitions": len(facts.controller.partitions),
             "brokers": len(facts.controller.brokers),
         }
+        if facts.controller.incomplete:
+            # a metadata record could not be decoded: these partitions' leaders, ISRs and
+            # ELRs are judged from the monitor's samples instead (docs/run-directory.md)
+            gaps = sorted(facts.controller.incomplete)
+            stats["controller"]["incomplete_partitions"] = [f"{t}/{p}" for t, p in gaps]
+            stats["controller"]["note"] = (
+                "the controller's record is incomplete for these partitions (a metadata"
+                " record could not be decoded): judged from the monitor's samples instead"
+            )
     for name, out in outcomes.items():
         anomalies.update(out.anomalies)
         stats[name] = out.stats

@@ -12,8 +12,9 @@ from array import array
 from typing import Any
 
 from kchaos.harness.checker.config import RunConfig
-from kchaos.harness.checker.facts import PENDING, Facts, Fault
+from kchaos.harness.checker.facts import PENDING, Facts
 from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.checker.recovery import time_to_full_isr
 
 _NS = 1e9
 
@@ -38,14 +39,9 @@ def check_availability(facts: Facts, config: RunConfig) -> CheckOutcome:
             "pass": worst <= config.max_offline_seconds,
         }
     if config.max_time_to_full_isr_seconds is not None:
-        times = [f["seconds"] for f in full_isr]
-        never = any(t is None for t in times)
-        worst_t = max((t for t in times if t is not None), default=0.0)
-        slo["max_time_to_full_isr_seconds"] = {
-            "threshold": config.max_time_to_full_isr_seconds,
-            "observed": None if never else worst_t,
-            "pass": not never and worst_t <= config.max_time_to_full_isr_seconds,
-        }
+        slo["max_time_to_full_isr_seconds"] = _full_isr_slo(
+            full_isr, config.max_time_to_full_isr_seconds
+        )
     if config.min_ok_sends is not None:
         ok = out.stats["sends"]["all"]["ok"]
         slo["min_ok_sends"] = {
@@ -55,8 +51,33 @@ def check_availability(facts: Facts, config: RunConfig) -> CheckOutcome:
         }
     out.stats["slo"] = slo
     out.settle()
-    if any(not s["pass"] for s in slo.values()):
+    if any(s["pass"] is False for s in slo.values()):
         out.valid = False
+    elif out.valid is True and any(s["pass"] == UNKNOWN for s in slo.values()):
+        out.valid = "unknown"
+    return out
+
+
+UNKNOWN = "unknown"  # an SLO's "pass" where it could not be measured
+
+
+def _full_isr_slo(full_isr: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
+    """Fails where an ISR never became full again or took too long; "unknown" (never a
+    pass) where a fault's time could not be measured (nothing described the partitions)."""
+    times = [f["seconds"] for f in full_isr]
+    never = any(t is None and not f.get("unknown") for t, f in zip(times, full_isr, strict=True))
+    unknown = [f["id"] for f in full_isr if f.get("unknown")]
+    worst = max((t for t in times if t is not None), default=0.0)
+    passed: bool | str = not never and worst <= threshold
+    if passed and unknown:
+        passed = UNKNOWN
+    out: dict[str, Any] = {
+        "threshold": threshold,
+        "observed": None if never or unknown else worst,
+        "pass": passed,
+    }
+    if unknown:
+        out["unknown_faults"] = unknown
     return out
 
 
@@ -93,58 +114,6 @@ def _window(
         "length_s": round((end_time - t0) / _NS, 6),
         "open": still_open,
         "index": index,
-    }
-
-
-def time_to_full_isr(facts: Facts) -> list[dict[str, Any]]:
-    """For each fault stop: seconds until every observed partition showed a full ISR
-    (0 when none was short of it at the stop; None when it never happened)."""
-    stops: list[tuple[int, int, Fault]] = sorted(
-        (
-            (f.stop_index, f.stop_time, f)
-            for f in facts.faults
-            if f.stop_index is not None and f.stop_time is not None
-        ),
-        key=lambda s: s[0],
-    )
-    result: list[dict[str, Any]] = []
-    not_full: set[int] = set()
-    waiting: list[tuple[int, Any]] = []
-    cursor = [0] * len(facts.observations)
-    s = 0
-    for tp in facts.obs_order:
-        obs = facts.observations[tp]
-        i = cursor[tp]
-        cursor[tp] = i + 1
-        index = obs.index[i]
-        while s < len(stops) and stops[s][0] < index:
-            if not_full:
-                waiting.append((stops[s][1], stops[s][2]))
-            else:
-                result.append(_full(stops[s][2], stops[s][1], stops[s][1]))
-            s += 1
-        if obs.full[i]:
-            not_full.discard(tp)
-        else:
-            not_full.add(tp)
-        if waiting and not not_full:
-            result.extend(_full(f, t0, obs.time[i]) for t0, f in waiting)
-            waiting = []
-    for _, t0, f in stops[s:]:
-        if not_full:
-            waiting.append((t0, f))
-        else:
-            result.append(_full(f, t0, t0))
-    result.extend(_full(f, t0, None) for t0, f in waiting)
-    return result
-
-
-def _full(fault: Any, stop: int, reached: int | None) -> dict[str, Any]:
-    return {
-        "id": fault.id,
-        "fault": fault.fault,
-        "stop_s": round(stop / _NS, 6),
-        "seconds": None if reached is None else round((reached - stop) / _NS, 6),
     }
 
 

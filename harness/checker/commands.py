@@ -34,7 +34,7 @@ def summary_lines(results: Results) -> list[str]:
             lines.append(f"  checker {name} failed: {out.error}")
     slo = results.stats.get("availability", {}).get("slo", {})
     for name, s in slo.items():
-        state = "pass" if s["pass"] else "FAIL"
+        state = "UNKNOWN" if s["pass"] == "unknown" else "pass" if s["pass"] else "FAIL"
         lines.append(f"  {name}: {state} (observed {s['observed']}, limit {s['threshold']})")
     lines.extend(f"  warning: {clip(w)}" for w in results.warnings)
     return lines

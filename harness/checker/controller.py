@@ -22,6 +22,7 @@ from typing import Any, Literal
 from kchaos.harness.rundir.controller import (
     CONTROLLER_JSONL,
     BrokerLine,
+    IncompleteLine,
     PartitionLine,
     read_controller_lines,
 )
@@ -107,6 +108,10 @@ class ControllerRecord:
     lines: int = 0
     last_time: int = 0
     warnings: list[str] = field(default_factory=list)
+    # partitions whose record is incomplete (a metadata record could not be decoded),
+    # with their lines, set aside: the checkers judge them from the monitor's samples
+    # (they are not in ``partitions``); the report shows them marked
+    incomplete: dict[tuple[str, int], list[PartitionState]] = field(default_factory=dict)
 
     def covers(self, topic: str, partition: int) -> bool:
         return (topic, partition) in self.partitions
@@ -231,6 +236,14 @@ def read_controller(path: str | Path) -> ControllerRecord:
     for line in read.lines:
         if isinstance(line, PartitionLine):
             record.partitions.setdefault((line.topic, line.partition), []).append(line)
+            if line.incomplete:
+                record.incomplete.setdefault((line.topic, line.partition), [])
+        elif isinstance(line, IncompleteLine):
+            for key in line.partitions:
+                record.incomplete.setdefault(key, [])
         else:
             record.brokers.setdefault(line.broker, []).append(line)
+    # an incomplete partition is not the record's to judge: the samples are the fallback
+    for key in record.incomplete:
+        record.incomplete[key] = record.partitions.pop(key, [])
     return record

@@ -11,7 +11,11 @@ from kchaos.harness.checker.model import CheckOutcome
 
 def check_durability(facts: Facts, config: RunConfig) -> CheckOutcome:
     """lost-write: acknowledged at an offset at or above the drain's log start offset, and
-    not in that partition's completed drain (or at or above its high watermark).
+    its value nowhere in that partition's completed drain; or acknowledged at or above the
+    final high watermark and drained at that very offset (the drain says the log ends
+    before it).
+    An acknowledgement at or above the high watermark whose value the drain holds at
+    another offset is not lost: it is an inconsistent-offset (reads.find_conflicts).
     unseen: acknowledged, its partition not drained completely, and no reader saw it."""
     out = CheckOutcome("durability")
     lost = unseen = 0
@@ -38,7 +42,8 @@ def check_durability(facts: Facts, config: RunConfig) -> CheckOutcome:
             continue
         if off < end.log_start_offset:
             continue
-        if off >= end.high_watermark or not facts.in_drain(vid, tp):
+        at_or_above = off >= end.high_watermark
+        if not facts.in_drain(vid, tp) or (at_or_above and facts.drained[tp].get(off) == vid):
             lost += 1
             ex = _example(facts, vid, tp, off)
             ex["index"].append(end.index)

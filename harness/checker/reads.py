@@ -52,6 +52,10 @@ def check_reads(facts: Facts, config: RunConfig) -> CheckOutcome:
         }
         for v in vids:
             conflict["index"].extend(facts.send_indexes(v))
+        if len(vids) == 1:  # a moved acknowledgement: where the drain holds the value
+            conflict["drained_offsets"] = sorted(
+                o for o, v in facts.drained[tp].items() if v == vids[0]
+            )
         out.anomaly("inconsistent-offset").add(conflict)
     out.stats = {
         "uncommitted": len(uncommitted),
@@ -83,11 +87,16 @@ def find_uncommitted(facts: Facts) -> dict[int, tuple[int, int]]:
 
 
 def find_conflicts(facts: Facts) -> dict[int, set[int]]:
-    """Packed position -> the distinct value ids seen there by readers or acks (> 1)."""
+    """Packed position -> the distinct value ids seen there by readers or acks (> 1), and
+    moved acknowledgements: a value acknowledged at an offset at or above the drain's log
+    start offset where the completed drain holds no record (at or above its high
+    watermark, or a gap), that the drain holds at another offset (a set of one, unless
+    others were seen there too)."""
     conflicts = {k: set(v) for k, v in facts.read_conflicts.items()}
     ack_off = facts.ack_off
     for tp, vids in enumerate(facts.acked_vid):
         dget, pget = facts.drained[tp].get, facts.polled[tp].get
+        end = facts.drain_ends.get(tp)
         unconfirmed: dict[int, int] = {}  # offset -> value acknowledged there, drain silent
         for vid in vids:
             off = ack_off[vid]
@@ -96,9 +105,16 @@ def find_conflicts(facts: Facts) -> dict[int, set[int]]:
             drained = dget(off)
             if drained == vid:
                 continue  # polls that disagree with the drain there are conflicts already
+            if (
+                drained is None
+                and end is not None
+                and off >= end.log_start_offset
+                and facts.in_drain(vid, tp)
+            ):
+                conflicts.setdefault((off << TP_BITS) | tp, set()).add(vid)
             for other in (drained, pget(off), unconfirmed.setdefault(off, vid)):
                 if other is not None and other != vid:
-                    conflicts.setdefault((off << TP_BITS) | tp, {other}).add(vid)
+                    conflicts.setdefault((off << TP_BITS) | tp, set()).update((other, vid))
     return conflicts
 
 

@@ -128,6 +128,9 @@ def write_controller_log(
         "last_offset": result.last_offset,
         "origin_unix_ns": origin_unix_ns,
         "warnings": result.warnings[:20],
+        # partitions an undecodable metadata record may have changed: the checker judges
+        # them from the monitor's samples (docs/run-directory.md)
+        "incomplete_partitions": [f"{t}/{p}" for t, p in sorted(result.incomplete)],
     }
 
 

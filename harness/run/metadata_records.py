@@ -29,7 +29,11 @@ release from 3.3 to 4.4:
 * ``BEGIN_`` / ``END_`` / ``ABORT_TRANSACTION_RECORD`` (KIP-868): what an aborted
   transaction changed is undone, its lines dropped.
 * A record the tool could not decode (it prints ``Error at N, skipping.``) is left out
-  with a warning; every other record type is not about partitions or brokers.
+  with a warning, and it may have changed any partition: every run partition known then
+  gets an ``incomplete`` line at its offset and ``"incomplete": true`` on all its later
+  lines (a change of a run partition whose creation was not seen does the same for that
+  partition), so the checker judges them from the samples instead (docs/run-directory.md).
+  Every other record type is not about partitions or brokers.
 
 A snapshot (``*.checkpoint``) holds whole records; when the dump has one, its records
 are the starting state and the run's partitions and brokers get one line each for it,
@@ -49,7 +53,12 @@ from typing import Any
 import orjson
 
 from kchaos.harness.errors import InputError
-from kchaos.harness.rundir.controller import BrokerLine, ControllerLine, PartitionLine
+from kchaos.harness.rundir.controller import (
+    BrokerLine,
+    ControllerLine,
+    IncompleteLine,
+    PartitionLine,
+)
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader: the leader did not change
@@ -106,6 +115,8 @@ class Conversion:
     lines: list[ControllerLine] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     records: int = 0  # metadata records read
+    # run partitions (topic, partition) whose record is incomplete: an undecodable record
+    incomplete: set[tuple[str, int]] = field(default_factory=set)
     first_offset: int | None = None
     last_offset: int | None = None
 
@@ -234,6 +245,8 @@ class _Replay:
         self.last_time = 0
         self.last_offset = -1
         self.saved: tuple[Any, ...] | None = None  # the state at BEGIN_TRANSACTION_RECORD
+        # (topic id, partition) of partitions an undecodable record may have changed
+        self.incomplete: set[tuple[str, int]] = set()
 
     # time and offset along the file
     def _time(self, create_ms: int) -> int:
@@ -265,7 +278,10 @@ class _Replay:
         time = self._time(time_ms)
         for name, part, tid in keys:
             state = self.partitions[(tid, part)]
-            self._add(replace(state, offset=offset, time=time, topic=name, snapshot=True))
+            gap = (tid, part) in self.incomplete
+            self._add(
+                replace(state, offset=offset, time=time, topic=name, snapshot=True, incomplete=gap)
+            )
             offset += 1
         for broker in sorted(self.brokers):
             self._add(replace(self.brokers[broker], offset=offset, time=time, snapshot=True))
@@ -295,6 +311,9 @@ class _Replay:
             self.out.last_offset = record.offset
         if record.type == UNDECODABLE:
             self.out.warnings.append(f"offset {record.offset}: {record.data['error']}")
+            line = self._undecodable(record, sorted(self.partitions), str(record.data["error"]))
+            if line is not None and not silent:
+                self._add(line)
             return
         handler = _HANDLERS.get(record.type)
         if handler is None:
@@ -306,6 +325,22 @@ class _Replay:
             return
         if line is not None and not silent:
             self._add(line)
+
+    def _undecodable(
+        self, r: DumpRecord, keys: list[tuple[str, int]], reason: str
+    ) -> IncompleteLine | None:
+        """Mark the run partitions among ``keys`` incomplete from ``r`` on; the line that
+        says so at ``r``'s offset (None where none is a run partition)."""
+        named = []
+        for key in keys:
+            name = self._wanted(key[0])
+            if name is not None:
+                self.incomplete.add(key)
+                self.out.incomplete.add((name, key[1]))
+                named.append((name, key[1]))
+        if not named:
+            return None
+        return IncompleteLine(r.offset, self._time(r.create_time_ms), tuple(sorted(named)), reason)
 
     def _topic(self, r: DumpRecord, d: _Fields) -> None:
         self.names[d.string("topicId")] = d.string("name")
@@ -384,6 +419,12 @@ class _Replay:
         key = (d.string("topicId"), d.integer("partitionId"))
         old = self.partitions.get(key)
         if old is None:
+            if key not in self.incomplete and self._wanted(key[0]) is not None:
+                # a run partition whose creation the replay never saw (not decoded)
+                self.out.warnings.append(
+                    f"offset {r.offset}: change of partition {key[0]}/{key[1]}, never created"
+                )
+                return self._undecodable(r, [key], "change of a partition never created")
             raise _Skip(f"change of unknown partition {key[0]}/{key[1]}")
         leader = d.integer("leader", NO_LEADER_CHANGE)
         recovery = d.integer("leaderRecoveryState", RECOVERY_NO_CHANGE)
@@ -408,7 +449,13 @@ class _Replay:
         name = self._wanted(key[0])
         if name is None:
             return None
-        return replace(state, offset=r.offset, time=self._time(r.create_time_ms), topic=name)
+        return replace(
+            state,
+            offset=r.offset,
+            time=self._time(r.create_time_ms),
+            topic=name,
+            incomplete=key in self.incomplete,
+        )
 
     def _register(self, r: DumpRecord, d: _Fields) -> ControllerLine:
         broker = d.integer("brokerId")

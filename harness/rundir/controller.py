@@ -43,6 +43,8 @@ class PartitionLine:
     recovering: bool
     snapshot: bool = False  # the state a metadata snapshot held
     line: int = 0  # 1-based line in the file it was read from (0: not read from one)
+    # a metadata record before it could not be decoded: this state may be wrong
+    incomplete: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -62,7 +64,31 @@ class PartitionLine:
         }
         if self.snapshot:
             out["snapshot"] = True
+        if self.incomplete:
+            out["incomplete"] = True
         return out
+
+
+@dataclass(frozen=True)
+class IncompleteLine:
+    """A metadata record the replay could not decode, at its own offset: the partitions
+    it may have changed (every run partition known then), whose record is incomplete
+    from here on (their later lines carry ``"incomplete": true``)."""
+
+    offset: int
+    time: int
+    partitions: tuple[tuple[str, int], ...]
+    reason: str
+    line: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "offset": self.offset,
+            "time": self.time,
+            "type": "incomplete",
+            "partitions": [{"topic": t, "partition": p} for t, p in self.partitions],
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -93,7 +119,7 @@ class BrokerLine:
         return out
 
 
-ControllerLine = PartitionLine | BrokerLine
+ControllerLine = PartitionLine | BrokerLine | IncompleteLine
 
 
 @dataclass
@@ -135,6 +161,8 @@ def read_controller_lines(path: str | Path) -> ControllerFile:
             out.lines.append(_partition(where, line, no, offset, time))
         elif typ == "broker":
             out.lines.append(_broker(where, line, no, offset, time))
+        elif typ == "incomplete":
+            out.lines.append(_incomplete(where, line, no, offset, time))
     out.count = no + (1 if out.warnings else 0)
     out.last_time = last_time
     return out
@@ -166,7 +194,26 @@ def _partition(
         recovering=_optional(where, line, "recovering", False),
         snapshot=_optional(where, line, "snapshot", False),
         line=no,
+        incomplete=_optional(where, line, "incomplete", False),
     )
+
+
+def _incomplete(
+    where: Where, line: dict[str, Any], no: int, offset: int, time: int
+) -> IncompleteLine:
+    items = where.expect(line, "partitions", list)
+    parts = []
+    for item in items:
+        if (
+            type(item) is not dict
+            or type(item.get("topic")) is not str
+            or type(item.get("partition")) is not int
+            or item["partition"] < 0
+        ):
+            where.fail(f"expected {{topic, partition}} objects, got {item!r}", "partitions")
+        parts.append((item["topic"], item["partition"]))
+    reason = _optional(where, line, "reason", "")
+    return IncompleteLine(offset, time, tuple(parts), reason, no)
 
 
 def _broker(where: Where, line: dict[str, Any], no: int, offset: int, time: int) -> BrokerLine:

@@ -81,6 +81,21 @@ def slo_results(results: Mapping[str, Any]) -> dict[str, bool]:
     return out
 
 
+def slo_unknown(results: Mapping[str, Any]) -> list[str]:
+    """Threshold names whose check could not be made (``"pass": "unknown"`` in
+    ``stats.availability.slo``): never a pass."""
+    stats = results.get("stats") or {}
+    availability = stats.get("availability") if isinstance(stats, Mapping) else None
+    raw = availability.get("slo") if isinstance(availability, Mapping) else None
+    if not isinstance(raw, Mapping):
+        return []
+    return sorted(
+        str(name)
+        for name, value in raw.items()
+        if isinstance(value, Mapping) and value.get("pass") == "unknown"
+    )
+
+
 def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None) -> Outcome:
     """Compare a run's results with its scenario's ``expect`` section."""
     expect = expect or {}
@@ -121,9 +136,14 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     failed = [name for name, ok in slo.items() if not ok]
     if failed:
         reasons.append(f"SLO failed: {', '.join(failed)}")
+    not_measured = slo_unknown(results)
+    if not_measured:
+        reasons.append(f"SLO unknown (could not be measured): {', '.join(not_measured)}")
     if not reasons:
         return Outcome(True, EXIT_EXPECTED, verdict, (), found, slo)
-    only_unknown = unknown and len(reasons) == 1
+    only_unknown = (unknown or bool(not_measured)) and len(reasons) == 1 + bool(
+        unknown and not_measured
+    )
     code = EXIT_UNKNOWN if only_unknown else EXIT_UNEXPECTED
     return Outcome(False, code, verdict, tuple(reasons), found, slo)
 

@@ -48,7 +48,9 @@ class FullIsr:
     id: str
     fault: str
     stop_s: float
-    seconds: float | None  # None: never within the run
+    seconds: float | None  # None: never within the run, or not measurable (``unknown``)
+    unknown: bool = False  # nothing described the partitions: no record, no samples
+    source: str | None = None  # "controller", "samples" or "controller+samples"
 
 
 @dataclass(frozen=True)
@@ -140,8 +142,14 @@ def _offline(w: Mapping[str, Any]) -> OfflineWindow:
 
 def _full(f: Mapping[str, Any]) -> FullIsr:
     secs = f["seconds"]
+    source = f.get("source")
     return FullIsr(
-        str(f["id"]), str(f["fault"]), float(f["stop_s"]), None if secs is None else float(secs)
+        str(f["id"]),
+        str(f["fault"]),
+        float(f["stop_s"]),
+        None if secs is None else float(secs),
+        bool(f.get("unknown", False)),
+        None if source is None else str(source),
     )
 
 

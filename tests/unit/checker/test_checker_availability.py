@@ -70,7 +70,14 @@ def test_send_outcomes_and_latency_per_fault_window(tmp_path: Path) -> None:
 def test_time_to_full_isr_after_each_fault(tmp_path: Path) -> None:
     stats = _history().check(tmp_path).stats["availability"]
     assert stats["full_isr_after_fault"] == [
-        {"id": "f-1", "fault": "pause", "stop_s": 0.015, "seconds": 0.003}
+        {
+            "id": "f-1",
+            "fault": "pause",
+            "stop_s": 0.015,
+            "seconds": 0.003,
+            "source": "samples",
+            "unknown": False,
+        }
     ]
 
 

@@ -115,3 +115,81 @@ def test_two_values_acknowledged_at_one_offset(tmp_path: Path) -> None:
     r = h.check(tmp_path)
     assert counts(r) == {"lost-write": 1, "inconsistent-offset": 1}
     assert r.anomalies["lost-write"].examples[0]["value"] == "b"
+
+
+# An acknowledged offset at or above the final high watermark, the value drained elsewhere.
+
+
+def test_acked_above_the_high_watermark_and_drained_elsewhere_is_inconsistent_only(
+    tmp_path: Path,
+) -> None:
+    h = H()
+    h.send("a", 0, 0)
+    h.send("b", 0, 3)  # acknowledged at 3; the log ends at 2 and holds b at 1
+    h.drain((0, 0, "a"), (0, 1, "b"))
+    h.drain_end(0, hwm=2)
+    r = h.check(tmp_path)
+    assert counts(r) == {"inconsistent-offset": 1}
+    ex = r.anomalies["inconsistent-offset"].examples[0]
+    assert (ex["value"], ex["offset"], ex["values"]) == ("b", 3, ["b"])
+    assert ex["drained_offsets"] == [1]
+    assert r.valid is False
+
+
+def test_acked_above_the_high_watermark_and_absent_from_the_drain_is_lost(
+    tmp_path: Path,
+) -> None:
+    h = H()
+    h.send("a", 0, 0)
+    h.send("b", 0, 3)
+    h.drain((0, 0, "a"), (0, 1, "c"))  # b nowhere in the drain
+    h.drain_end(0, hwm=2)
+    r = h.check(tmp_path)
+    assert counts(r) == {"lost-write": 1}
+
+
+def test_acked_above_the_high_watermark_where_a_poll_saw_another_value(
+    tmp_path: Path,
+) -> None:
+    h = H()
+    h.send("b", 0, 3)
+    h.poll(7, (0, 3, "w"))  # w read at 3 before the log was cut back
+    h.drain((0, 0, "a"), (0, 1, "b"))
+    h.drain_end(0, hwm=2)
+    r = h.check(tmp_path)
+    # one position, counted once; w was read and is not in the drain
+    assert counts(r) == {"inconsistent-offset": 1, "uncommitted-read": 1}
+    assert r.anomalies["inconsistent-offset"].examples[0]["values"] == ["b", "w"]
+
+
+def test_acked_below_the_high_watermark_and_drained_elsewhere_is_inconsistent_only(
+    tmp_path: Path,
+) -> None:
+    h = H()
+    h.send("b", 0, 1)  # the drain holds c at 1 and b at 2: two values at 1
+    h.drain_all(0, ["a", "c", "b"])
+    r = h.check(tmp_path)
+    assert counts(r) == {"inconsistent-offset": 1}
+    assert r.anomalies["inconsistent-offset"].examples[0]["values"] == ["b", "c"]
+
+
+def test_acked_at_a_gap_in_the_drain_and_drained_elsewhere_is_inconsistent_only(
+    tmp_path: Path,
+) -> None:
+    h = H()
+    h.send("b", 0, 1)
+    h.drain((0, 0, "a"), (0, 2, "b"))  # no record at 1 (a gap), b at 2
+    h.drain_end(0, hwm=3)
+    r = h.check(tmp_path)
+    assert counts(r) == {"inconsistent-offset": 1}
+
+
+def test_acked_below_the_log_start_offset_and_drained_elsewhere_is_nothing(
+    tmp_path: Path,
+) -> None:
+    h = H()
+    h.send("b", 0, 1)
+    h.drain((0, 5, "b"))
+    h.drain_end(0, hwm=6, lso=5)  # the drain says nothing below 5
+    r = h.check(tmp_path)
+    assert counts(r) == {}

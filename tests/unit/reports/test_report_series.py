@@ -51,3 +51,42 @@ def test_report_recovery_times_equal_the_checkers_time_to_full_isr(tmp_path: Pat
     for _, _, secs in expected:
         if secs is not None:
             assert f"<td>{secs:.1f}</td>" in html
+
+
+def test_fault_table_says_unknown_and_never_apart() -> None:
+    from kchaos.harness.rundir.results import FullIsr
+    from kchaos.reports.html import _to_full_isr
+
+    assert _to_full_isr(FullIsr("f-1", "kill", 1.0, 2.25)) == "2.2"
+    assert _to_full_isr(FullIsr("f-1", "kill", 1.0, None, unknown=True)) == "unknown"
+    assert _to_full_isr(FullIsr("f-1", "kill", 1.0, None)) == "never"
+    assert _to_full_isr(None) == ""
+
+
+def test_timeline_shows_an_incomplete_partition_marked(tmp_path: Path) -> None:
+    from kchaos.reports import timeline
+
+    part = {
+        "type": "partition",
+        "topic": "t",
+        "leader": 1,
+        "isr": [1, 2],
+        "replicas": [1, 2],
+    }
+    lines = [
+        {"offset": 1, "time": 0, "partition": 0, **part},
+        {"offset": 2, "time": 0, "partition": 1, **part},
+        {
+            "offset": 3,
+            "time": 5,
+            "type": "incomplete",
+            "partitions": [{"topic": "t", "partition": 1}],
+            "reason": "Error at 3, skipping.",
+        },
+        {"offset": 4, "time": 6, "partition": 1, **part, "isr": [1], "incomplete": True},
+    ]
+    (tmp_path / "controller.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    html = timeline.render(tmp_path, [])
+    assert "<h3>t/0</h3>" in html and "<h3>t/1</h3>" in html
+    assert html.count("Incomplete: a metadata record could not be decoded") == 1
+    assert html.index("<h3>t/1</h3>") < html.index("Incomplete:")

@@ -17,6 +17,7 @@ from kchaos.harness.run.metadata_records import (
     parse_dump,
     snapshot_to_read,
 )
+from kchaos.harness.rundir.controller import IncompleteLine
 
 T0_MS = 1_700_000_000_000
 ORIGIN = (T0_MS + 1_000) * 1_000_000  # the history started 1 s after the first batch
@@ -357,8 +358,74 @@ def test_a_record_the_tool_could_not_decode_is_a_warning():
         "payload: Error at 2, skipping. Unknown metadata id 99",
     )
     result = convert(parse_dump(text), origin_unix_ns=ORIGIN, topics=["t"])
-    assert len(result.lines) == 1
+    assert len(result.lines) == 2  # the partition, then the mark of the undecodable record
     assert result.warnings == ["offset 2: Error at 2, skipping. Unknown metadata id 99"]
+
+
+UNDECODABLE_LINE = (
+    "| offset: {o} CreateTime: {ms} keySize: -1 valueSize: 9 sequence: -1 headerKeys: [] "
+    "payload: Error at {o}, skipping. Unknown metadata id 99"
+)
+
+
+def test_an_undecodable_record_marks_every_run_partition_incomplete_from_there(
+    tmp_path: Path,
+):
+    text = dump(
+        batch(0, T0_MS, topic("t"), partition(0), partition(1), topic("u", OTHER)),
+        batch(4, T0_MS, partition(0, tid=OTHER)),
+        batch(5, T0_MS + 2000, change(0, isr=[1, 2])),
+        UNDECODABLE_LINE.format(o=6, ms=T0_MS + 3000),
+        batch(7, T0_MS + 4000, change(0, isr=[1, 2, 3])),
+    )
+    result = convert(parse_dump(text), origin_unix_ns=ORIGIN, topics=["t"])
+    mark = [x for x in result.lines if isinstance(x, IncompleteLine)]
+    assert len(mark) == 1
+    assert (mark[0].offset, mark[0].partitions) == (6, (("t", 0), ("t", 1)))
+    assert mark[0].time == 2 * 1_000_000_000 and "Error at 6" in mark[0].reason
+    parts = [x for x in result.lines if isinstance(x, PartitionLine)]
+    assert [(x.offset, x.incomplete) for x in parts] == [
+        (1, False),
+        (2, False),
+        (5, False),
+        (7, True),
+    ]
+    assert result.incomplete == {("t", 0), ("t", 1)}
+    assert mark[0].to_json()["partitions"] == [
+        {"topic": "t", "partition": 0},
+        {"topic": "t", "partition": 1},
+    ]
+    # read back: the checker leaves both partitions to the samples
+    path = tmp_path / "controller.jsonl"
+    path.write_bytes(result.jsonl())
+    record = read_controller(path)
+    assert set(record.incomplete) == {("t", 0), ("t", 1)}
+    assert [s.offset for s in record.incomplete[("t", 0)]] == [1, 5, 7]
+    assert not record.covers("t", 0) and not record.covers("t", 1)
+
+
+def test_a_change_of_a_run_partition_never_created_marks_it_incomplete():
+    text = dump(
+        batch(0, T0_MS, topic("t"), partition(0)),
+        UNDECODABLE_LINE.format(o=2, ms=T0_MS),  # (the creation of partition 1, say)
+        batch(3, T0_MS, change(1, isr=[1, 2])),
+        batch(4, T0_MS, change(1, isr=[1])),
+    )
+    result = convert(parse_dump(text), origin_unix_ns=ORIGIN, topics=["t"])
+    marks = [(x.offset, x.partitions) for x in result.lines if isinstance(x, IncompleteLine)]
+    assert marks == [(2, (("t", 0),)), (3, (("t", 1),))]
+    assert result.incomplete == {("t", 0), ("t", 1)}
+    assert any("never created" in w for w in result.warnings)
+
+
+def test_an_undecodable_record_before_any_run_partition_marks_nothing():
+    text = dump(
+        UNDECODABLE_LINE.format(o=0, ms=T0_MS),
+        batch(1, T0_MS, topic("t"), partition(0)),
+    )
+    result = convert(parse_dump(text), origin_unix_ns=ORIGIN, topics=["t"])
+    assert [type(x).__name__ for x in result.lines] == ["PartitionLine"]
+    assert result.incomplete == set() and len(result.warnings) == 1
 
 
 FIXTURES = Path(__file__).parent / "fixtures"

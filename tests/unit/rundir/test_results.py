@@ -45,3 +45,20 @@ def test_a_malformed_series_names_file_and_field(tmp_path: Path) -> None:
         load_results(tmp_path)
     message = str(info.value)
     assert "results.json: stats.availability.full_isr_after_fault.0: an entry lacks" in message
+
+
+def test_an_unmeasured_time_to_full_isr_loads_as_unknown(tmp_path: Path) -> None:
+    entries = [
+        {"id": "f-1", "fault": "kill", "stop_s": 3.0, "seconds": None, "unknown": True},
+        {"id": "f-2", "fault": "kill", "stop_s": 9.0, "seconds": None, "source": "controller"},
+        {"id": "f-3", "fault": "kill", "stop_s": 9.5, "seconds": 1.5},  # before issue 22
+    ]
+    data = {"stats": {"availability": {"full_isr_after_fault": entries}}}
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    results = load_results(tmp_path)
+    assert results is not None and results.full_isr is not None
+    assert [(f.seconds, f.unknown, f.source) for f in results.full_isr] == [
+        (None, True, None),
+        (None, False, "controller"),
+        (1.5, False, None),
+    ]
