@@ -18,6 +18,7 @@ in the history was drained completely from offset 0 and none held it.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from kchaos.harness.checker.config import RunConfig
@@ -28,6 +29,8 @@ from kchaos.harness.checker.txnfacts import OUTCOMES, Txn, TxnLog
 from kchaos.harness.rundir.history import FAIL, OK
 
 IN, OUT, UNDRAINED, UNKNOWN = "in", "out", "undrained", "unknown"
+#: Reports one anomaly of a transaction (example None: counted by another checker).
+Found = Callable[[str, Txn, "dict[str, Any] | None"], None]
 _NS_PER_MS = 1_000_000
 
 
@@ -118,7 +121,7 @@ def _value_example(facts: Facts, log: TxnLog, vid: int) -> dict[str, Any]:
     return _example(log.txns[pos], log, pos, value=facts.value_list[vid], **where)
 
 
-def _values(facts: Facts, log: TxnLog, places: Places, found: Any) -> None:
+def _values(facts: Facts, log: TxnLog, places: Places, found: Found) -> None:
     """lost-write, unseen and aborted-read of single transaction values."""
     drain_rc = log.drain_read_committed
     for vid, pos in log.txn_of.items():
@@ -136,13 +139,11 @@ def _values(facts: Facts, log: TxnLog, places: Places, found: Any) -> None:
                 found("lost-write", t, _value_example(facts, log, vid))
             elif place == UNDRAINED and facts.first[vid] < 0:
                 found("unseen", t, _value_example(facts, log, vid))
-        elif outcome == FAIL and (
-            vid in log.rc_read or (drain_rc and facts.drained_tp[vid] != -1)
-        ):
+        elif outcome == FAIL and (vid in log.rc_read or (drain_rc and facts.drained_tp[vid] != -1)):
             found("aborted-read", t, _value_example(facts, log, vid))
 
 
-def _torn(facts: Facts, log: TxnLog, places: Places, found: Any) -> None:
+def _torn(facts: Facts, log: TxnLog, places: Places, found: Found) -> None:
     """torn-transaction: some values in the completed drains, some certainly not."""
     values = facts.value_list
     for pos, t in enumerate(log.txns):
@@ -159,7 +160,7 @@ def _torn(facts: Facts, log: TxnLog, places: Places, found: Any) -> None:
             found("torn-transaction", t, ex)
 
 
-def _zombies(log: TxnLog, found: Any) -> None:
+def _zombies(log: TxnLog, found: Found) -> None:
     """zombie-commit: committed although another process's init of its id came first."""
     inits: dict[str, list[tuple[int, Any]]] = defaultdict(list)
     for init in log.inits:
@@ -204,7 +205,7 @@ def _hanging(facts: Facts, log: TxnLog, config: RunConfig, out: CheckOutcome) ->
     return stuck
 
 
-def _eos(facts: Facts, log: TxnLog, places: Places, found: Any) -> dict[str, int]:
+def _eos(facts: Facts, log: TxnLog, places: Places, found: Found) -> dict[str, int]:
     """eos-duplicate and eos-lost, per consumer group of the copying transactions."""
     copies: dict[tuple[str | None, str], list[int]] = defaultdict(list)
     for vid, source in log.copy_of.items():
@@ -223,11 +224,13 @@ def _eos(facts: Facts, log: TxnLog, places: Places, found: Any) -> dict[str, int
 
     # the group's final committed position per input partition (last ok transaction)
     final: dict[tuple[str, str, int], int] = {}
+    committer: dict[tuple[str, str, int], Txn] = {}
     for pos, end in sorted(log.ends.items(), key=lambda kv: kv[1].index):
         t = log.txns[pos]
         if end.outcome == OK and t.group is not None:
             for topic, part, nxt in t.positions:
                 final[(t.group, topic, part)] = nxt
+                committer[(t.group, topic, part)] = t
     # the input values below it: consumed by the group's transactions, or in the input
     # partition's completed drain, from the first offset the group consumed there
     first: dict[tuple[str, str, int], int] = {}
@@ -272,25 +275,12 @@ def _eos(facts: Facts, log: TxnLog, places: Places, found: Any) -> dict[str, int
                 "copies": [values[v] for v in vids],
                 "index": [],
             }
-            t = log.txns[log.txn_of[vids[0]]] if vids else _last_ok(log, key)
-            if t is not None:
-                ex["txn"], ex["transactional_id"] = t.txn, t.transactional_id
-                ex["index"] = [t.invoke_index]
-                found("eos-lost", t, ex)
+            # the transaction to name: the input's (failed) copy, else the committer
+            t = log.txns[log.txn_of[vids[0]]] if vids else committer[key]
+            ex["txn"], ex["transactional_id"] = t.txn, t.transactional_id
+            ex["index"] = [t.invoke_index]
+            found("eos-lost", t, ex)
     return {"inputs_judged": judged, "inputs_unjudged": unjudged}
-
-
-def _last_ok(log: TxnLog, key: tuple[str, str, int]) -> Txn | None:
-    """The ok transaction that committed the group's final position of an input partition."""
-    group, topic, part = key
-    best = None
-    for pos, end in log.ends.items():
-        t = log.txns[pos]
-        if end.outcome == OK and t.group == group:
-            if any((tt, pp) == (topic, part) for tt, pp, _ in t.positions):
-                if best is None or end.index > best[0]:
-                    best = (end.index, t)
-    return None if best is None else best[1]
 
 
 def _copy_example(facts: Facts, log: TxnLog, source: str, vids: list[int]) -> dict[str, Any]:
@@ -307,9 +297,7 @@ def _copy_example(facts: Facts, log: TxnLog, source: str, vids: list[int]) -> di
     }
 
 
-def _stats(
-    log: TxnLog, values: Counter[str], by_tid: dict[str, Counter[str]]
-) -> dict[str, Any]:
+def _stats(log: TxnLog, values: Counter[str], by_tid: dict[str, Counter[str]]) -> dict[str, Any]:
     outcomes = Counter(log.outcome(pos) for pos in range(len(log.txns)))
     per_tid: dict[str, Counter[str]] = defaultdict(Counter)
     for pos, t in enumerate(log.txns):

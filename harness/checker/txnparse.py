@@ -153,9 +153,10 @@ def _complete(facts: Facts, where: Where, ev: dict[str, Any], typ: str, txn_id: 
         if type(send) is not dict:
             where.fail(f"expected a send object, got {shown(send)}", "sends")
         value = _field(where, send, "value", str)
-        vid = facts.values.get(value)
-        if vid is None or vid not in mine:
+        known = facts.values.get(value)
+        if known is None or known not in mine:
             where.fail(f"value {shown(value)} is not one of transaction {shown(txn_id)}'s", "sends")
+        vid = known
         topic = send.get("topic")
         if topic is None:
             topic = facts.topics[facts.topic[vid]]
@@ -168,7 +169,9 @@ def _complete(facts: Facts, where: Where, ev: dict[str, Any], typ: str, txn_id: 
             where.fail(f"must not be negative, got {part}", "sends.partition")
         tp = facts.tp(topic, part)
         facts.ack_tp[vid] = tp
-        off = send.get("offset", -1)
+        off = send.get("offset")
+        if off is None:
+            off = -1
         if type(off) is not int or off < -1:
             where.fail(f"expected -1 (none) or an offset, got {shown(off)}", "sends.offset")
         if off >= 0:
@@ -202,7 +205,9 @@ def _consumed(where: Where, ev: dict[str, Any]) -> list[Consumed]:
     return out
 
 
-def _offsets(where: Where, ev: dict[str, Any]) -> tuple[str | None, tuple[tuple[str, int, int], ...]]:
+def _offsets(
+    where: Where, ev: dict[str, Any]
+) -> tuple[str | None, tuple[tuple[str, int, int], ...]]:
     if "offsets" not in ev:
         return None, ()
     offsets = where.expect(ev, "offsets", dict)

@@ -67,9 +67,7 @@ def test_a_committed_value_missing_from_the_drain_is_a_lost_write(tmp_path: Path
     ex = r.anomalies["lost-write"].examples[0]
     assert ex["txn"] == "t4-1" and ex["transactional_id"] == "tid-a"
     assert ex["value"] == "a-0" and ex["offset"] == 0
-    assert r.stats["transactions"]["anomalies_by_transactional_id"] == {
-        "tid-a": {"lost-write": 2}
-    }
+    assert r.stats["transactions"]["anomalies_by_transactional_id"] == {"tid-a": {"lost-write": 2}}
 
 
 def test_without_offsets_the_partition_comes_from_the_ok_line(tmp_path: Path) -> None:
@@ -331,9 +329,7 @@ def test_near_miss_a_stable_offset_below_within_the_timeout_or_none_below(
 def test_the_transaction_timeout_comes_from_run_json(tmp_path: Path) -> None:
     h = TH()
     hanging(h, 61, 1)
-    (tmp_path / "run.json").write_text(
-        json.dumps({"producer": {"transaction.timeout.ms": 120000}})
-    )
+    (tmp_path / "run.json").write_text(json.dumps({"producer": {"transaction.timeout.ms": 120000}}))
     h.write(tmp_path / "history.jsonl")
     r = check_run(tmp_path, write=False)
     assert r.valid is True, found(r)
@@ -464,12 +460,22 @@ def _line(h: TH, f: str, typ: str) -> int:
         ("txn", "invoke", {"txn": None}, "txn", "expected"),
         ("txn", "invoke", {"transactional_id": 5}, "transactional_id", "expected a string"),
         ("txn", "invoke", {"consumed": [{"topic": "in"}]}, "consumed.partition", "lacks"),
-        ("txn", "invoke", {"offsets": {"group": "g", "positions": [["in", 0]]}},
-         "offsets.positions", "next offset"),  # fmt: skip
+        (
+            "txn",
+            "invoke",
+            {"offsets": {"group": "g", "positions": [["in", 0]]}},
+            "offsets.positions",
+            "next offset",
+        ),  # fmt: skip
         ("txn", "ok", {"txn": "nope"}, "txn", "without an invoke"),
         ("txn", "ok", {"sends": [{"topic": "out", "value": "zz"}]}, "sends", "not one of"),
-        ("txn", "ok", {"sends": [{"value": "o-0", "partition": 0, "offset": -5}]},
-         "sends.offset", "offset"),  # fmt: skip
+        (
+            "txn",
+            "ok",
+            {"sends": [{"value": "o-0", "partition": 0, "offset": -5}]},
+            "sends.offset",
+            "offset",
+        ),  # fmt: skip
         ("txn-init", "ok", {"transactional_id": None}, "transactional_id", "expected"),
         ("assign", "ok", {"isolation": "snapshot"}, "isolation", "unknown isolation"),
         ("drain-end", "ok", {"isolation": "READ_COMMITTED"}, "isolation", "unknown isolation"),

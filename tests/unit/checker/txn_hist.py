@@ -83,7 +83,9 @@ class TH(H):
             process=process,
             type="ok",
             f="poll",
-            records=[{"topic": t, "partition": p, "offset": o, "value": v} for t, p, o, v in records],
+            records=[
+                {"topic": t, "partition": p, "offset": o, "value": v} for t, p, o, v in records
+            ],
         )
 
     def drain_tp(
