@@ -40,6 +40,11 @@ def check_transactions(facts: Facts, config: RunConfig) -> CheckOutcome:
     if not log:
         out.stats = _stats(log, Counter(), {})
         return out.settle()
+    if log.txns and facts.drain_ends and not log.drain_read_committed:
+        facts.warnings.append(
+            "transactions recorded but the drain did not read read_committed: aborted values"
+            " in it count as present, and no aborted-read is judged from it"
+        )
     places = Places(facts)
     by_tid: dict[str, Counter[str]] = defaultdict(Counter)
 
