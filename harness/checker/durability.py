@@ -60,9 +60,13 @@ def judge_acked(facts: Facts, vid: int, tp: int, off: int) -> str | None:
         return "unseen" if facts.first[vid] < 0 else None
     if off < end.log_start_offset:
         return None
-    if off >= end.high_watermark or not facts.in_drain(vid, tp):
+    if off >= end.high_watermark:
         return "lost-write"
-    return None
+    if facts.in_drain(vid, tp):
+        return None
+    if off >= end.readable_end:  # above a stuck last stable offset: the drain cannot tell
+        return "unseen" if facts.first[vid] < 0 else None
+    return "lost-write"
 
 
 def _example(facts: Facts, vid: int, tp: int, off: int) -> dict[str, Any]:

@@ -41,6 +41,15 @@ class DrainEnd:
     isolation: str | None = None
     last_stable_offset: int | None = None
 
+    @property
+    def readable_end(self) -> int:
+        """Where the drain's complete view ends: the high watermark, or the last stable
+        offset where a read_committed drain found it lower (it cannot read past it)."""
+        stable = self.last_stable_offset
+        if stable is None or self.isolation == "read_uncommitted":
+            return self.high_watermark
+        return min(stable, self.high_watermark)
+
 
 @dataclass
 class Observations:

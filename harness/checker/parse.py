@@ -352,8 +352,9 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                     where.fail(
                         f"log start offset {lso} above the high watermark {hwm}", "log_start_offset"
                     )
-                iso = isolation(where, ev)
-                facts.txn.drain_isolation.add(iso)
+                iso = isolation(where, ev) if "isolation" in ev else None
+                if iso is not None:
+                    facts.txn.drain_isolation.add(iso)
                 stable = None
                 if "last_stable_offset" in ev:
                     stable = where.natural(ev, "last_stable_offset")

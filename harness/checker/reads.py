@@ -76,13 +76,19 @@ def find_uncommitted(facts: Facts) -> dict[int, tuple[int, int]]:
         if end is None or pm.items() <= dm.items():  # C-speed test of the usual case
             continue
         lso = end.log_start_offset
+        blind = range(end.readable_end, end.high_watermark)  # above a stuck stable offset
         dget = dm.get
         for off, vid in pm.items():
-            if off >= lso and dget(off) != vid and not facts.in_drain(vid, tp):
+            if off >= lso and dget(off) != vid and not facts.in_drain(vid, tp) and off not in blind:
                 found.setdefault(vid, (tp, off))
     for tp, off, vid in facts.poll_conflicts:
         end = facts.drain_ends.get(tp)
-        if end is not None and off >= end.log_start_offset and not facts.in_drain(vid, tp):
+        if (
+            end is not None
+            and off >= end.log_start_offset
+            and not end.readable_end <= off < end.high_watermark
+            and not facts.in_drain(vid, tp)
+        ):
             found.setdefault(vid, (tp, off))
     if facts.txn.txn_of:
         for vid in [v for v in found if not uncommitted_txn_read(facts, v)]:

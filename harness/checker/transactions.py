@@ -42,8 +42,8 @@ def check_transactions(facts: Facts, config: RunConfig) -> CheckOutcome:
         return out.settle()
     if log.txns and facts.drain_ends and not log.drain_read_committed:
         facts.warnings.append(
-            "transactions recorded but the drain did not read read_committed: aborted values"
-            " in it count as present, and no aborted-read is judged from it"
+            "transactions recorded but the drain read read_uncommitted: aborted values in"
+            " it count as present, and no aborted-read is judged from it"
         )
     places = Places(facts)
     by_tid: dict[str, Counter[str]] = defaultdict(Counter)
@@ -81,7 +81,12 @@ class Places:
         self.whole = {
             t
             for t, tps in parts.items()
-            if all(tp in ends and ends[tp].log_start_offset == 0 for tp in tps)
+            if all(
+                tp in ends
+                and ends[tp].log_start_offset == 0
+                and ends[tp].readable_end == ends[tp].high_watermark
+                for tp in tps
+            )
         }
 
     def of(self, vid: int) -> str:
@@ -96,8 +101,13 @@ class Places:
             if end is None:
                 return UNDRAINED
             off = f.ack_off[vid]
-            below = off < end.log_start_offset if off >= 0 else end.log_start_offset > 0
-            return UNKNOWN if below else OUT
+            if off >= 0:  # judged as durability judges it: lost at or above the watermark
+                seen = off >= end.log_start_offset and not (
+                    end.readable_end <= off < end.high_watermark
+                )
+            else:
+                seen = end.log_start_offset == 0 and end.readable_end == end.high_watermark
+            return OUT if seen else UNKNOWN
         return OUT if f.topics[f.topic[vid]] in self.whole else UNDRAINED
 
 
@@ -142,10 +152,16 @@ def _values(facts: Facts, log: TxnLog, places: Places, found: Found) -> None:
             place = places.of(vid)
             if place == OUT:
                 found("lost-write", t, _value_example(facts, log, vid))
-            elif place == UNDRAINED and facts.first[vid] < 0:
+            elif facts.first[vid] < 0 and (place == UNDRAINED or _stuck(facts, tp)):
                 found("unseen", t, _value_example(facts, log, vid))
         elif outcome == FAIL and (vid in log.rc_read or (drain_rc and facts.drained_tp[vid] != -1)):
             found("aborted-read", t, _value_example(facts, log, vid))
+
+
+def _stuck(facts: Facts, tp: int) -> bool:
+    """The drain of ``tp`` ended at a last stable offset below the high watermark."""
+    end = facts.drain_ends.get(tp) if tp >= 0 else None
+    return end is not None and end.readable_end < end.high_watermark
 
 
 def _torn(facts: Facts, log: TxnLog, places: Places, found: Found) -> None:

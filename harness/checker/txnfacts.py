@@ -83,7 +83,7 @@ class TxnLog:
     inits: list[TxnInit] = field(default_factory=list)
     init_ids: dict[int | str, str] = field(default_factory=dict)  # process -> its last id
     last_time: int = -1  # time of the last txn or txn-init line
-    drain_isolation: set[str] = field(default_factory=set)  # isolations drain-end lines state
+    drain_isolation: set[str] = field(default_factory=set)  # what drain-end lines state
 
     def __bool__(self) -> bool:
         return bool(self.txns or self.inits)
@@ -107,5 +107,6 @@ class TxnLog:
 
     @property
     def drain_read_committed(self) -> bool:
-        """The drain read ``read_committed`` (as a drain-end line said)."""
-        return READ_COMMITTED in self.drain_isolation
+        """The drain read ``read_committed``: in a run with transactions it does, unless
+        its drain-end lines say ``read_uncommitted`` (and none says read_committed)."""
+        return READ_COMMITTED in self.drain_isolation or not self.drain_isolation

@@ -528,3 +528,60 @@ def test_kchaos_check_exits_3_on_a_txn_completion_without_invoke(
     assert done.value.code == 3
     err = capsys.readouterr().err
     assert f"history.jsonl:{len(h.events)}" in err and "txn" in err and "Traceback" not in err
+
+
+# -- the last stable offset and the drain's isolation ------------------------------------
+
+
+def test_near_miss_values_above_a_stuck_stable_offset_are_unseen_not_lost(
+    tmp_path: Path,
+) -> None:
+    h = TH()
+    committed_pair(h)  # a-0 at t/0 offset 0, a-1 at u/0 offset 0
+    h.begin(1, "x2", "tid-a", ("t", "a-2"))
+    h.end(1, "x2", "ok", ("t", 0, 2, "a-2"))
+    h.send("plain", 0, 4)
+    h.assign_iso(6, RU, ("t", 0))
+    h.poll_at(6, ("t", 0, 0, "a-0"), ("t", 0, 2, "a-2"))  # read_uncommitted: past the LSO
+    h.wait(5)  # the drain waited less than the transaction timeout
+    h.drain_tp("t", 0, [(0, "a-0")], 6, stable=1)
+    h.drain_tp("u", 0, [(0, "a-1")], 2)
+    r = h.check(tmp_path)
+    assert found(r) == {"unseen": 1}  # plain at 4: nobody saw it; a-2 was seen
+    assert r.anomalies["unseen"].examples[0]["value"] == "plain"
+    assert r.stats["transactions"]["hanging_partitions"] == [
+        {"topic": "t", "partition": 0, "last_stable_offset": 1, "judged": False}
+    ]
+
+
+def test_an_acknowledged_offset_at_or_above_the_watermark_stays_lost_with_an_lso(
+    tmp_path: Path,
+) -> None:
+    h = TH()
+    committed_pair(h)
+    h.drain_tp("t", 0, [], 0, stable=0)  # the log ends before a-0's offset
+    h.drain_tp("u", 0, [(0, "a-1")], 2)
+    r = h.check(tmp_path)
+    assert found(r) == {"lost-write": 1, "torn-transaction": 1}
+
+
+def test_a_drain_end_without_isolation_reads_committed_in_a_transactional_run(
+    tmp_path: Path,
+) -> None:
+    h = TH()
+    aborted(h)
+    h.drain((0, 0, "b-0"), (0, 1, "b-1"))  # H's drain lines and drain-end: no isolation
+    h.drain_end(0, 3)
+    r = h.check(tmp_path)
+    assert found(r) == {"aborted-read": 2}
+
+
+def test_near_miss_a_drain_that_says_read_uncommitted_may_hold_aborted_values(
+    tmp_path: Path,
+) -> None:
+    h = TH()
+    aborted(h)
+    h.drain_tp("t", 0, [(0, "b-0"), (1, "b-1")], 3, isolation=RU)
+    r = h.check(tmp_path)
+    assert r.valid is True, found(r)
+    assert any("read_uncommitted" in w for w in r.warnings)
