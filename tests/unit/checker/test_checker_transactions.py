@@ -585,3 +585,22 @@ def test_near_miss_a_drain_that_says_read_uncommitted_may_hold_aborted_values(
     r = h.check(tmp_path)
     assert r.valid is True, found(r)
     assert any("read_uncommitted" in w for w in r.warnings)
+
+
+def test_the_console_summary_counts_transactions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kchaos.harness.cli import main
+
+    h = TH()
+    committed_pair(h)
+    h.drain_tp("t", 0, [(0, "a-0")], 2)
+    h.drain_tp("u", 0, [(0, "a-1")], 2)
+    h.write(tmp_path / "history.jsonl")
+    with pytest.raises(SystemExit) as done:
+        main(["check", str(tmp_path)])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("VALID") and "transactions: ok 1, fail 0, info 0; 2 values" in out
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["stats"]["transactions"]["values"]["ok"] == 2
