@@ -17,6 +17,7 @@ in the history was drained completely from offset 0 and none held it.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -183,19 +184,19 @@ def _torn(facts: Facts, log: TxnLog, places: Places, found: Found) -> None:
 
 def _zombies(log: TxnLog, found: Found) -> None:
     """zombie-commit: committed although another process's init of its id came first."""
-    inits: dict[str, list[tuple[int, Any]]] = defaultdict(list)
-    for init in log.inits:
-        inits[init.transactional_id].append((init.index, init.process))
+    inits: dict[str, tuple[list[int], list[Any]]] = {}
+    for init in log.inits:  # in history order: indexes ascending
+        at, who = inits.setdefault(init.transactional_id, ([], []))
+        at.append(init.index)
+        who.append(init.process)
     for pos, t in enumerate(log.txns):
-        if log.outcome(pos) != OK or t.transactional_id not in inits:
+        if t.transactional_id not in inits or log.outcome(pos) != OK:
             continue
-        latest = None
-        for index, process in inits[t.transactional_id]:
-            if index < t.invoke_index:
-                latest = (index, process)
-        if latest is not None and latest[1] != t.process:
-            ex = _example(t, log, pos, fenced_by={"process": latest[1], "index": latest[0]})
-            ex["index"] = sorted([latest[0], *ex["index"]])
+        at, who = inits[t.transactional_id]
+        k = bisect_left(at, t.invoke_index) - 1  # the latest init before the invoke
+        if k >= 0 and who[k] != t.process:
+            ex = _example(t, log, pos, fenced_by={"process": who[k], "index": at[k]})
+            ex["index"] = sorted([at[k], *ex["index"]])
             found("zombie-commit", t, ex)
 
 

@@ -7,7 +7,7 @@ are rare next to sends and polls, so clarity wins over speed here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from kchaos.harness.checker import facts as fx
 from kchaos.harness.checker.facts import Facts
@@ -66,8 +66,9 @@ def txn_init(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, typ: str
 
 def txn(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, typ: str) -> None:
     """One transaction's invoke or completion, matched by its ``txn`` id."""
-    txn_id = where.expect(ev, "txn", (str, int))
-    txn_id = str(txn_id)
+    txn_id = ev.get("txn")
+    if type(txn_id) is not str:
+        txn_id = str(where.expect(ev, "txn", (str, int)))
     facts.txn.last_time = ev["time"]
     if typ == INVOKE:
         _invoke(facts, where, ev, proc, txn_id)
@@ -86,33 +87,47 @@ def _invoke(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, txn_id: s
         tid = log.init_ids[proc]
     else:
         where.fail("missing field (and the process has no txn-init before)", "transactional_id")
-    consumed = _consumed(where, ev)
+    consumed = _consumed(where, ev) if "consumed" in ev else []
     for rec in consumed:
         log.consumed.add(rec.value)
     group, positions = _offsets(where, ev)
-    sends = where.expect(ev, "sends", list)
+    sends = ev.get("sends")
+    if type(sends) is not list:
+        where.expect(ev, "sends", list)
     if not sends:
         where.fail("a transaction without sends", "sends")
     index, time = ev["index"], ev["time"]
     pos = len(log.txns)
     vids = []
+    vget, status, txn_of = facts.values.get, facts.status, log.txn_of
+    inv_index, inv_time, topic_col = facts.inv_index, facts.inv_time, facts.topic
+    topic_ids = facts.topic_ids
     for send in sends:
-        if type(send) is not dict:
-            where.fail(f"expected a send object, got {shown(send)}", "sends")
-        topic = _field(where, send, "topic", str)
-        value = _field(where, send, "value", str)
-        vid = facts.values.get(value)
+        try:
+            topic = send["topic"]
+            value = send["value"]
+        except (TypeError, KeyError):
+            topic = value = None
+        if type(topic) is not str or type(value) is not str:
+            if type(send) is not dict:
+                where.fail(f"expected a send object, got {shown(send)}", "sends")
+            _field(where, send, "topic", str)
+            _field(where, send, "value", str)
+        vid = vget(value)
         if vid is None:
             vid = facts.new_value(value)
-        elif facts.status[vid] != fx.READ_ONLY:
+        elif status[vid] != fx.READ_ONLY:
             where.fail(
-                f"value {shown(value)} sent twice (first at index {facts.inv_index[vid]})",
+                f"value {shown(value)} sent twice (first at index {inv_index[vid]})",
                 "sends.value",
             )
-        facts.status[vid] = fx.TXN_OPEN
-        facts.inv_index[vid] = index
-        facts.inv_time[vid] = time
-        facts.topic[vid] = facts.topic_id(topic)
+        status[vid] = fx.TXN_OPEN
+        inv_index[vid] = index
+        inv_time[vid] = time
+        tid_col = topic_ids.get(topic)
+        topic_col[vid] = facts.topic_id(topic) if tid_col is None else tid_col
+        txn_of[vid] = pos
+        vids.append(vid)
         if "partition" in send:  # the producer chose the partition itself
             part = _field(where, send, "partition", int)
             if part < 0:
@@ -126,8 +141,6 @@ def _invoke(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, txn_id: s
                     "sends.copy_of",
                 )
             log.copy_of[vid] = source
-        log.txn_of[vid] = pos
-        vids.append(vid)
     log.txns.append(
         Txn(txn_id, tid, proc, index, time, tuple(vids), tuple(consumed), group, positions)
     )
@@ -142,41 +155,54 @@ def _complete(facts: Facts, where: Where, ev: dict[str, Any], typ: str, txn_id: 
     t = log.txns[pos]
     log.ends[pos] = TxnEnd(typ, ev["index"], ev["time"])
     status = _STATUS[typ]
-    for vid in t.vids:
-        facts.status[vid] = status
-        facts.comp_index[vid] = ev["index"]
-        facts.comp_time[vid] = ev["time"]
+    index, time = ev["index"], ev["time"]
+    st, ci, ct = facts.status, facts.comp_index, facts.comp_time
+    for v in t.vids:
+        st[v] = status
+        ci[v] = index
+        ct[v] = time
     if typ != OK or "sends" not in ev:
         return
-    mine = set(t.vids)
-    for send in where.expect(ev, "sends", list):
-        if type(send) is not dict:
-            where.fail(f"expected a send object, got {shown(send)}", "sends")
-        value = _field(where, send, "value", str)
-        known = facts.values.get(value)
-        if known is None or known not in mine:
+    sends = ev["sends"]
+    if type(sends) is not list:
+        where.expect(ev, "sends", list)
+    vget, tp_ids, txn_of = facts.values.get, facts.tp_ids, log.txn_of
+    ack_tp, ack_off, acked_vid = facts.ack_tp, facts.ack_off, facts.acked_vid
+    for send in sends:
+        try:
+            value = send["value"]
+        except (TypeError, KeyError):
+            value = None
+        if type(value) is not str:
+            if type(send) is not dict:
+                where.fail(f"expected a send object, got {shown(send)}", "sends")
+            _field(where, send, "value", str)
+        vid = vget(value)
+        if vid is None or txn_of.get(vid) != pos:
             where.fail(f"value {shown(value)} is not one of transaction {shown(txn_id)}'s", "sends")
-        vid = known
+        part = send.get("partition")
+        if part is None:
+            continue  # the client did not say where it went
         topic = send.get("topic")
         if topic is None:
             topic = facts.topics[facts.topic[vid]]
         elif type(topic) is not str:
             _field(where, send, "topic", str)
-        if "partition" not in send:
-            continue  # the client did not say where it went
-        part = _field(where, send, "partition", int)
-        if part < 0:
+        if type(part) is not int or part < 0:
+            _field(where, send, "partition", int)
             where.fail(f"must not be negative, got {part}", "sends.partition")
-        tp = facts.tp(topic, part)
-        facts.ack_tp[vid] = tp
+        tp = tp_ids.get((topic, part))
+        if tp is None:
+            tp = facts.tp(topic, part)
+        ack_tp[vid] = tp
         off = send.get("offset")
         if off is None:
-            off = -1
+            continue
         if type(off) is not int or off < -1:
             where.fail(f"expected -1 (none) or an offset, got {shown(off)}", "sends.offset")
         if off >= 0:
-            facts.ack_off[vid] = off
-            facts.acked_vid[tp].append(vid)
+            ack_off[vid] = off
+            acked_vid[tp].append(vid)
 
 
 def _field(where: Where, obj: dict[str, Any], key: str, kind: type) -> Any:
@@ -190,19 +216,30 @@ def _field(where: Where, obj: dict[str, Any], key: str, kind: type) -> Any:
 
 
 def _consumed(where: Where, ev: dict[str, Any]) -> list[Consumed]:
-    if "consumed" not in ev:
-        return []
     out = []
     for rec in where.expect(ev, "consumed", list):
-        if type(rec) is not dict:
-            where.fail(f"expected a record object, got {shown(rec)}", "consumed")
-        for key, kind in (("topic", str), ("partition", int), ("offset", int), ("value", str)):
-            if key not in rec:
-                where.fail("a record lacks this field", f"consumed.{key}")
-            if type(rec[key]) is not kind or (kind is int and rec[key] < 0):
-                where.fail(f"bad {key}: {shown(rec[key], 60)}", f"consumed.{key}")
-        out.append(Consumed(rec["topic"], rec["partition"], rec["offset"], rec["value"]))
+        try:
+            t, p, o, v = rec["topic"], rec["partition"], rec["offset"], rec["value"]
+            good = (type(t) is str and type(p) is int and type(o) is int and type(v) is str) and (
+                p >= 0 and o >= 0
+            )
+        except (TypeError, KeyError):
+            good = False
+        if not good:
+            _bad_consumed(where, rec)
+        out.append(Consumed(t, p, o, v))
     return out
+
+
+def _bad_consumed(where: Where, rec: Any) -> NoReturn:
+    if type(rec) is not dict:
+        where.fail(f"expected a record object, got {shown(rec)}", "consumed")
+    for key, kind in (("topic", str), ("partition", int), ("offset", int), ("value", str)):
+        if key not in rec:
+            where.fail("a record lacks this field", f"consumed.{key}")
+        if type(rec[key]) is not kind or (kind is int and rec[key] < 0):
+            where.fail(f"bad {key}: {shown(rec[key], 60)}", f"consumed.{key}")
+    where.fail("bad record", "consumed")
 
 
 def _offsets(
