@@ -604,3 +604,21 @@ def test_the_console_summary_counts_transactions(
     assert out.startswith("VALID") and "transactions: ok 1, fail 0, info 0; 2 values" in out
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["stats"]["transactions"]["values"]["ok"] == 2
+
+
+@pytest.mark.parametrize(
+    ("run_json", "timeout"),
+    [
+        ({}, 60_000),
+        ({"workload": {"producer": {"transaction_timeout_ms": 9000}}}, 9000),
+        ({"scenario": {"producer": {"transaction.timeout.ms": "15000"}}}, 15000),
+    ],
+)
+def test_the_transaction_timeout_keys(run_json: dict, timeout: int) -> None:
+    assert RunConfig.from_run_json(run_json).transaction_timeout_ms == timeout
+
+
+def test_a_transaction_timeout_that_is_not_a_positive_integer_is_bad_input() -> None:
+    with pytest.raises(HistoryError) as err:
+        RunConfig.from_run_json({"producer": {"transaction.timeout.ms": "soon"}})
+    assert err.value.exit_code == 3 and err.value.field == "producer.transaction.timeout.ms"
