@@ -18,7 +18,6 @@ def check_reads(facts: Facts, config: RunConfig) -> CheckOutcome:
     for vid, (tp, off) in sorted(uncommitted.items()):
         end = facts.drain_ends[tp]
         ex = _example(facts, vid, tp, off)
-        ex.update(facts.txn.describe(vid))
         ex["index"].append(end.index)
         ex["log_start_offset"] = end.log_start_offset
         ex["high_watermark"] = end.high_watermark
@@ -133,5 +132,6 @@ def _example(facts: Facts, vid: int, tp: int, off: int) -> dict[str, Any]:
     return {
         "value": facts.value_list[vid],
         **facts.where(tp, off),
+        **facts.txn.describe(vid),
         "index": facts.send_indexes(vid),
     }

@@ -622,3 +622,18 @@ def test_a_transaction_timeout_that_is_not_a_positive_integer_is_bad_input() -> 
     with pytest.raises(HistoryError) as err:
         RunConfig.from_run_json({"producer": {"transaction.timeout.ms": "soon"}})
     assert err.value.exit_code == 3 and err.value.field == "producer.transaction.timeout.ms"
+
+
+def test_a_transaction_value_read_at_two_offsets_is_a_duplicate_naming_it(
+    tmp_path: Path,
+) -> None:
+    h = TH()
+    committed_pair(h)
+    h.drain_tp("t", 0, [(0, "a-0"), (1, "a-0")], 2)
+    h.drain_tp("u", 0, [(0, "a-1")], 2)
+    r = h.check(tmp_path)
+    assert found(r) == {"duplicate": 1}
+    ex = r.anomalies["duplicate"].examples[0]
+    assert (ex["value"], ex["txn"], ex["transactional_id"]) == ("a-0", "t4-1", "tid-a")
+    lines = {h.events[i]["f"] for i in ex["index"]}
+    assert {"txn", "drain"} <= lines  # the txn lines that name the value, found by value
