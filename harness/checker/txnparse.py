@@ -46,9 +46,11 @@ def _optional_int(where: Where, ev: dict[str, Any], key: str) -> int | None:
 
 def txn_init(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, typ: str) -> None:
     """``init_transactions()``: an ``ok`` one fences every earlier producer of its id."""
-    tid = where.expect(ev, "transactional_id", str)
     log = facts.txn
     log.last_time = ev["time"]
+    if typ != OK and "transactional_id" not in ev:
+        return  # only the ok line must name the id: it is the one that fences
+    tid = where.expect(ev, "transactional_id", str)
     log.init_ids[proc] = tid
     if typ != OK:
         return

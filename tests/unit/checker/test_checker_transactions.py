@@ -637,3 +637,36 @@ def test_a_transaction_value_read_at_two_offsets_is_a_duplicate_naming_it(
     assert (ex["value"], ex["txn"], ex["transactional_id"]) == ("a-0", "t4-1", "tid-a")
     lines = {h.events[i]["f"] for i in ex["index"]}
     assert {"txn", "drain"} <= lines  # the txn lines that name the value, found by value
+
+
+def test_the_format_documents_own_example_lines_are_read_and_judged(tmp_path: Path) -> None:
+    """The lines of history-format.md's version 1.2 section, in one history."""
+    lines = [
+        '{"index":1,"time":100,"process":0,"type":"invoke","f":"send","topic":"in","key":"k","value":"1-5"}',
+        '{"index":2,"time":200,"process":0,"type":"ok","f":"send","topic":"in","partition":0,"offset":5,"value":"1-5"}',
+        '{"index":40,"time":900,"process":4,"type":"invoke","f":"txn-init","transactional_id":"kchaos-t4"}',
+        '{"index":41,"time":950,"process":4,"type":"ok","f":"txn-init","transactional_id":"kchaos-t4","producer_id":7001,"producer_epoch":3}',
+        '{"index":50,"time":1000,"process":4,"type":"invoke","f":"txn","txn":"4-12","transactional_id":"kchaos-t4","sends":[{"topic":"t","key":"k1","value":"4-12-0"},{"topic":"u","key":"k9","value":"4-12-1"}]}',
+        '{"index":58,"time":1400,"process":4,"type":"ok","f":"txn","txn":"4-12","sends":[{"topic":"t","partition":0,"offset":77,"value":"4-12-0"},{"topic":"u","partition":2,"offset":30,"value":"4-12-1"}]}',
+        '{"index":60,"time":1500,"process":4,"type":"invoke","f":"txn","txn":"4-13","transactional_id":"kchaos-t4","consumed":[{"topic":"in","partition":0,"offset":5,"value":"1-5"}],"offsets":{"group":"copier","positions":[["in",0,6]]},"sends":[{"topic":"out","key":"k5","value":"4-13-0","copy_of":"1-5"}]}',
+        '{"index":61,"time":1600,"process":4,"type":"ok","f":"txn","txn":"4-13"}',
+        '{"index":70,"time":1700,"process":7,"type":"ok","f":"assign","partitions":[["t",0]],"isolation":"read_committed"}',
+        '{"index":71,"time":1800,"process":7,"type":"invoke","f":"poll"}',
+        '{"index":72,"time":1900,"process":7,"type":"ok","f":"poll","records":[{"topic":"t","partition":0,"offset":77,"value":"4-12-0"}]}',
+        '{"index":900,"time":80000,"process":"drain","type":"ok","f":"drain","records":[{"topic":"t","partition":0,"offset":77,"value":"4-12-0"},{"topic":"u","partition":2,"offset":30,"value":"4-12-1"},{"topic":"in","partition":0,"offset":5,"value":"1-5"},{"topic":"out","partition":0,"offset":0,"value":"4-13-0"}]}',
+        '{"index":950,"time":81000,"process":"drain","type":"ok","f":"drain-end","topic":"t","partition":0,"log_start_offset":77,"high_watermark":79,"isolation":"read_committed","last_stable_offset":79}',
+        '{"index":951,"time":81000,"process":"drain","type":"ok","f":"drain-end","topic":"u","partition":2,"log_start_offset":30,"high_watermark":32,"isolation":"read_committed","last_stable_offset":32}',
+        '{"index":952,"time":81000,"process":"drain","type":"ok","f":"drain-end","topic":"in","partition":0,"log_start_offset":5,"high_watermark":6,"isolation":"read_committed","last_stable_offset":6}',
+        '{"index":953,"time":81000,"process":"drain","type":"ok","f":"drain-end","topic":"out","partition":0,"log_start_offset":0,"high_watermark":2,"isolation":"read_committed","last_stable_offset":2}',
+    ]
+    path = tmp_path / "history.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    r = check_history(path)
+    assert r.valid is True, found(r)
+    s = r.stats["transactions"]
+    assert (s["ok"], s["inits"], s["values"]["ok"]) == (2, 1, 3)
+    assert s["eos"] == {"inputs_judged": 1, "inputs_unjudged": 0}
+    # the same history with the copy missing from the output's drain: eos-lost and lost
+    lines[11] = lines[11].replace(',{"topic":"out","partition":0,"offset":0,"value":"4-13-0"}', "")
+    path.write_text("\n".join(lines) + "\n")
+    assert found(check_history(path)) == {"eos-lost": 1, "lost-write": 1}
