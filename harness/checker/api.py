@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from kchaos.harness.checker.durability import check_durability
 from kchaos.harness.checker.examples import add_line_indexes
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.isr import check_isr
-from kchaos.harness.checker.model import Anomaly, CheckOutcome, Results, combine
+from kchaos.harness.checker.model import MAX_EXAMPLES, Anomaly, CheckOutcome, Results, combine
 from kchaos.harness.checker.ordering import check_ordering
 from kchaos.harness.checker.parse import read_history
 from kchaos.harness.checker.reads import check_reads
@@ -31,6 +32,7 @@ from kchaos.harness.checker.replicas import attach_causes, attach_stories, compa
 from kchaos.harness.checker.reread import FILE_NAME as REREAD_FILE
 from kchaos.harness.checker.reread import KIND as REREAD_KIND
 from kchaos.harness.checker.reread import compare_reread
+from kchaos.harness.checker.transactions import check_transactions
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.history import HISTORY_JSONL
 from kchaos.harness.rundir.results import RESULTS_JSON
@@ -43,6 +45,9 @@ CHECKERS: dict[str, Checker] = {
     "ordering": check_ordering,
     "isr": check_isr,
     "availability": check_availability,
+    # history format 1.2; also the transaction values' share of lost-write, unseen and
+    # aborted-read (merged with the other checkers' counts of those kinds below)
+    "transactions": check_transactions,
 }
 
 
@@ -87,7 +92,8 @@ def check_facts(
                 " record could not be decoded): judged from the monitor's samples instead"
             )
     for name, out in outcomes.items():
-        anomalies.update(out.anomalies)
+        for kind, found in out.anomalies.items():
+            merge(anomalies, kind, found)
         stats[name] = out.stats
     try:
         add_line_indexes(facts.path, anomalies)
@@ -107,6 +113,22 @@ def check_facts(
     )
 
 
+def merge(anomalies: dict[str, Anomaly], kind: str, found: Anomaly) -> None:
+    """Add one checker's count of ``kind`` to what others found of it (each checker
+    counts disjoint occurrences: a transaction's values, or plain sends)."""
+    have = anomalies.get(kind)
+    if have is None:
+        anomalies[kind] = found
+        return
+    merged = Anomaly(
+        have.count + found.count,
+        (have.examples + found.examples)[:MAX_EXAMPLES],
+        have.allowed + found.allowed,
+        dict(Counter(have.causes) + Counter(found.causes)),
+    )
+    anomalies[kind] = merged
+
+
 def missing_evidence(facts: Facts) -> list[str]:
     """Why a run in which no checker found anything still cannot be called valid.
 
@@ -115,7 +137,7 @@ def missing_evidence(facts: Facts) -> list[str]:
     its drain is ``unknown``, with these reasons in results.json and on the console.
     """
     reasons = []
-    if not facts.counts.get("send"):
+    if not facts.counts.get("send") and not facts.counts.get("txn"):
         reasons.append("no sends recorded")
     if not facts.drain_ends:
         reasons.append("nothing drained")

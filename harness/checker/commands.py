@@ -20,6 +20,13 @@ def summary_lines(results: Results) -> list[str]:
         f"(ok {hist.get('ok', 0)}, fail {hist.get('fail', 0)}, info {hist.get('info', 0)}), "
         f"{hist.get('partitions', 0)} partitions"
     ]
+    txn = results.stats.get("transactions", {})
+    if any(txn.get(o) for o in ("ok", "fail", "info", "open")):
+        lines.append(
+            f"  transactions: ok {txn['ok']}, fail {txn['fail']}, info {txn['info']}"
+            + (f", open {txn['open']}" if txn.get("open") else "")
+            + f"; {sum(txn.get('values', {}).values())} values"
+        )
     lines.extend(f"  reason: {r}" for r in results.reasons)
     for kind, anomaly in results.anomalies.items():
         first = anomaly.examples[0] if anomaly.examples else {}

@@ -34,16 +34,12 @@ def check_durability(facts: Facts, config: RunConfig) -> CheckOutcome:
             if off >= hwm or dget(off) != vid:
                 candidates.append((tp, off, vid))
     for tp, off, vid in sorted(candidates):
-        end = facts.drain_ends.get(tp)
-        if end is None:
-            if facts.first[vid] < 0:
-                unseen += 1
-                out.anomaly("unseen").add(_example(facts, vid, tp, off))
-            continue
-        if off < end.log_start_offset:
-            continue
-        at_or_above = off >= end.high_watermark
-        if not facts.in_drain(vid, tp) or (at_or_above and facts.drained[tp].get(off) == vid):
+        kind = judge_acked(facts, vid, tp, off)
+        if kind == "unseen":
+            unseen += 1
+            out.anomaly("unseen").add(_example(facts, vid, tp, off))
+        elif kind == "lost-write":
+            end = facts.drain_ends[tp]
             lost += 1
             ex = _example(facts, vid, tp, off)
             ex["index"].append(end.index)
@@ -61,9 +57,28 @@ def check_durability(facts: Facts, config: RunConfig) -> CheckOutcome:
     return out.settle()
 
 
+def judge_acked(facts: Facts, vid: int, tp: int, off: int) -> str | None:
+    """``lost-write``, ``unseen`` or None for a value acknowledged at (tp, off)."""
+    end = facts.drain_ends.get(tp)
+    if end is None:
+        return "unseen" if facts.first[vid] < 0 else None
+    if off < end.log_start_offset:
+        return None
+    if off >= end.high_watermark:
+        # drained elsewhere: an inconsistent-offset (reads), not also a lost-write
+        drained_here = facts.drained[tp].get(off) == vid
+        return "lost-write" if drained_here or not facts.in_drain(vid, tp) else None
+    if facts.in_drain(vid, tp):
+        return None
+    if off >= end.readable_end:  # above a stuck last stable offset: the drain cannot tell
+        return "unseen" if facts.first[vid] < 0 else None
+    return "lost-write"
+
+
 def _example(facts: Facts, vid: int, tp: int, off: int) -> dict[str, Any]:
     return {
         "value": facts.value_list[vid],
         **facts.where(tp, off),
+        **facts.txn.describe(vid),
         "index": facts.send_indexes(vid),
     }

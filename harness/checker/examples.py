@@ -99,9 +99,10 @@ def _note_line(
     if not isinstance(ev, dict) or not isinstance(ev.get("index"), int):
         return
     mentioned = [ev.get("value")]
-    records = ev.get("records")
-    if isinstance(records, list):
-        mentioned += [r.get("value") for r in records if isinstance(r, dict)]
+    for key in ("records", "sends", "consumed"):  # sends, consumed: a txn line (1.2)
+        items = ev.get(key)
+        if isinstance(items, list):
+            mentioned += [r.get("value") for r in items if isinstance(r, dict)]
     for v in mentioned:
         if isinstance(v, str) and v in wanted:
             for ex in wanted[v]:

@@ -12,11 +12,13 @@ from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kchaos.harness.checker.txnfacts import TxnLog
+
 if TYPE_CHECKING:
     from kchaos.harness.checker.controller import ControllerRecord
 
-# send status per value id
-PENDING, OK, FAIL, INFO, READ_ONLY = 0, 1, 2, 3, 4
+# send status per value id; TXN_OPEN: a value of a transaction not completed (yet)
+PENDING, OK, FAIL, INFO, READ_ONLY, TXN_OPEN = 0, 1, 2, 3, 4, 5
 STATUS_NAMES = {PENDING: "pending", OK: "ok", FAIL: "fail", INFO: "info"}
 TP_BITS = 20  # packed position = offset << TP_BITS | tp id
 
@@ -34,6 +36,19 @@ class DrainEnd:
     log_start_offset: int
     high_watermark: int
     index: int
+    time: int = 0
+    # version 1.2: the drain's isolation, and the last stable offset it found
+    isolation: str | None = None
+    last_stable_offset: int | None = None
+
+    @property
+    def readable_end(self) -> int:
+        """Where the drain's complete view ends: the high watermark, or the last stable
+        offset where a read_committed drain found it lower (it cannot read past it)."""
+        stable = self.last_stable_offset
+        if stable is None or self.isolation == "read_uncommitted":
+            return self.high_watermark
+        return min(stable, self.high_watermark)
 
 
 @dataclass
@@ -147,6 +162,8 @@ class Facts:
     epoch_latency: list[array] = field(default_factory=lambda: [array("q")])
     # the controller's own record (controller.jsonl), where the run has one
     controller: ControllerRecord | None = None
+    # transactions (history format 1.2)
+    txn: TxnLog = field(default_factory=TxnLog)
     # bookkeeping
     lines: int = 0
     last_time: int = 0

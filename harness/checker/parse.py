@@ -25,6 +25,8 @@ from kchaos.harness.checker.facts import (
     DrainEnd,
     Facts,
 )
+from kchaos.harness.checker.txnfacts import READ_COMMITTED
+from kchaos.harness.checker.txnparse import isolation, txn, txn_init
 from kchaos.harness.checker.validate import Where, bad_record, metadata, record_fault
 from kchaos.harness.errors import shown
 from kchaos.harness.rundir.history import (
@@ -35,6 +37,8 @@ from kchaos.harness.rundir.history import (
     F_METADATA,
     F_POLL,
     F_SEND,
+    F_TXN,
+    F_TXN_INIT,
     INVOKE,
     TYPES,
     numbered,
@@ -72,6 +76,8 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
     read_conflicts = facts.read_conflicts
     place, drained_in, new_value = facts.place, facts.drained_in, facts.new_value
     pending_poll: dict[Any, int] = {}
+    read_committed: set[Any] = set()  # processes whose last assign was read_committed
+    txn_of, rc_read = facts.txn.txn_of, facts.txn.rc_read
     stretches: dict[Any, dict[int, int]] = {}
     last_obs: dict[int, tuple[int, int, list[int], list[int] | None]] = {}
     open_faults: dict[str, int] = {}
@@ -254,6 +260,11 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                     last = off
                 if tp >= 0:
                     stretch[tp] = last
+                if txn_of and proc in read_committed:  # 1.2: what a read_committed poll got
+                    for rec in records:
+                        vid = vget(rec["value"])
+                        if vid in txn_of:
+                            rc_read.add(vid)
             elif f == F_DRAIN:
                 if typ != "ok":
                     continue
@@ -325,6 +336,10 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                     ):
                         where.fail(f"expected [topic, partition], got {shown(pair)}", "partitions")
                 stretches[proc] = {}  # a new stretch of reading for every partition
+                if isolation(where, ev) == READ_COMMITTED:
+                    read_committed.add(proc)
+                else:
+                    read_committed.discard(proc)
             elif f == F_DRAIN_END:
                 if typ != "ok":
                     continue
@@ -337,13 +352,28 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                     where.fail(
                         f"log start offset {lso} above the high watermark {hwm}", "log_start_offset"
                     )
-                facts.drain_ends[tp_of(topic, part)] = DrainEnd(lso, hwm, index)
+                iso = isolation(where, ev) if "isolation" in ev else None
+                if iso is not None:
+                    facts.txn.drain_isolation.add(iso)
+                stable = None
+                if "last_stable_offset" in ev:
+                    stable = where.natural(ev, "last_stable_offset")
+                    if stable > hwm:
+                        where.fail(
+                            f"last stable offset {stable} above the high watermark {hwm}",
+                            "last_stable_offset",
+                        )
+                facts.drain_ends[tp_of(topic, part)] = DrainEnd(lso, hwm, index, time, iso, stable)
             elif f == F_FAULT:
                 if record_fault(facts, where.at(no), ev, index, time, open_faults):
                     epoch = len(facts.epoch_faults) - 1
                     facts.epoch_counts.append([0, 0, 0])
                     facts.epoch_latency.append(array("q"))
                 n_fault += 1
+            elif f == F_TXN:
+                txn(facts, where.at(no), ev, proc, typ)
+            elif f == F_TXN_INIT:
+                txn_init(facts, where.at(no), ev, proc, typ)
             elif type(f) is not str:
                 where.at(no).expect(ev, "f", str)
     except OverflowError:  # a 64-bit number that a position or an array cannot hold
@@ -365,4 +395,9 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
         "metadata": n_meta,
         "fault": n_fault,
     }
+    if facts.txn:
+        log = facts.txn
+        facts.counts["txn"] = len(log.txns)
+        facts.counts["txn_values"] = len(log.txn_of)
+        facts.counts["txn_init"] = len(log.inits)
     return facts

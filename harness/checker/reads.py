@@ -7,6 +7,8 @@ from typing import Any
 from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.facts import FAIL, TP_BITS, Facts, unpack
 from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.rundir.history import FAIL as FAIL_OUTCOME
+from kchaos.harness.rundir.history import OK
 
 
 def check_reads(facts: Facts, config: RunConfig) -> CheckOutcome:
@@ -21,11 +23,13 @@ def check_reads(facts: Facts, config: RunConfig) -> CheckOutcome:
         ex["high_watermark"] = end.high_watermark
         out.anomaly("uncommitted-read").add(ex)
 
-    # aborted-read: a send that completed fail, found by any reader
+    # aborted-read: a send that completed fail, found by any reader (a transaction's
+    # values are judged by the transactions checker: read_committed readers only)
     status = facts.status.tobytes()
+    txn_of = facts.txn.txn_of
     vid = status.find(FAIL)
     while vid >= 0:
-        if facts.first[vid] >= 0:
+        if facts.first[vid] >= 0 and vid not in txn_of:
             tp, off = unpack(facts.first[vid])
             out.anomaly("aborted-read").add(_example(facts, vid, tp, off))
         vid = status.find(FAIL, vid + 1)
@@ -75,15 +79,37 @@ def find_uncommitted(facts: Facts) -> dict[int, tuple[int, int]]:
         if end is None or pm.items() <= dm.items():  # C-speed test of the usual case
             continue
         lso = end.log_start_offset
+        blind = range(end.readable_end, end.high_watermark)  # above a stuck stable offset
         dget = dm.get
         for off, vid in pm.items():
-            if off >= lso and dget(off) != vid and not facts.in_drain(vid, tp):
+            if off >= lso and dget(off) != vid and not facts.in_drain(vid, tp) and off not in blind:
                 found.setdefault(vid, (tp, off))
     for tp, off, vid in facts.poll_conflicts:
         end = facts.drain_ends.get(tp)
-        if end is not None and off >= end.log_start_offset and not facts.in_drain(vid, tp):
+        if (
+            end is not None
+            and off >= end.log_start_offset
+            and not end.readable_end <= off < end.high_watermark
+            and not facts.in_drain(vid, tp)
+        ):
             found.setdefault(vid, (tp, off))
+    if facts.txn.txn_of:
+        for vid in [v for v in found if not uncommitted_txn_read(facts, v)]:
+            del found[vid]
     return found
+
+
+def uncommitted_txn_read(facts: Facts, vid: int) -> bool:
+    """Whether a read of ``vid`` missing from the drain is an uncommitted-read (history
+    format 1.2). A plain value: always. A transaction's value: when the transaction
+    committed (its value then vanished), or when its outcome is unknown and a
+    read_committed poll returned it. Not when a read_uncommitted reader saw a value of an
+    aborted or unknown transaction (allowed), nor for an aborted one a read_committed
+    reader got: that is an aborted-read, counted once, by the transactions checker."""
+    outcome = facts.txn.value_outcome(vid)
+    if outcome is None or outcome == OK:
+        return True
+    return outcome != FAIL_OUTCOME and vid in facts.txn.rc_read
 
 
 def find_conflicts(facts: Facts) -> dict[int, set[int]]:
@@ -122,5 +148,6 @@ def _example(facts: Facts, vid: int, tp: int, off: int) -> dict[str, Any]:
     return {
         "value": facts.value_list[vid],
         **facts.where(tp, off),
+        **facts.txn.describe(vid),
         "index": facts.send_indexes(vid),
     }

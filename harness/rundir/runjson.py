@@ -79,6 +79,8 @@ class RunSettings:
     max_offline_seconds: float | None = None
     max_time_to_full_isr_seconds: float | None = None
     min_ok_sends: int | None = None
+    # history format 1.2: the producers' transaction.timeout.ms (Kafka's default 60 s)
+    transaction_timeout_ms: int = 60_000
 
     def unclean_for(self, topic: str) -> bool:
         return self.topic_unclean.get(topic, self.unclean_enabled)
@@ -263,6 +265,8 @@ def settings_of(data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
       properties, overriding the broker's for that topic.
     - thresholds: ``checks.max_offline_seconds``, ``checks.max_time_to_full_isr_seconds``,
       ``checks.min_ok_sends``.
+    - transaction timeout: ``transaction.timeout.ms`` (or ``transaction_timeout_ms``) in the
+      ``producer``, ``workload.producer`` or ``workload.producers`` mapping.
     """
     roots = [data]
     if isinstance(data.get("scenario"), Mapping):
@@ -320,6 +324,16 @@ def settings_of(data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
             raise HistoryError(
                 f"must not be negative, got {hit[0]}", file=source, field="checks.min_ok_sends"
             )
+    for path in ("producer", "workload.producer", "workload.producers"):
+        hit = find(path)
+        if hit is None or not isinstance(hit[0], Mapping):
+            continue
+        for key in ("transaction.timeout.ms", "transaction_timeout_ms"):
+            if key in hit[0]:
+                kwargs["transaction_timeout_ms"] = _positive(hit[0][key], source, f"{path}.{key}")
+                break
+        if "transaction_timeout_ms" in kwargs:
+            break
     return RunSettings(**kwargs)
 
 
