@@ -137,7 +137,7 @@ def kchaos_run_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def kchaos_history(kchaos_run_dir: Path) -> Iterator[Any]:
-    from kchaos.workloads.history import HistoryWriter
+    from kchaos.harness.rundir.history_writer import HistoryWriter
 
     writer = HistoryWriter(kchaos_run_dir / "history.jsonl")
     try:

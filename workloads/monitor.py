@@ -29,7 +29,7 @@ import orjson
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from kchaos.workloads.history import HistorySink
+from kchaos.harness.rundir.history_writer import HistorySink
 
 log = logging.getLogger(__name__)
 

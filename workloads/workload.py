@@ -26,11 +26,11 @@ from typing import Any
 
 from kchaos.harness.cluster.api import ClusterHandle
 from kchaos.harness.errors import WorkloadError
+from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.workloads.client_log import CLIENT_LOG_FILE, log_to_file, stop_logging
 from kchaos.workloads.clients import QUIET_LOG_LEVEL, make_consumer
 from kchaos.workloads.consumer import ConsumerWorker
 from kchaos.workloads.drain import DrainResult, drain
-from kchaos.workloads.history import HistorySink
 from kchaos.workloads.java_client import JavaConsumerWorker, JavaProducerWorker, JavaRuntime
 from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.monitor import BROKER_METRICS_FILE, AdminMetadataSource, Monitor

@@ -130,7 +130,7 @@ def _drive(
     from kchaos.faults.base import abort_all
     from kchaos.faults.heal import heal_everything
     from kchaos.faults.nemesis import Nemesis
-    from kchaos.workloads.history import HistoryWriter
+    from kchaos.harness.rundir.history_writer import HistoryWriter
     from kchaos.workloads.metrics import MetricsSink
     from kchaos.workloads.workload import Workload
 

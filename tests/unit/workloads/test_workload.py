@@ -13,8 +13,8 @@ import requests
 from workload_fakes import FakeConsumer, FakeProducer
 
 import kchaos.workloads.workload as wl
+from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.clients import SendResult
-from kchaos.workloads.history import ListSink
 from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
 from kchaos.workloads.values import payload
 
