@@ -66,11 +66,17 @@ def write_json(
 
 def line_writer(fh: IO[bytes]) -> Callable[[Any], None]:
     """A function writing one JSON line to ``fh`` per call: bytes as they are (a line
-    already serialised), anything else through :func:`jsonable`."""
+    already serialised), anything else as JSON (through :func:`jsonable` when orjson
+    cannot take it as it is: a tuple key, a set)."""
     dumps = orjson.dumps
 
     def put(line: Any) -> None:
-        fh.write((line if isinstance(line, bytes) else dumps(jsonable(line))) + b"\n")
+        if not isinstance(line, bytes):
+            try:
+                line = dumps(line)
+            except TypeError:
+                line = dumps(jsonable(line))
+        fh.write(line + b"\n")
 
     return put
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import orjson
 
+from kchaos.harness.rundir.names import PROMETHEUS_JSON as PROMETHEUS_FILE
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.prometheus import PROMETHEUS_FILE
 from kchaos.reports.sample import VALID, make_run
 
 
