@@ -34,7 +34,6 @@ from kchaos.harness.rundir.history_writer import HistorySink
 log = logging.getLogger(__name__)
 
 PROCESS = "monitor"
-BROKER_METRICS_FILE = "broker-metrics.jsonl"
 HEALTH_METRIC = re.compile(
     r"under_?replicated|under_?min_?isr|at_?min_?isr|offline_?partitions|isr_?shrinks|isr_?expands",
     re.IGNORECASE,

@@ -109,7 +109,8 @@ def test_the_drain_consumer_keeps_librdkafka_quiet(
 def test_a_run_points_librdkafkas_log_at_its_file_while_clients_run(
     tmp_path: Path, client: str, attached: bool
 ) -> None:
-    from kchaos.workloads.client_log import CLIENT_LOG_FILE, LIBRDKAFKA_LOG
+    from kchaos.harness.rundir.rundir import RunDir
+    from kchaos.workloads.client_log import LIBRDKAFKA_LOG
 
     def ours() -> list[logging.FileHandler]:
         return [
@@ -124,8 +125,8 @@ def test_a_run_points_librdkafkas_log_at_its_file_while_clients_run(
     workload.start()
     try:
         files = [h.baseFilename for h in ours()]
-        assert files == ([str(tmp_path / CLIENT_LOG_FILE)] if attached else [])
-        assert (tmp_path / "logs").is_dir() is attached
+        assert files == ([str(RunDir(tmp_path).librdkafka_log)] if attached else [])
+        assert RunDir(tmp_path).logs_dir.is_dir() is attached
     finally:
         workload.stop()
     assert ours() == []
