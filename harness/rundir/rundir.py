@@ -171,7 +171,7 @@ class RunDir:
         """The one writer of history.jsonl (refuses a non-empty existing file)."""
         return HistoryWriter(self.history, **options)
 
-    def events(
+    def history_lines(
         self, *, strict: bool = False, on_torn: Callable[[str], None] | None = None
     ) -> Iterator[tuple[int, Any]]:
         """history.jsonl's lines with their numbers (:func:`rundir.history.numbered`)."""

@@ -84,7 +84,7 @@ def test_history_round_trip(tmp_path: Path) -> None:
     with rd.history_writer() as writer:
         writer.append({"process": 0, "type": "invoke", "f": "send", "value": "0-1"})
         writer.record(line_template('"process":0,"type":"ok","f":"send","offset":%d'), 7)
-    lines = list(rd.events(strict=True))
+    lines = list(rd.history_lines(strict=True))
     assert [no for no, _ in lines] == [1, 2]
     assert lines[0][1]["value"] == "0-1" and lines[1][1]["offset"] == 7
     with pytest.raises(HistoryError, match="not empty"):
