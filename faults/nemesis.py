@@ -53,6 +53,7 @@ from kchaos.faults.trigger import (
 )
 from kchaos.harness.cluster.api import ClusterHandle
 from kchaos.harness.errors import FaultError
+from kchaos.harness.rundir.files import jsonable
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +198,7 @@ class Nemesis:
 
     def _line(self, phase: str, sf: ScheduledFault, targets: list[str], **extra: Any) -> None:
         if phase == "start":
-            extra = {"params": _jsonable(sf.spec.params), "at": round(sf.at, 6), **extra}
+            extra = {"params": jsonable(sf.spec.params), "at": round(sf.at, 6), **extra}
         self._emit(phase, sf.id, sf.spec.fault, targets, extra)
 
     def _emit(
@@ -293,7 +294,7 @@ class Nemesis:
             log.warning("nemesis: %s %s failed to start: %s", sf.id, sf.spec.fault, exc)
             return
         rec.start_done = self.elapsed
-        self._line("start", sf, rec.targets, detail=_jsonable(fault.detail), trigger=trigger)
+        self._line("start", sf, rec.targets, detail=jsonable(fault.detail), trigger=trigger)
         at_start = set(fault.detail)
         self._sleep_until(end)
         rec.stop_began = self.elapsed
@@ -305,7 +306,7 @@ class Nemesis:
         rec.stop_done = self.elapsed
         # what the stop itself found out (disk-full: the brokers Kafka halted it restarted)
         learnt = {k: v for k, v in fault.detail.items() if k not in at_start}
-        self._line("stop", sf, rec.targets, error=rec.heal_error, detail=_jsonable(learnt))
+        self._line("stop", sf, rec.targets, error=rec.heal_error, detail=jsonable(learnt))
 
     def _heal(self) -> None:
         names = [n.name for n in self.cluster.nodes]
@@ -351,16 +352,6 @@ class Nemesis:
         for rec in self.records.values():
             out += [x for x in (rec.start_late, rec.stop_late) if x is not None]
         return out
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    return str(value)
 
 
 def build_nemesis(

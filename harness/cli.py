@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from kchaos.harness.errors import KchaosError
+from kchaos.harness.rundir.names import RUN_JSON
 
 # command name -> ("module:attribute" of a click.Command, one-line help for the listing)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -24,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "replay": (
         "kchaos.harness.run.replay:replay_cmd",
-        "Run a stored run again from its run.json.",
+        f"Run a stored run again from its {RUN_JSON}.",
     ),
     "shrink": (
         "kchaos.harness.run.shrink:shrink_cmd",

@@ -87,6 +87,6 @@ def prometheus_option() -> Callable[[FC], FC]:
         "--prometheus",
         is_flag=True,
         help="Start a Prometheus server (Debian's prometheus) for each run, scraping the "
-        "brokers and the harness; the run's report plots what it scraped "
-        "(RUN_DIR/prometheus.json).",
+        "brokers and the harness; the run's report plots what it scraped (saved in the "
+        "run directory).",
     )

@@ -137,9 +137,9 @@ def kchaos_run_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def kchaos_history(kchaos_run_dir: Path) -> Iterator[Any]:
-    from kchaos.workloads.history import HistoryWriter
+    from kchaos.harness.rundir.rundir import RunDir
 
-    writer = HistoryWriter(kchaos_run_dir / "history.jsonl")
+    writer = RunDir(kchaos_run_dir).history_writer()
     try:
         yield writer
     finally:
@@ -207,11 +207,11 @@ def kchaos_check(kchaos_history: Any, kchaos_run_dir: Path) -> Callable[..., Any
         expect_valid: bool | str | None = True, run_json: Mapping[str, Any] | None = None
     ) -> Any:
         from kchaos.harness.checker import check_run
-        from kchaos.harness.rundir.runjson import RUN_JSON, write_run
+        from kchaos.harness.rundir.rundir import RunDir
 
         kchaos_history.close()
         if run_json is not None:
-            write_run(kchaos_run_dir / RUN_JSON, run_json)
+            RunDir(kchaos_run_dir).write_run(run_json)
         results = check_run(kchaos_run_dir)
         if expect_valid is not None and results.valid != expect_valid:
             found = {k: a.count for k, a in results.anomalies.items()}

@@ -6,9 +6,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from kchaos.harness.rundir.expect import EXIT_UNEXPECTED, Outcome, evaluate
+from kchaos.harness.rundir.files import write_bytes
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.reports import html, junit
 from kchaos.reports.rundata import RunData, load_run
 from kchaos.reports.summary import summarize
@@ -45,13 +45,9 @@ def write_run_reports(run_dir: str | Path) -> RunReport:
     data = load_run(run_dir)
     outcome = with_fault_errors(evaluate(data.expect, data.results), data)
     summary = summarize(data, outcome)
-    out = Path(run_dir)
-    paths = {
-        "html": out / "report.html",
-        "junit": out / "junit.xml",
-        "summary": out / "summary.json",
-    }
-    paths["html"].write_text(html.render_run(data, outcome), encoding="utf-8")
-    paths["junit"].write_bytes(junit.document([junit.run_suite(data, outcome)]))
-    paths["summary"].write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+    out = RunDir(run_dir)
+    paths = {"html": out.report_html, "junit": out.junit_xml, "summary": out.summary_json}
+    write_bytes(paths["html"], html.render_run(data, outcome).encode("utf-8"))
+    write_bytes(paths["junit"], junit.document([junit.run_suite(data, outcome)]))
+    out.write_summary(summary)
     return RunReport(data, outcome, summary, {k: str(v) for k, v in paths.items()})

@@ -8,6 +8,8 @@ import click
 from rich.console import Console
 
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir.names import RESULTS_JSON
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.reports.build import RunReport, write_run_reports
 from kchaos.reports.console import print_batch, print_run
 from kchaos.reports.suite import write_suite_reports
@@ -15,11 +17,12 @@ from kchaos.reports.suite import write_suite_reports
 
 def ensure_results(run_dir: Path, console: Console) -> None:
     """Judge the history first when results.json is missing."""
-    if (run_dir / "results.json").is_file() or not (run_dir / "history.jsonl").is_file():
+    rd = RunDir(run_dir)
+    if rd.results.is_file() or not rd.history.is_file():
         return
     from kchaos.harness.checker import check_run
 
-    console.print(f"{run_dir}: no results.json yet, running the checker")
+    console.print(f"{run_dir}: no {RESULTS_JSON} yet, running the checker")
     check_run(run_dir)
 
 

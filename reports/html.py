@@ -14,7 +14,10 @@ import plotly.graph_objects as go
 import plotly.offline
 
 from kchaos.harness.rundir.expect import Outcome, evaluate, excused_by_cause, verdict_text
+from kchaos.harness.rundir.files import jsonable
+from kchaos.harness.rundir.names import CONTROLLER_JSONL, LOGS_DIR, RUN_JSON
 from kchaos.harness.rundir.results import FullIsr
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.reports import plots, prometheus, replicas, timeline
 from kchaos.reports.rundata import RunData, series
 
@@ -210,15 +213,16 @@ def files_section(run_dir: Path) -> str:
     """Links to what Kafka itself recorded: controller.jsonl and each node's logs
     (relative links: the report sits in the run directory)."""
     links = []
-    if (run_dir / "controller.jsonl").is_file():
+    rd = RunDir(run_dir)
+    if rd.controller.is_file():
         links.append(
-            "<li><a href='controller.jsonl'>controller.jsonl</a> (KRaft metadata log)</li>"
+            f"<li><a href='{CONTROLLER_JSONL}'>{CONTROLLER_JSONL}</a> (KRaft metadata log)</li>"
         )
-    logs = run_dir / "logs"
+    logs = rd.logs_dir
     nodes = sorted(p for p in logs.iterdir() if p.is_dir()) if logs.is_dir() else []
     for node in nodes:
         files = [
-            f"<a href='logs/{quote(node.name)}/{quote(f.name)}'>{escape(f.name)}</a>"
+            f"<a href='{LOGS_DIR}/{quote(node.name)}/{quote(f.name)}'>{escape(f.name)}</a>"
             for f in sorted(node.glob("*.log"))
         ]
         links.append(f"<li>{escape(node.name)}: {' '.join(files)}</li>")
@@ -254,8 +258,8 @@ def render_run(data: RunData, outcome: Outcome | None = None) -> str:
     parts.append(timeline.render(data.run_dir, data.faults))
     parts.append(replicas.render(data.results))
     parts.append(files_section(data.run_dir))
-    config = escape(json.dumps(data.run.raw, indent=2, sort_keys=True, default=str))
+    config = escape(json.dumps(jsonable(data.run.raw), indent=2, sort_keys=True))
     parts.append(
-        f"<h2>Configuration</h2><details><summary>run.json</summary><pre>{config}</pre></details>"
+        f"<h2>Configuration</h2><details><summary>{RUN_JSON}</summary><pre>{config}</pre></details>"
     )
     return page(f"kchaos {data.scenario_name} {data.run_id}", "\n".join(parts))

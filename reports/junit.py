@@ -8,6 +8,7 @@ from typing import Any
 
 from kchaos.harness.rundir.anomalies import KINDS as ANOMALY_KINDS
 from kchaos.harness.rundir.expect import Outcome, evaluate, verdict_text
+from kchaos.harness.rundir.names import RESULTS_JSON
 from kchaos.reports.rundata import RunData
 
 
@@ -40,7 +41,7 @@ def run_suite(data: RunData, outcome: Outcome | None = None) -> ET.Element:
         count = _count(anomalies.get(kind))
         failure = None
         if results_missing:
-            failure = "no results.json: the history was not checked"
+            failure = f"no {RESULTS_JSON}: the history was not checked"
         elif kind in required and count == 0:
             failure = f"negative control: expected {kind}, none found"
         elif count and kind not in required and kind not in allowed and definite:

@@ -1,11 +1,8 @@
 """The report's Prometheus section: series scraped during the run (RUN_DIR/prometheus.json).
 
-The file (written by :mod:`kchaos.harness.run.prometheus` when the run had a Prometheus
-server) is one JSON object: ``format``, ``url``, ``start_unix``, ``end_unix``,
-``time0_unix`` (the wall clock of the history's time 0), ``step_s``, ``errors`` (queries
-that failed) and ``series``: ``[{"name", "title", "unit", "query", "labels": {...},
-"points": [[seconds since the history's time 0, value], ...]}]``, one entry per label set
-(a broker's ``node``, a fault kind). One figure per ``name``, one line per label set.
+The file's format and reader are :mod:`kchaos.harness.rundir.prometheus`'s (written by
+:mod:`kchaos.harness.run.prometheus` when the run had a Prometheus server). One figure
+per series ``name``, one line per label set.
 """
 
 from __future__ import annotations
@@ -14,27 +11,17 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-import orjson
 import plotly.graph_objects as go
 
+from kchaos.harness.rundir.names import PROMETHEUS_JSON
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.reports import plots
 from kchaos.reports.rundata import RunData
 
-PROMETHEUS_FILE = "prometheus.json"
-FORMAT = 1
-
 
 def load(run_dir: str | Path) -> dict[str, Any] | None:
-    """prometheus.json of a run, or None when the run had no Prometheus server (or the
-    file is unreadable: the report then says so instead of failing)."""
-    path = Path(run_dir) / PROMETHEUS_FILE
-    if not path.is_file():
-        return None
-    try:
-        doc = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError:
-        return {"series": [], "errors": [f"{PROMETHEUS_FILE} is not valid JSON"]}
-    return doc if isinstance(doc, dict) else None
+    """prometheus.json of a run (:meth:`RunDir.load_prometheus`)."""
+    return RunDir(run_dir).load_prometheus()
 
 
 def _label(labels: dict[str, Any]) -> str:
@@ -82,7 +69,7 @@ def section(data: RunData, figure_div: Any) -> str:
     parts = [
         "<h2>Prometheus (scraped during the run)</h2>",
         f"<p class='muted'>From the run's Prometheus server, stored in "
-        f"<a href='{PROMETHEUS_FILE}'>{PROMETHEUS_FILE}</a>.</p>",
+        f"<a href='{PROMETHEUS_JSON}'>{PROMETHEUS_JSON}</a>.</p>",
     ]
     for name, fig in figures(doc, data):
         parts.append(figure_div(fig, f"prometheus-{name}"))

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from kchaos.harness.rundir.names import REPLICAS_JSONL
+
 SHOWN = 3  # disagreements and duplicate sequences listed per partition
 
 
@@ -57,7 +59,7 @@ def render(results: Mapping[str, Any] | None) -> str:
     parts = [
         "<h2>Replicas</h2>",
         "<p class='muted'>Every replica's log read from its segment files after the run "
-        "(<a href='replicas.jsonl'>replicas.jsonl</a>) and compared offset by offset below "
+        f"(<a href='{REPLICAS_JSONL}'>{REPLICAS_JSONL}</a>) and compared offset by offset below "
         "the drain's high watermark. A disagreement between two replicas of the final ISR "
         "is a <code>replica-divergence</code>; one involving a replica outside it is "
         "shown as evidence only.</p>",

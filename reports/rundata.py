@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.history import F_METADATA, F_SEND, HISTORY_JSONL, read_events
-from kchaos.harness.rundir.results import FaultWindow, FullIsr, OfflineWindow, load_results
-from kchaos.harness.rundir.runjson import RunJson, read_object
-from kchaos.harness.rundir.runjson import load_run as load_run_json
+from kchaos.harness.rundir.history import F_METADATA, F_SEND, read_events
+from kchaos.harness.rundir.names import HISTORY_JSONL, RUN_JSON
+from kchaos.harness.rundir.results import FaultWindow, FullIsr, OfflineWindow
+from kchaos.harness.rundir.rundir import RunDir
+from kchaos.harness.rundir.runjson import RunJson
 
 __all__ = ["FaultWindow", "RunData", "Series", "load_run", "series"]
 
@@ -156,16 +157,19 @@ def load_run(run_dir: str | Path) -> RunData:
         raise HistoryError(
             "not a directory" if path.exists() else "no such run directory", file=str(path)
         )
-    history = path / HISTORY_JSONL
-    run = load_run_json(path, missing_ok=True)
+    rd = RunDir(path)
+    history = rd.history
+    run = rd.load_run(missing_ok=True)
     if not run.present and not history.is_file():
-        raise HistoryError("not a run directory (no run.json, no history.jsonl)", file=str(path))
-    checked = load_results(path)
+        raise HistoryError(
+            f"not a run directory (no {RUN_JSON}, no {HISTORY_JSONL})", file=str(path)
+        )
+    checked = rd.load_results()
     data = RunData(
         run_dir=path,
         run=run,
         results=None if checked is None else dict(checked.raw),
-        analysis=read_object(path / "analysis" / "summary.json"),
+        analysis=rd.read_analysis_summary(),
     )
     if checked is not None:
         data.faults = tuple(sorted(checked.fault_windows or (), key=lambda w: w.start_s))

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kchaos.harness.rundir.runjson import RUN_JSON, write_run
+from kchaos.harness.rundir.rundir import RunDir
 
 S = 1_000_000_000
 
@@ -114,7 +114,7 @@ def make_run(
     events.sort(key=lambda e: (e["time"], e["index"]))
     for i, e in enumerate(events):
         e["index"] = i
-    with (run_dir / "history.jsonl").open("w") as fh:
+    with RunDir(run_dir).history.open("w") as fh:
         for e in events:
             fh.write(json.dumps(e) + "\n")
         if torn:
@@ -134,9 +134,9 @@ def make_run(
             "checks": {"max_offline_seconds": 5.0},
         },
     }
-    write_run(run_dir / RUN_JSON, run)
+    RunDir(run_dir).write_run(run)
     if results is not None:
-        (run_dir / "results.json").write_text(json.dumps(with_series(run_dir, results)))
+        RunDir(run_dir).write_results(with_series(run_dir, results))
     return run_dir
 
 
@@ -144,7 +144,7 @@ def with_series(run_dir: Path, results: dict[str, Any]) -> dict[str, Any]:
     """``results`` with the checker's own series of ``run_dir``'s history added."""
     from kchaos.harness.checker import check_history
 
-    checked = check_history(run_dir / "history.jsonl").to_json()["stats"]["availability"]
+    checked = check_history(RunDir(run_dir).history).to_json()["stats"]["availability"]
     stats = dict(results.get("stats") or {})
     availability = dict(stats.get("availability") or {})
     for key in ("offline_windows", "full_isr_after_fault", "sends"):

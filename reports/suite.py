@@ -19,9 +19,10 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-import orjson
 import plotly.graph_objects as go
 
+from kchaos.harness.rundir.files import write_bytes
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.tickets import AFFECTED, NOT_AFFECTED, Ticket, ticket_of
 from kchaos.reports import html, junit
 from kchaos.reports.build import RunReport
@@ -285,12 +286,9 @@ def write_suite_reports(
             reasons = "; ".join(r.outcome.reasons)
             who = escape(run_label(r.summary, columns))
             parts.append(f"<p><b>{who}</b>: {escape(reasons)}</p>")
-    paths = {
-        "html": out_dir / "report.html",
-        "junit": out_dir / "junit.xml",
-        "summary": out_dir / "summary.json",
-    }
-    paths["html"].write_text(html.page(title, "\n".join(parts)), encoding="utf-8")
+    out = RunDir(out_dir)
+    paths = {"html": out.report_html, "junit": out.junit_xml, "summary": out.summary_json}
+    write_bytes(paths["html"], html.page(title, "\n".join(parts)).encode("utf-8"))
     varied = list(columns)
     suites = []
     for r in reports:
@@ -309,7 +307,7 @@ def write_suite_reports(
         case = ET.SubElement(s, "testcase", classname=f"kchaos.{label}", name="run")
         ET.SubElement(case, "error", message=f.error, type="kchaos").text = f.error
         suites.append(s)
-    paths["junit"].write_bytes(junit.document(suites, name=title))
+    write_bytes(paths["junit"], junit.document(suites, name=title))
     summary: dict[str, Any] = {
         "title": title,
         "broker_config": broker_config,
@@ -320,5 +318,5 @@ def write_suite_reports(
             {**f.label_fields(), "error": f.error, "run_dir": f.run_dir} for f in failures
         ],
     }
-    paths["summary"].write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+    out.write_summary(summary)
     return {k: str(v) for k, v in paths.items()}

@@ -14,7 +14,6 @@ from html import escape
 from pathlib import Path
 
 from kchaos.harness.checker.controller import (
-    FILE_NAME,
     BrokerState,
     ControllerRecord,
     PartitionState,
@@ -22,7 +21,9 @@ from kchaos.harness.checker.controller import (
     read_controller,
 )
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir.names import CONTROLLER_JSONL
 from kchaos.harness.rundir.results import FaultWindow
+from kchaos.harness.rundir.rundir import RunDir
 
 MAX_ROWS = 400  # per partition table; a long run's tail is summarised
 
@@ -38,7 +39,7 @@ class Row:
 
 def load(run_dir: Path) -> ControllerRecord | None | str:
     """The record, None when the run has none, or the reason it cannot be read."""
-    path = run_dir / FILE_NAME
+    path = RunDir(run_dir).controller
     if not path.is_file():
         return None
     try:
@@ -125,8 +126,8 @@ def render(run_dir: Path, faults: Sequence[FaultWindow]) -> str:
     context = broker_rows(record) + fault_rows(faults)
     parts = [
         head,
-        "<p class='muted'>From the KRaft metadata log (<a href='controller.jsonl'>"
-        "controller.jsonl</a>): each committed change of a partition, with broker "
+        f"<p class='muted'>From the KRaft metadata log (<a href='{CONTROLLER_JSONL}'>"
+        f"{CONTROLLER_JSONL}</a>): each committed change of a partition, with broker "
         "registrations, fencing and fault windows. Elections are classified as the "
         "checker classifies them.</p>",
     ]

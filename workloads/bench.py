@@ -27,8 +27,8 @@ import click
 
 from kchaos.harness.errors import ConfigError, WorkloadError
 from kchaos.harness.labels import labels_for
+from kchaos.harness.rundir.history_writer import HistorySink, HistoryWriter, NullSink
 from kchaos.workloads.clients import QUIET_LOG_LEVEL, ProducerClient, SendCallback
-from kchaos.workloads.history import HistorySink, HistoryWriter, NullSink
 from kchaos.workloads.producer import ProducerWorker, producer_factory
 from kchaos.workloads.spec import CLIENT_LIBS, ProducerSpec
 from kchaos.workloads.topics import delete_topics, ensure_topics

@@ -1,4 +1,5 @@
-"""librdkafka's own log in the run directory: ``RUN_DIR/logs/librdkafka.log``.
+"""librdkafka's own log in the run directory: ``RUN_DIR/logs/librdkafka.log``
+(:attr:`kchaos.harness.rundir.rundir.RunDir.librdkafka_log`, created on its first line only).
 
 A confluent-kafka client whose config has a ``debug`` key logs its debug contexts (e.g.
 ``eos,protocol,msg``) through :data:`LIBRDKAFKA_LOG` rather than the process's stderr
@@ -13,9 +14,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-
-#: The file, relative to the run directory (created on its first line only).
-CLIENT_LOG_FILE = "logs/librdkafka.log"
 
 LIBRDKAFKA_LOG = logging.getLogger("kchaos.client.librdkafka")
 

@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.workloads.clients import ConsumerClient, TopicPartition
-from kchaos.workloads.history import HistorySink
 from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.spec import ConsumerSpec
 from kchaos.workloads.values import value_of

@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.workloads.clients import ConsumerClient, TopicPartition
 from kchaos.workloads.consumer import record_dicts
-from kchaos.workloads.history import HistorySink
 from kchaos.workloads.metrics import HarnessMetrics
 
 log = logging.getLogger(__name__)

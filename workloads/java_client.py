@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from kchaos.harness.cluster.topology import host_ip, network_name
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.labels import labels_for
-from kchaos.workloads.history import HistorySink
+from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.workloads.java_events import ConsumerEvents, ProducerEvents
 from kchaos.workloads.spec import ConsumerSpec, ProducerSpec
 

@@ -35,8 +35,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.workloads.classify import canonical_name, classify
-from kchaos.workloads.history import HistorySink
 from kchaos.workloads.values import value_of
 
 if TYPE_CHECKING:

@@ -37,12 +37,11 @@ import orjson
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from kchaos.workloads.history import HistorySink
+from kchaos.harness.rundir.history_writer import HistorySink
 
 log = logging.getLogger(__name__)
 
 PROCESS = "monitor"
-BROKER_METRICS_FILE = "broker-metrics.jsonl"
 HEALTH_METRIC = re.compile(
     r"under_?replicated|under_?min_?isr|at_?min_?isr|offline_?partitions|isr_?shrinks|isr_?expands",
     re.IGNORECASE,

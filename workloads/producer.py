@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kchaos.harness.rundir.history_writer import HistorySink, LineTemplate, json_text, line_template
 from kchaos.workloads.classify import classify
 from kchaos.workloads.clients import (
     ClientFatal,
@@ -24,7 +25,6 @@ from kchaos.workloads.clients import (
     SendResult,
     make_producer,
 )
-from kchaos.workloads.history import HistorySink, LineTemplate, json_text, line_template
 from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.spec import ProducerSpec
 from kchaos.workloads.values import RateLimiter, padder

@@ -1,6 +1,6 @@
 """The facade the runner uses: start every client, stop them, drain, all into one sink.
 
-    with HistoryWriter(run_dir / "history.jsonl") as history:
+    with RunDir(run_dir).history_writer() as history:
         with Workload.for_cluster(spec, cluster, history, run_dir=run_dir) as workload:
             workload.start()
             ...                      # faults come and go
@@ -26,14 +26,15 @@ from typing import Any
 
 from kchaos.harness.cluster.api import ClusterHandle
 from kchaos.harness.errors import WorkloadError
-from kchaos.workloads.client_log import CLIENT_LOG_FILE, log_to_file, stop_logging
+from kchaos.harness.rundir.history_writer import HistorySink
+from kchaos.harness.rundir.rundir import RunDir
+from kchaos.workloads.client_log import log_to_file, stop_logging
 from kchaos.workloads.clients import QUIET_LOG_LEVEL, make_consumer
 from kchaos.workloads.consumer import ConsumerWorker
 from kchaos.workloads.drain import DrainResult, drain
-from kchaos.workloads.history import HistorySink
 from kchaos.workloads.java_client import JavaConsumerWorker, JavaProducerWorker, JavaRuntime
 from kchaos.workloads.metrics import HarnessMetrics
-from kchaos.workloads.monitor import BROKER_METRICS_FILE, AdminMetadataSource, Monitor
+from kchaos.workloads.monitor import AdminMetadataSource, Monitor
 from kchaos.workloads.producer import ProducerWorker, producer_factory
 from kchaos.workloads.spec import WorkloadSpec
 
@@ -99,13 +100,13 @@ class Workload:
                 sink,
                 interval=spec.monitor_interval_s,
                 metrics_urls=metrics_urls,
-                metrics_path=None if run_dir is None else Path(run_dir) / BROKER_METRICS_FILE,
+                metrics_path=None if run_dir is None else RunDir(run_dir).broker_metrics,
                 metrics_interval=spec.metrics_interval_s,
             )
         self._started = False
         self._stopped = False
         # librdkafka's `debug` log, when a client config asks for one
-        self._client_log_path = None if run_dir is None else Path(run_dir) / CLIENT_LOG_FILE
+        self._client_log_path = None if run_dir is None else RunDir(run_dir).librdkafka_log
         self._client_log: logging.Handler | None = None
 
     def _python_workers(self) -> None:

@@ -24,6 +24,7 @@ import click
 from kchaos.harness.analysis.ingest import json_columns, to_parquet
 from kchaos.harness.errors import AnalysisError
 from kchaos.harness.paths import runs_dir
+from kchaos.harness.rundir.rundir import RunDir
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -73,7 +74,7 @@ def spark_loss(spark: SparkSession, history: Path, via_parquet: bool = False) ->
     if not via_parquet:
         return _loss_count(reader.json(str(history)).withColumn("rk", F.lit(0)))
     with tempfile.TemporaryDirectory(prefix="kchaos-bench-") as scratch:
-        copy = Path(scratch) / "history.parquet"
+        copy = RunDir(scratch).history_parquet
         if not to_parquet(history, copy, spark.sparkContext.defaultParallelism):
             raise AnalysisError(f"DuckDB could not convert {history}")
         return _loss_count(reader.parquet(str(copy)).withColumn("rk", F.lit(0)))
@@ -107,7 +108,7 @@ def run_bench(
     from kchaos.harness.histgen import generate_run
 
     run = workdir / f"hist-{events}"
-    history = run / "history.jsonl"
+    history = RunDir(run).history
     meta = run / "generated.json"
     if not (history.is_file() and meta.is_file()):
         click.echo(f"generating {events:,} events into {run} ...", err=True)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from kchaos.harness.rundir.names import HISTORY_JSONL, HISTORY_PARQUET
+
 MASTER_HELP = "Spark master URL: local[*] (default), local[2], spark://HOST:7077, ..."
 
 
@@ -24,7 +26,7 @@ MASTER_HELP = "Spark master URL: local[*] (default), local[2], spark://HOST:7077
     type=click.Choice(["auto", "jsonl", "parquet"]),
     default="auto",
     show_default=True,
-    help="Which history to read: auto takes history.parquet when newer than history.jsonl.",
+    help=f"Which history to read: auto takes {HISTORY_PARQUET} when newer than {HISTORY_JSONL}.",
 )
 @click.option("--examples", default=5, show_default=True, help="Examples kept per anomaly kind.")
 @click.option(

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kchaos.harness.analysis.load import load_events
-from kchaos.harness.analysis.runs import PARQUET, resolve_runs
+from kchaos.harness.analysis.runs import resolve_runs
 from kchaos.harness.analysis.session import spark_errors, start_session
+from kchaos.harness.rundir.rundir import RunDir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,7 +34,7 @@ def export_parquet(
             from pyspark.sql import functions as F
 
             for run in runs:
-                target = run.path / PARQUET
+                target = RunDir(run.path).history_parquet
                 (
                     loaded.events.filter(F.col("rk") == run.key)
                     .drop("rk")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
+from kchaos.harness.rundir.rundir import RunDir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,13 +34,6 @@ WINDOW_COLUMNS: list[tuple[str, str]] = [
 WINDOW_DDL = ", ".join(f"{name} {kind}" for name, kind in WINDOW_COLUMNS)
 
 
-def write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
-    tmp.replace(path)
-
-
 def window_rows(windows: list[dict[str, Any]]) -> list[list[Any]]:
     """The windows as rows in WINDOW_COLUMNS order (ints as floats where the type says so)."""
     rows = []
@@ -59,9 +51,9 @@ def window_rows(windows: list[dict[str, Any]]) -> list[list[Any]]:
 def write_run_outputs(spark: SparkSession, results: list[RunSummary]) -> None:
     """summary.json, windows.json and windows.parquet under each RUN_DIR/analysis/."""
     for rs in results:
-        out = rs.run.path / "analysis"
-        write_json(out / "summary.json", rs.summary)
+        rd = RunDir(rs.run.path)
+        rd.write_analysis_json(rd.analysis_summary, rs.summary)
         windows = [{k: v for k, v in w.items() if k != "rk"} for w in rs.windows]
-        write_json(out / "windows.json", {"run": rs.run.name, "windows": windows})
+        rd.write_analysis_json(rd.analysis_windows_json, {"run": rs.run.name, "windows": windows})
         df = spark.createDataFrame(window_rows(windows), WINDOW_DDL)
-        df.coalesce(1).write.mode("overwrite").parquet(str(out / "windows.parquet"))
+        df.coalesce(1).write.mode("overwrite").parquet(str(rd.analysis_windows_parquet))

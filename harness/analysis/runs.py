@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.history import HISTORY_JSONL
+from kchaos.harness.rundir.names import HISTORY_JSONL
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.runjson import load_run
-
-JSONL = HISTORY_JSONL
-PARQUET = "history.parquet"
 
 
 @dataclass(frozen=True)
@@ -24,7 +22,8 @@ class RunInput:
 
     @property
     def history(self) -> Path:
-        return self.path / (JSONL if self.fmt == "jsonl" else PARQUET)
+        rd = RunDir(self.path)
+        return rd.history if self.fmt == "jsonl" else rd.history_parquet
 
     @property
     def name(self) -> str:
@@ -32,14 +31,15 @@ class RunInput:
 
 
 def _is_run(path: Path) -> bool:
-    return (path / JSONL).is_file() or (path / PARQUET).is_dir()
+    rd = RunDir(path)
+    return rd.history.is_file() or rd.history_parquet.is_dir()
 
 
 def _format_of(path: Path, prefer: str) -> str:
-    jsonl, parquet = path / JSONL, path / PARQUET
+    jsonl, parquet = RunDir(path).history, RunDir(path).history_parquet
     if prefer == "jsonl" or not parquet.is_dir():
         if not jsonl.is_file():
-            raise HistoryError(f"no {JSONL} here", file=str(path))
+            raise HistoryError(f"no {HISTORY_JSONL} here", file=str(path))
         return "jsonl"
     if prefer == "parquet" or not jsonl.is_file():
         return "parquet"
@@ -67,7 +67,8 @@ def resolve_runs(args: list[Path], prefer: str = "auto") -> list[RunInput]:
         children = sorted(c.resolve() for c in arg.iterdir() if c.is_dir() and _is_run(c))
         if not children:
             raise HistoryError(
-                f"neither a run directory (no {JSONL}) nor a directory of runs", file=str(arg)
+                f"neither a run directory (no {HISTORY_JSONL}) nor a directory of runs",
+                file=str(arg),
             )
         found.extend(children)
     unique = list(dict.fromkeys(found))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kchaos.harness.analysis.outputs import WINDOW_DDL, window_rows
 from kchaos.harness.analysis.runs import KEY_CONFIGS, run_facts
 from kchaos.harness.rundir.anomalies import DATA_KINDS
+from kchaos.harness.rundir.names import WINDOWS_PARQUET
 from kchaos.harness.rundir.results import load_results
 
 if TYPE_CHECKING:
@@ -150,6 +151,6 @@ def write_trend(spark: SparkSession, results: list[RunSummary], out: Path | None
     wddl = "run string, " + WINDOW_DDL
     windows = spark.createDataFrame(wrows, wddl) if wrows else None
     if windows is not None:
-        windows.coalesce(1).write.mode("overwrite").parquet(str(target / "windows.parquet"))
+        windows.coalesce(1).write.mode("overwrite").parquet(str(target / WINDOWS_PARQUET))
     write_plot(rows, target / "trend.html")
     return target

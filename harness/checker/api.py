@@ -7,13 +7,10 @@ does the checking without writing anything.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import orjson
 
 from kchaos.harness.checker.availability import check_availability
 from kchaos.harness.checker.config import RunConfig
@@ -26,16 +23,15 @@ from kchaos.harness.checker.model import MAX_EXAMPLES, Anomaly, CheckOutcome, Re
 from kchaos.harness.checker.ordering import check_ordering
 from kchaos.harness.checker.parse import read_history
 from kchaos.harness.checker.reads import check_reads
-from kchaos.harness.checker.replicas import FILE_NAME as REPLICAS_FILE
 from kchaos.harness.checker.replicas import KIND as REPLICAS_KIND
 from kchaos.harness.checker.replicas import attach_causes, attach_stories, compare_replicas
-from kchaos.harness.checker.reread import FILE_NAME as REREAD_FILE
 from kchaos.harness.checker.reread import KIND as REREAD_KIND
 from kchaos.harness.checker.reread import compare_reread
 from kchaos.harness.checker.transactions import check_transactions
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.history import HISTORY_JSONL
-from kchaos.harness.rundir.results import RESULTS_JSON
+from kchaos.harness.rundir.files import write_json
+from kchaos.harness.rundir.names import HISTORY_JSONL
+from kchaos.harness.rundir.rundir import RunDir
 
 Checker = Callable[[Facts, RunConfig], CheckOutcome]
 
@@ -164,7 +160,7 @@ def check_history(
     parsed = time.perf_counter() - started
     results = check_facts(facts, run_config, checkers)
     results.stats["read_seconds"] = round(parsed, 3)
-    disagreement = compare_reread(facts, Path(path).parent / REREAD_FILE)
+    disagreement = compare_reread(facts, RunDir(Path(path).parent).reread)
     if disagreement is not None:
         results.stats["independent_reader"] = {"disagreements": disagreement.count}
         if disagreement.count:
@@ -175,7 +171,7 @@ def check_history(
             )
             if results.valid is True:
                 results.valid = "unknown"
-    judge_replicas(results, facts, Path(path).parent / REPLICAS_FILE)
+    judge_replicas(results, facts, RunDir(Path(path).parent).replicas)
     return results
 
 
@@ -204,12 +200,12 @@ def check_run(run_dir: str | Path, *, write: bool = True) -> Results:
     if not run_dir.is_dir():
         what = "not a directory" if run_dir.exists() else "no such run directory"
         raise HistoryError(what, file=str(run_dir))
-    history = run_dir / HISTORY_JSONL
+    history = RunDir(run_dir).history
     if not history.exists():
-        raise HistoryError("no history.jsonl in the run directory", file=str(run_dir))
+        raise HistoryError(f"no {HISTORY_JSONL} in the run directory", file=str(run_dir))
     if not history.is_file():
         raise HistoryError("is not a regular file", file=str(history))
-    out = run_dir / RESULTS_JSON
+    out = RunDir(run_dir).results
     if write and out.is_dir():
         raise HistoryError("is in the way: not a regular file", file=str(out))
     results = check_history(history, RunConfig.load(run_dir))
@@ -220,11 +216,7 @@ def check_run(run_dir: str | Path, *, write: bool = True) -> Results:
 
 def write_results(out: Path, results: Results) -> None:
     """Write results.json whole or not at all (no ``.tmp`` left behind on failure)."""
-    tmp = out.with_name(out.name + ".tmp")
     try:
-        tmp.write_bytes(orjson.dumps(results.to_json(), option=orjson.OPT_INDENT_2))
-        tmp.replace(out)
+        write_json(out, results.to_json())
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise HistoryError(f"cannot write: {exc.strerror or exc}", file=str(out)) from None

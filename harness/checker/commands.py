@@ -8,6 +8,7 @@ import click
 
 from kchaos.harness.checker.api import check_run
 from kchaos.harness.checker.model import Results, clip
+from kchaos.harness.rundir.rundir import RunDir
 
 
 def summary_lines(results: Results) -> list[str]:
@@ -58,5 +59,5 @@ def check_cmd(run_dir: Path, quiet: bool) -> int:
     results = check_run(run_dir)
     lines = summary_lines(results)
     click.echo("\n".join(lines[:1] if quiet else lines))
-    click.echo(f"results: {run_dir / 'results.json'}")
+    click.echo(f"results: {RunDir(run_dir).results}")
     return results.exit_code

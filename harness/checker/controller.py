@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kchaos.harness.rundir.controller import (
-    CONTROLLER_JSONL,
     BrokerLine,
     IncompleteLine,
     PartitionLine,
     read_controller_lines,
 )
-
-FILE_NAME = CONTROLLER_JSONL
+from kchaos.harness.rundir.names import CONTROLLER_JSONL
+from kchaos.harness.rundir.rundir import RunDir
 
 ElectionKind = Literal["clean", "last-known-leader", "unclean"]
 
@@ -87,7 +86,7 @@ class Election:
             "previous_last_known_elr": list(self.before.last_known_elr),
             "recovering": self.after.recovering,
             "time_s": round(self.after.time / 1e9, 3),
-            "source": FILE_NAME,
+            "source": CONTROLLER_JSONL,
             "controller_offsets": [self.before.offset, self.after.offset],
             "controller_lines": [self.before.line, self.after.line],
         }
@@ -214,14 +213,14 @@ def _window(
         "start_s": round(start.time / 1e9, 6),
         "length_s": round((end_time - start.time) / 1e9, 6),
         "open": end is None,
-        "source": FILE_NAME,
+        "source": CONTROLLER_JSONL,
         "controller_offsets": offsets,
     }
 
 
 def load_controller(run_dir: str | Path) -> ControllerRecord | None:
     """``run_dir/controller.jsonl`` when it is there, else None."""
-    path = Path(run_dir) / FILE_NAME
+    path = RunDir(run_dir).controller
     if not path.exists():
         return None
     return read_controller(path)

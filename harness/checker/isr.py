@@ -10,6 +10,7 @@ from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.controller import ControllerRecord, PartitionState
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.rundir.names import CONTROLLER_JSONL
 
 # How long before a send's invoke the committed ISR must already have been too small for
 # its acknowledgement to count against the broker: time for the leader to learn of it.
@@ -32,7 +33,7 @@ def check_isr(facts: Facts, config: RunConfig) -> CheckOutcome:
     below, partitions_below = _samples_below_min_isr(facts, config, out, covered)
     allowed = _sample_elections(facts, config, out, covered)
     out.stats = {
-        "source": "controller.jsonl" if record is not None else "samples",
+        "source": CONTROLLER_JSONL if record is not None else "samples",
         "partitions_from_samples": sum(
             1 for tp, obs in enumerate(facts.observations) if obs.index and tp not in covered
         ),
@@ -121,7 +122,7 @@ def _controller_below_min_isr(
                     "isr_sizes": sizes[:10],
                     "min_insync": need,
                     "below_since_s": round(start / 1e9, 6),
-                    "source": "controller.jsonl",
+                    "source": CONTROLLER_JSONL,
                     "controller_offsets": [first.offset] + ([end.offset] if end else []),
                     "index": facts.send_indexes(vid),
                 }

@@ -34,14 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from kchaos.harness.checker.facts import Facts, unpack
 from kchaos.harness.checker.model import MAX_EXAMPLES, Anomaly
 from kchaos.harness.checker.validate import Where
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir.files import json_lines
+from kchaos.harness.rundir.names import REPLICAS_JSONL
 
-FILE_NAME = "replicas.jsonl"
 KIND = "replica-divergence"
 NO_PRODUCER = -1
 
@@ -81,22 +80,15 @@ def read_replicas(path: str | Path) -> ReplicaLogs:
     """Parse replicas.jsonl; a bad line is a HistoryError naming file, line and field."""
     where = Where(str(path))
     out = ReplicaLogs(str(path))
-    with open(path, "rb") as fh:
-        for no, raw in enumerate(fh, 1):
-            where.at(no)
-            try:
-                line: Any = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                where.fail(f"not JSON ({exc})")
-            if type(line) is not dict:
-                where.fail("expected a JSON object")
-            kind = where.expect(line, "type", str)
-            if kind == "broker":
-                _broker(where, line, out)
-            elif kind == "batch":
-                _batch(where, line, out)
-            elif kind != "reader":
-                where.fail(f"unknown line type {kind!r}", "type")
+    for no, line in json_lines(path):
+        where.at(no)
+        kind = where.expect(line, "type", str)
+        if kind == "broker":
+            _broker(where, line, out)
+        elif kind == "batch":
+            _batch(where, line, out)
+        elif kind != "reader":
+            where.fail(f"unknown line type {kind!r}", "type")
     return out
 
 
@@ -233,7 +225,7 @@ def compare_replicas(facts: Facts, path: Path) -> ReplicaCheck | None:
         totals["disagreements"] += disagreements
         totals["duplicate_sequences"] += len(dups)
     stats = {
-        "file": FILE_NAME,
+        "file": REPLICAS_JSONL,
         "brokers_dumped": sorted(logs.dumped),
         "brokers_unavailable": {str(b): e for b, e in sorted(logs.unavailable.items())},
         **totals,
@@ -375,7 +367,6 @@ def attach_stories(logs: ReplicaLogs, anomalies: dict[str, Anomaly]) -> None:
 
 
 __all__ = [
-    "FILE_NAME",
     "KIND",
     "ReplicaCheck",
     "ReplicaLogs",

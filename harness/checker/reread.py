@@ -14,14 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import Anomaly
 from kchaos.harness.checker.validate import Where
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir.files import json_lines
 
-FILE_NAME = "reread.jsonl"
 KIND = "reader-disagrees"
 
 
@@ -35,35 +33,26 @@ def compare_reread(facts: Facts, path: Path) -> Anomaly | None:
     found = Anomaly()
     seen: dict[int, set[int]] = {}
     where = Where(str(path))
-    with path.open("rb") as fh:
-        for no, raw in enumerate(fh, 1):
-            try:
-                rec: Any = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                where.at(no).fail(f"not JSON ({exc})")
-            if type(rec) is not dict:
-                where.at(no).fail("expected a JSON object")
-            if "topic" not in rec:  # the header line naming the reader
-                continue
-            where.at(no)
-            topic = where.expect(rec, "topic", str)
-            part = where.expect(rec, "partition", int)
-            off = where.expect(rec, "offset", int)
-            value = where.expect(rec, "value", str)
-            tp = facts.tp_ids.get((topic, part))
-            end = facts.drain_ends.get(tp) if tp is not None else None
-            if tp is None or end is None:
-                continue  # the drain did not complete this partition: nothing to compare
-            if not end.log_start_offset <= off < end.high_watermark:
-                continue
-            seen.setdefault(tp, set()).add(off)
-            vid = facts.drained[tp].get(off)
-            if vid is None:
-                found.add(_example(facts, tp, off, "only the reader has it", value, None))
-            elif facts.value_list[vid] != value:
-                found.add(
-                    _example(facts, tp, off, "different values", value, facts.value_list[vid])
-                )
+    for no, rec in json_lines(path):
+        if "topic" not in rec:  # the header line naming the reader
+            continue
+        where.at(no)
+        topic = where.expect(rec, "topic", str)
+        part = where.expect(rec, "partition", int)
+        off = where.expect(rec, "offset", int)
+        value = where.expect(rec, "value", str)
+        tp = facts.tp_ids.get((topic, part))
+        end = facts.drain_ends.get(tp) if tp is not None else None
+        if tp is None or end is None:
+            continue  # the drain did not complete this partition: nothing to compare
+        if not end.log_start_offset <= off < end.high_watermark:
+            continue
+        seen.setdefault(tp, set()).add(off)
+        vid = facts.drained[tp].get(off)
+        if vid is None:
+            found.add(_example(facts, tp, off, "only the reader has it", value, None))
+        elif facts.value_list[vid] != value:
+            found.add(_example(facts, tp, off, "different values", value, facts.value_list[vid]))
     for tp, end in facts.drain_ends.items():
         mine = seen.get(tp, set())
         for off, vid in facts.drained[tp].items():

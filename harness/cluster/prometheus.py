@@ -28,8 +28,9 @@ import requests
 from kchaos.harness.cluster.topology import run_dir
 from kchaos.harness.errors import ClusterError, SetupError
 from kchaos.harness.paths import COMPOSE_DIR
+from kchaos.harness.rundir.names import PROMETHEUS_YML
 
-TEMPLATE = COMPOSE_DIR / "prometheus.yml"
+TEMPLATE = COMPOSE_DIR / PROMETHEUS_YML
 BINARY = "prometheus"
 PID_FILE = "prometheus.pid"
 EXPORTER_PORT = 7071  # the brokers' JMX exporter (compose/kafka/config/jmx-exporter.yaml)
@@ -94,7 +95,7 @@ class PrometheusServer:
                 f"{self.binary} not found: install Debian's prometheus package (make setup)"
             )
         self.home.mkdir(parents=True, exist_ok=True)
-        config_path = self.home / "prometheus.yml"
+        config_path = self.home / PROMETHEUS_YML
         config_path.write_text(config, encoding="utf-8")
         port = _free_port()
         self.url = f"http://127.0.0.1:{port}"
@@ -184,7 +185,7 @@ def stop_leftover(home: Path) -> str | None:
     except OSError:
         cmdline = []
     # the pid may have been reused since: only a prometheus with this run's config counts
-    mine = f"--config.file={home / 'prometheus.yml'}".encode()
+    mine = f"--config.file={home / PROMETHEUS_YML}".encode()
     if mine not in cmdline:
         pid_path.unlink(missing_ok=True)
         return None

@@ -7,7 +7,6 @@ harness killed at any point leaves enough behind for ``kchaos cleanup`` and ``at
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from kchaos.harness.cluster.api import NodeHandle, ProxyHandle
 from kchaos.harness.cluster.spec import ClusterSpec
 from kchaos.harness.cluster.topology import run_dir
 from kchaos.harness.errors import ClusterError
+from kchaos.harness.rundir.files import write_bytes
 
 STATE_FILE = "cluster.json"
 FORMAT_VERSION = 1
@@ -123,9 +123,7 @@ def save(state: RunState) -> Path:
     """Write atomically (temp file + rename), so a crash never leaves half a file."""
     path = state_path(state.run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(to_dict(state), indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    write_bytes(path, (json.dumps(to_dict(state), indent=2, sort_keys=True) + "\n").encode())
     return path
 
 

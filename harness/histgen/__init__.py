@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from kchaos.harness.histgen.model import INJECTABLE, INVALIDATING, GeneratedHistory, Injection
 from kchaos.harness.histgen.sim import Sim, drain
-from kchaos.harness.rundir.runjson import RUN_JSON, write_run
+from kchaos.harness.rundir.rundir import RunDir
 
 __all__ = ["INJECTABLE", "GeneratedHistory", "Injection", "generate", "generate_run"]
 
@@ -92,7 +92,7 @@ def generate_run(run_dir: str | Path, **kwargs: Any) -> GeneratedHistory:
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     run_json = kwargs.pop("run_json", None)
-    gen = generate(run_dir / "history.jsonl", **kwargs)
+    gen = generate(RunDir(run_dir).history, **kwargs)
     config: dict[str, Any] = {
         "generated_by": "kchaos.harness.histgen",
         "seed": gen.seed,
@@ -107,5 +107,5 @@ def generate_run(run_dir: str | Path, **kwargs: Any) -> GeneratedHistory:
     }
     if run_json:
         config.update(run_json)
-    write_run(run_dir / RUN_JSON, config)
+    RunDir(run_dir).write_run(config)
     return gen

@@ -17,7 +17,6 @@ Neither step may lose the run: a failure is a warning on the console and an entr
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -30,12 +29,18 @@ from kchaos.harness.run.metadata_records import (
     snapshot_to_read,
 )
 from kchaos.harness.run.record import record_step
-from kchaos.harness.rundir.controller import CONTROLLER_JSONL
+from kchaos.harness.rundir.names import (
+    CONTROLLER_JSONL,
+    CONTROLLER_LOG,
+    LOGS_DIR,
+    METADATA_DUMP_TXT,
+    SERVER_LOG,
+    STATE_CHANGE_LOG,
+)
+from kchaos.harness.rundir.rundir import RunDir
 
 log = logging.getLogger(__name__)
 
-FILE_NAME = CONTROLLER_JSONL
-LOGS_DIR = "logs"
 METADATA_DIR = "__cluster_metadata-0"
 DEFAULT_LOG_DIR = "/var/lib/kafka/data"  # harness.cluster.config.DATA_DIR
 # Loggers whose lines go to controller.log: the KRaft controller and the old ZK one.
@@ -110,17 +115,14 @@ def write_controller_log(
     """Write ``run_dir/controller.jsonl``; returns what run.json records about it.
     Raises on failure (the caller records it); never leaves a partial file."""
     node, text = read_metadata_log(cluster)
-    (run_dir / LOGS_DIR).mkdir(exist_ok=True)
-    (run_dir / LOGS_DIR / "metadata-dump.txt").write_text(text)
-    source = f"kafka-dump-log.sh output on {node} ({LOGS_DIR}/metadata-dump.txt)"
+    rd = RunDir(run_dir)
+    rd.write_metadata_dump(text)
+    source = f"kafka-dump-log.sh output on {node} ({LOGS_DIR}/{METADATA_DUMP_TXT})"
     result = convert(parse_dump(text, source=source), origin_unix_ns=origin_unix_ns, topics=topics)
-    target = run_dir / FILE_NAME
-    tmp = target.with_suffix(".jsonl.tmp")
-    tmp.write_bytes(result.jsonl())
-    os.replace(tmp, target)
+    rd.write_controller(result.jsonl())
     return {
         "status": "written",
-        "file": FILE_NAME,
+        "file": CONTROLLER_JSONL,
         "node": node,
         "lines": len(result.lines),
         "records": result.records,
@@ -156,9 +158,9 @@ def split_log(text: str) -> dict[str, str]:
         if target is not None:
             target.append(line)
     return {
-        "server.log": text,
-        "controller.log": "".join(controller),
-        "state-change.log": "".join(state),
+        SERVER_LOG: text,
+        CONTROLLER_LOG: "".join(controller),
+        STATE_CHANGE_LOG: "".join(state),
     }
 
 
@@ -167,15 +169,12 @@ def copy_logs(cluster: Any, run_dir: Path) -> dict[str, Any]:
     written, or why not."""
     out: dict[str, Any] = {}
     for node in cluster.nodes:
-        folder = run_dir / LOGS_DIR / node.container_name
         try:
             raw = cluster.full_log(node)
             text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-            folder.mkdir(parents=True, exist_ok=True)
-            sizes = {}
-            for name, body in split_log(text).items():
-                (folder / name).write_text(body)
-                sizes[name] = len(body)
+            logs = split_log(text)
+            RunDir(run_dir).write_node_logs(node.container_name, logs)
+            sizes = {name: len(body) for name, body in logs.items()}
             out[node.container_name] = {"node": node.name, "files": sizes}
         except Exception as exc:  # noqa: BLE001 - one node's log must not stop the others
             out[node.container_name] = {"node": node.name, "error": f"{type(exc).__name__}: {exc}"}
@@ -217,10 +216,10 @@ def _after_run(cluster: Any, run_dir: Path, rec: Any, topics: Sequence[str]) -> 
             )
         except MetadataDumpError as exc:
             after["controller_log"] = {"status": "failed", "error": str(exc)}
-            log.warning("%s not written: %s", FILE_NAME, exc)
+            log.warning("%s not written: %s", CONTROLLER_JSONL, exc)
         except Exception as exc:  # noqa: BLE001
             after["controller_log"] = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
-            log.warning("%s not written: %s", FILE_NAME, exc)
+            log.warning("%s not written: %s", CONTROLLER_JSONL, exc)
     return after
 
 
@@ -228,9 +227,12 @@ def describe(after: dict[str, Any]) -> str:
     """One line for the console."""
     ctl = after.get("controller_log", {})
     if ctl.get("status") == "written":
-        text = f"{FILE_NAME}: {ctl['lines']} lines from {ctl['records']} records on {ctl['node']}"
+        text = (
+            f"{CONTROLLER_JSONL}: {ctl['lines']} lines from {ctl['records']} records"
+            f" on {ctl['node']}"
+        )
     else:
-        text = f"{FILE_NAME}: not written ({ctl.get('reason') or ctl.get('error')})"
+        text = f"{CONTROLLER_JSONL}: not written ({ctl.get('reason') or ctl.get('error')})"
     nodes = after.get("logs", {}).get("nodes", {})
     copied = sum(1 for v in nodes.values() if "files" in v)
     return text + f"; logs of {copied} node(s) in {LOGS_DIR}/"

@@ -29,6 +29,7 @@ from kchaos.harness.paths import runs_dir
 from kchaos.harness.run import record, reread
 from kchaos.harness.run.progress import RunProgress
 from kchaos.harness.run.topics import create_topics
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.plan import image_source, plan_of
 
@@ -130,7 +131,6 @@ def _drive(
     from kchaos.faults.base import abort_all
     from kchaos.faults.heal import heal_everything
     from kchaos.faults.nemesis import Nemesis
-    from kchaos.workloads.history import HistoryWriter
     from kchaos.workloads.metrics import MetricsSink
     from kchaos.workloads.workload import Workload
 
@@ -138,7 +138,7 @@ def _drive(
         create_topics(cluster.bootstrap_servers, sc.topics)
     live = _Live()
     nemesis = None
-    with HistoryWriter(run_dir / "history.jsonl") as history:
+    with RunDir(run_dir).history_writer() as history:
         # the wall clock of the history's time 0, to align controller.jsonl with it
         rec.update(history_start_unix_ns=time.time_ns() - history.elapsed_ns())
         plan = plan_of(sc)
@@ -207,7 +207,7 @@ def run_scenario(
     plan = plan_of(sc)
     kafka_version = plan.cluster.kafka_version
     rec = record.RunRecord(
-        run_dir / "run.json",
+        RunDir(run_dir).run_json,
         {**record.initial(sc, run_id, kafka_version, command), **(extra or {})},
     )
     rec.write()
@@ -250,7 +250,7 @@ def run_scenario(
         rec.update(
             status=status, end=record.utc_now(), wall_seconds=round(time.monotonic() - began, 1)
         )
-        if (run_dir / "history.jsonl").is_file():
+        if RunDir(run_dir).history.is_file():
             report = _judge(run_dir, progress, console)
     if report is None:
         raise KchaosError(f"the run left no readable history in {run_dir}")

@@ -21,11 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from kchaos.harness.cluster.prometheus import PrometheusServer, render_config
 from kchaos.harness.run.record import record_step
-from kchaos.reports.prometheus import FORMAT, PROMETHEUS_FILE
+from kchaos.harness.rundir import prometheus as prometheus_json
+from kchaos.harness.rundir.names import PROMETHEUS_JSON
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.workloads.metrics import HarnessMetrics
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def observe_run(
     port = metrics.serve(int(env_port), "0.0.0.0") if env_port else metrics.serve(0, "127.0.0.1")
     brokers = {n.node_id: n.ip for n in cluster.brokers}
     config = render_config(cluster.run_id, brokers, [f"127.0.0.1:{port}"], SCRAPE_INTERVAL_S)
-    (run_dir / "prometheus.yml").write_text(config, encoding="utf-8")
+    RunDir(run_dir).write_prometheus_config(config)
     info: dict[str, Any] = {"harness_metrics": f"http://127.0.0.1:{port}/metrics"}
     prom: PrometheusServer | None = None
     running = False  # the run went on with the server scraping
@@ -140,15 +140,14 @@ def store_series(
                     "points": points,
                 }
             )
-    doc = {
-        "format": FORMAT,
-        "url": prom.url,
-        "start_unix": round(start_unix, 3),
-        "end_unix": round(end, 3),
-        "time0_unix": round(time0, 6),
-        "step_s": SCRAPE_INTERVAL_S,
-        "series": series,
-        "errors": errors,
-    }
-    (run_dir / PROMETHEUS_FILE).write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
-    return {"file": PROMETHEUS_FILE, "series": len(series), "errors": errors}
+    doc = prometheus_json.document(
+        url=prom.url,
+        start_unix=start_unix,
+        end_unix=end,
+        time0_unix=time0,
+        step_s=SCRAPE_INTERVAL_S,
+        series=series,
+        errors=errors,
+    )
+    RunDir(run_dir).write_prometheus(doc)
+    return {"file": PROMETHEUS_JSON, "series": len(series), "errors": errors}

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kchaos.harness.rundir.runjson import FORMAT, jsonable, write_run
+from kchaos.harness.rundir.files import jsonable
+from kchaos.harness.rundir.names import RUN_JSON
+from kchaos.harness.rundir.runjson import FORMAT, write_run
 from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.plan import producer_fields
 
@@ -59,7 +61,7 @@ def record_step(
     try:
         rec.update(**{key: summary})
     except Exception as exc:  # noqa: BLE001
-        log.warning("run.json not updated with %s: %s", what, exc)
+        log.warning("%s not updated with %s: %s", RUN_JSON, what, exc)
     return summary
 
 

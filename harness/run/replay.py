@@ -30,6 +30,7 @@ from kchaos.harness.cli_options import (
     quiet_option,
 )
 from kchaos.harness.errors import ConfigError, HistoryError, KchaosError, shown
+from kchaos.harness.rundir.names import RUN_JSON
 from kchaos.harness.rundir.runjson import RunJson, load_run
 from kchaos.harness.scenario.dump import file_data, to_yaml
 from kchaos.harness.scenario.loader import load_scenario
@@ -43,7 +44,9 @@ def read_run_json(run_dir: Path) -> RunJson:
     if run.format is None:
         raise HistoryError("must be an integer, got None", file=run.source, field="format")
     if run.scenario is None:
-        raise HistoryError("missing: run.json has no scenario", file=run.source, field="scenario")
+        raise HistoryError(
+            f"missing: {RUN_JSON} has no scenario", file=run.source, field="scenario"
+        )
     return run
 
 

@@ -28,7 +28,6 @@ of the whole step is recorded in run.json (``replicas.error``) and the file is a
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,10 +37,11 @@ import orjson
 
 from kchaos.harness.run.record import record_step
 from kchaos.harness.run.replica_dump import parse_segments, partition_of
+from kchaos.harness.rundir.names import REPLICAS_JSONL
+from kchaos.harness.rundir.rundir import RunDir
 
 log = logging.getLogger(__name__)
 
-FILE_NAME = "replicas.jsonl"
 FORMAT = 1
 DEFAULT_LOG_DIR = "/var/lib/kafka/data"  # harness.cluster.config.DATA_DIR
 CHECKPOINT = "replication-offset-checkpoint"
@@ -164,11 +164,9 @@ def _broker_lines(
 def write_replicas(cluster: Any, run_dir: Path, topics: Sequence[str]) -> dict[str, Any]:
     """Write ``run_dir/replicas.jsonl``; returns what run.json records about it."""
     started = time.monotonic()
-    target = run_dir / FILE_NAME
-    tmp = target.with_name(target.name + ".tmp")
-    summary: dict[str, Any] = {"file": FILE_NAME, "brokers": {}}
-    with tmp.open("wb") as fh:
-        fh.write(orjson.dumps({"type": "reader", "reader": TOOL, "format": FORMAT}) + b"\n")
+    summary: dict[str, Any] = {"file": REPLICAS_JSONL, "brokers": {}}
+    with RunDir(run_dir).write_replicas() as put:
+        put({"type": "reader", "reader": TOOL, "format": FORMAT})
         for node in cluster.brokers:
             began = time.monotonic()
             lines: list[bytes] = []
@@ -186,40 +184,40 @@ def write_replicas(cluster: Any, run_dir: Path, topics: Sequence[str]) -> dict[s
                 lines = []
                 log.warning("replica logs of %s not read: %s", node.name, exc)
             head["seconds"] = round(time.monotonic() - began, 2)
-            fh.write(orjson.dumps(head) + b"\n")
+            put(head)
             for line in lines:
-                fh.write(line + b"\n")
+                put(line)
             summary["brokers"][node.name] = {
                 "status": head["status"],
                 "replicas": len(head.get("replicas", [])),
                 "batches": len(lines),
                 **({"error": head["error"]} if "error" in head else {}),
             }
-    os.replace(tmp, target)
     summary["seconds"] = round(time.monotonic() - started, 1)
     return summary
 
 
 def collect(cluster: Any, run_dir: Path, rec: Any, topics: Sequence[str]) -> dict[str, Any]:
     """Write replicas.jsonl and record the outcome in run.json; never raises."""
-    return record_step(rec, "replicas", FILE_NAME, lambda: write_replicas(cluster, run_dir, topics))
+    return record_step(
+        rec, "replicas", REPLICAS_JSONL, lambda: write_replicas(cluster, run_dir, topics)
+    )
 
 
 def describe(summary: dict[str, Any]) -> str:
     """One line for the console."""
     if "error" in summary:
-        return f"{FILE_NAME}: not written ({summary['error']})"
+        return f"{REPLICAS_JSONL}: not written ({summary['error']})"
     brokers = summary.get("brokers", {})
     read = sum(1 for b in brokers.values() if b["status"] == "dumped")
     replicas = sum(b["replicas"] for b in brokers.values())
     return (
-        f"{FILE_NAME}: {replicas} replica log(s) from {read} of {len(brokers)} broker(s)"
+        f"{REPLICAS_JSONL}: {replicas} replica log(s) from {read} of {len(brokers)} broker(s)"
         f" in {summary.get('seconds')} s"
     )
 
 
 __all__ = [
-    "FILE_NAME",
     "collect",
     "describe",
     "dump_broker",

@@ -20,12 +20,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from kchaos.harness.run.record import record_step
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.workloads.values import value_of
 
-FILE_NAME = "reread.jsonl"
 TOOL = "/opt/kafka/bin/kafka-console-consumer.sh"
 IDLE_MS = 10_000  # the reader stops after this long without a record
 
@@ -86,11 +84,9 @@ def reread(
     """Read every topic with the console consumer; write reread.jsonl; a summary."""
     broker = next(n for n in cluster.brokers)
     started = time.monotonic()
-    out = run_dir / FILE_NAME
     counts: dict[str, int] = {}
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("wb") as fh:
-        fh.write(orjson.dumps({"reader": TOOL, "node": broker.name}) + b"\n")
+    with RunDir(run_dir).write_reread() as put:
+        put({"reader": TOOL, "node": broker.name})
         for topic in topics:
             code, text = cluster.exec(
                 broker, command(cluster.bootstrap_servers, topic, expected.get(topic, 0))
@@ -99,10 +95,9 @@ def reread(
                 raise RuntimeError(f"{TOOL} for {topic} exited {code}: {text.strip()[-300:]}")
             n = 0
             for rec in parse_output(topic, text):
-                fh.write(orjson.dumps(rec) + b"\n")
+                put(rec)
                 n += 1
             counts[topic] = n
-    tmp.replace(out)
     return {"records": counts, "seconds": round(time.monotonic() - started, 1)}
 
 

@@ -42,8 +42,11 @@ from kchaos.harness.run import progress
 from kchaos.harness.run.ddmin import BudgetExhausted, Prober, Trial, ddmin, greedy
 from kchaos.harness.run.replay import load_data, read_run_json, scenario_data
 from kchaos.harness.rundir.anomalies import INVALIDATING
-from kchaos.harness.rundir.history import F_FAULT, HISTORY_JSONL, PHASE_START, read_events
-from kchaos.harness.rundir.runjson import RunJson, read_object
+from kchaos.harness.rundir.files import write_json
+from kchaos.harness.rundir.history import F_FAULT, PHASE_START, read_events
+from kchaos.harness.rundir.names import RESULTS_JSON
+from kchaos.harness.rundir.rundir import RunDir
+from kchaos.harness.rundir.runjson import RunJson
 from kchaos.harness.scenario.dump import step_data, to_yaml
 from kchaos.harness.scenario.model import Scenario
 
@@ -81,10 +84,10 @@ def describe(step: Step) -> str:
 
 
 def read_results(run_dir: Path) -> dict[str, Any]:
-    data = read_object(run_dir / "results.json")
+    data = RunDir(run_dir).read_results()
     if data is None:
         raise HistoryError(
-            f"no results.json: judge the run first (kchaos check {run_dir})", file=str(run_dir)
+            f"no {RESULTS_JSON}: judge the run first (kchaos check {run_dir})", file=str(run_dir)
         )
     return data
 
@@ -103,7 +106,7 @@ def invalidating_kinds(results: Mapping[str, Any]) -> tuple[str, ...]:
 
 def fault_targets(run_dir: Path) -> dict[str, list[str]]:
     """Fault id -> the nodes its start line in history.jsonl names."""
-    path = run_dir / HISTORY_JSONL
+    path = RunDir(run_dir).history
     out: dict[str, list[str]] = {}
     if not path.is_file():
         return out
@@ -143,14 +146,14 @@ def read_original(run_dir: Path) -> Original:
         verdict = {True: "valid", "unknown": "unknown"}.get(results.get("valid"), "missing")
         raise HistoryError(
             f"the run's verdict is {verdict}: shrink needs a run whose verdict was invalid",
-            file=str(run_dir / "results.json"),
+            file=str(RunDir(run_dir).results),
             field="valid",
         )
     kinds = invalidating_kinds(results)
     if not kinds:
         raise HistoryError(
             "the run is invalid but lists no invalidating anomaly kind to reproduce",
-            file=str(run_dir / "results.json"),
+            file=str(RunDir(run_dir).results),
             field="anomalies",
         )
     data = scenario_data(run, file)
@@ -422,7 +425,7 @@ def _write(state: Search, best: Candidate, budget: int, repeats: int) -> dict[st
     }
     order = ("name", "description", "tags", "seed", "cluster", "topics", "workload", "nemesis")
     data = {**{k: data[k] for k in order if k in data}, **data}  # the file's usual order
-    shrunk = state.out / "shrunk.yaml"
+    shrunk = RunDir(state.out).shrunk_yaml
     header = (
         f"kchaos shrink {original.run_dir} (budget {budget}, repeat {repeats}): "
         f"{len(original.steps)} -> {len(best)} step(s)"
@@ -454,7 +457,7 @@ def _write(state: Search, best: Candidate, budget: int, repeats: int) -> dict[st
         "report": paths["html"],
         "attempts": [a.to_json() for a in state.attempts],
     }
-    (state.out / "shrink.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+    write_json(RunDir(state.out).shrink_json, summary)
     rows = [
         {
             "scenario": f"attempt {a.number} ({a.phase}, {len(a.steps)} steps)",

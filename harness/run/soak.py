@@ -33,11 +33,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from kchaos.harness.cli_options import kafka_version_option, out_option, prometheus_option
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.anomalies import INVALIDATING
+from kchaos.harness.rundir.files import write_json
+from kchaos.harness.rundir.rundir import RunDir
 
 DEFAULT_RUNS = 20
 DEFAULT_SEED_BASE = 1
@@ -291,7 +292,7 @@ def write_soak(
     )
     summary["report"] = paths["html"]
     summary["junit"] = paths["junit"]
-    (out_dir / "soak.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+    write_json(RunDir(out_dir).soak_json, summary)
     kinds = ", ".join(f"{k} ({v})" for k, v in summary["kinds"].items())
     result = (
         f"soak: {summary['invalid']} of {summary['runs']} runs invalid"

@@ -18,10 +18,9 @@ from typing import Any
 
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.history import numbered
+from kchaos.harness.rundir.names import CONTROLLER_JSONL as CONTROLLER_JSONL  # re-exported
 from kchaos.harness.rundir.where import Where
 
-#: The file's name inside a run directory.
-CONTROLLER_JSONL = "controller.jsonl"
 NO_LEADER = -1
 
 

@@ -21,9 +21,7 @@ from typing import Any
 import orjson
 
 from kchaos.harness.errors import HistoryError, shown
-
-#: The file's name inside a run directory.
-HISTORY_JSONL = "history.jsonl"
+from kchaos.harness.rundir.names import HISTORY_JSONL as HISTORY_JSONL  # re-exported
 
 # ``type``: it happened, it certainly did not, unknown; and the start of an operation.
 INVOKE = "invoke"

@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.harness.errors import HistoryError, shown
-from kchaos.harness.rundir.runjson import read_object
-
-#: The file's name inside a run directory.
-RESULTS_JSON = "results.json"
+from kchaos.harness.rundir.files import read_object
+from kchaos.harness.rundir.names import RESULTS_JSON as RESULTS_JSON  # re-exported
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,14 +25,26 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import orjson
 
 from kchaos.harness.errors import HistoryError, shown
+from kchaos.harness.rundir.files import jsonable, read_object, write_json
+from kchaos.harness.rundir.names import RUN_JSON
+
+__all__ = [
+    "FORMAT",
+    "RUN_JSON",
+    "RunJson",
+    "RunSettings",
+    "jsonable",
+    "load_run",
+    "read_object",
+    "schema",
+    "settings_of",
+    "write_run",
+]
 
 #: The run.json format this kchaos writes; a reader refuses a newer one.
 FORMAT = 1
-#: The file's name inside a run directory.
-RUN_JSON = "run.json"
 
 _UNCLEAN = "unclean.leader.election.enable"
 _MIN_ISR = "min.insync.replicas"
@@ -45,26 +56,6 @@ def schema() -> dict[str, Any]:
     text = resources.files("kchaos.harness").joinpath("schema/run.schema.json").read_text()
     loaded: dict[str, Any] = json.loads(text)
     return loaded
-
-
-def read_object(path: Path) -> dict[str, Any] | None:
-    """A JSON object file of a run directory (run.json, results.json, summary.json);
-    None when absent, HistoryError naming the file when it is not a JSON object."""
-    if not path.exists():
-        return None
-    if not path.is_file():
-        raise HistoryError("is not a regular file", file=str(path))
-    try:
-        data = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        raise HistoryError(f"not JSON: {exc}", file=str(path)) from None
-    except OSError as exc:
-        raise HistoryError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    if not isinstance(data, dict):
-        raise HistoryError(
-            f"expected a JSON object, got {type(data).__name__}", file=str(path), line=1
-        )
-    return data
 
 
 @dataclass(frozen=True)
@@ -204,29 +195,7 @@ def load_run(path: str | Path, *, missing_ok: bool = False) -> RunJson:
 
 def write_run(path: Path, data: Mapping[str, Any]) -> None:
     """Write run.json atomically (readers never see half a file) as indented JSON."""
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_bytes(orjson.dumps(jsonable(data), option=orjson.OPT_INDENT_2))
-    os.replace(tmp, path)
-
-
-def jsonable(value: Any) -> Any:
-    """Plain JSON data: mapping keys as strings ("t/0" for a (topic, partition) key),
-    dataclasses as objects, anything else unknown as its string."""
-    if isinstance(value, Mapping):
-        return {_key(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "__dataclass_fields__"):
-        return jsonable(dict(value.__dict__))
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
-
-
-def _key(key: Any) -> str:
-    if isinstance(key, tuple):
-        return "/".join(str(k) for k in key)
-    return str(key)
+    write_json(path, data)
 
 
 def _validate(data: Mapping[str, Any], source: str) -> None:

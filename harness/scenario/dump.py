@@ -16,6 +16,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from kchaos.harness.rundir.files import jsonable
 from kchaos.harness.scenario.model import Scenario
 
 
@@ -122,7 +123,7 @@ def to_yaml(data: Mapping[str, Any], header: str = "") -> str:
     yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
     yaml.width = 100
     buf = io.StringIO()
-    yaml.dump(_plain(data), buf)
+    yaml.dump(jsonable(data), buf)  # plain types only: ruamel's own scalars dump oddly
     comments = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
     return comments + buf.getvalue()
 
@@ -130,15 +131,3 @@ def to_yaml(data: Mapping[str, Any], header: str = "") -> str:
 def scenario_yaml(sc: Scenario, header: str = "") -> str:
     """A loaded scenario as scenario-file YAML."""
     return to_yaml(file_data(sc.to_dict()), header)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    # the loader keeps ruamel's scalar types (ScalarFloat, ScalarInt...): plain ones dump
-    for kind in (bool, int, float, str):
-        if isinstance(value, kind):
-            return kind(value)
-    return value

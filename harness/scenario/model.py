@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from kchaos.harness.rundir.anomalies import KINDS
+from kchaos.harness.rundir.files import jsonable
 from kchaos.harness.rundir.tickets import Ticket
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ class Scenario:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (for run.json); loading it back gives the same scenario."""
-        data = _plain(asdict(replace(self, plan=None)))
+        data = jsonable(asdict(replace(self, plan=None)))
         assert isinstance(data, dict)
         data.pop("plan")
         return data
@@ -169,11 +170,3 @@ class Scenario:
         text = " ".join(self.description.split())
         end = text.find(". ")
         return text if end < 0 else text[: end + 1]
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value

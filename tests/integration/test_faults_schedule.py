@@ -9,7 +9,7 @@ import pytest
 from kchaos.faults import build_nemesis
 from kchaos.faults.bench import bench_spec, percentiles
 from kchaos.harness.cluster import Cluster
-from kchaos.workloads.history import ListSink
+from kchaos.harness.rundir.history_writer import ListSink
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 

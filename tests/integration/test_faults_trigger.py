@@ -14,7 +14,7 @@ from faults_helpers import new_topic, partition
 
 from kchaos.faults import build_nemesis
 from kchaos.harness.cluster import Cluster
-from kchaos.workloads.history import ListSink
+from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.monitor import AdminMetadataSource, Monitor
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]

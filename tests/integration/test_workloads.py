@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from kchaos.workloads.history import HistoryWriter, read_history, wait_for_writer
+from kchaos.harness.rundir.history_writer import HistoryWriter, read_history, wait_for_writer
 from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
 from kchaos.workloads.topics import ensure_topics
 from kchaos.workloads.workload import Workload
@@ -194,7 +194,7 @@ def test_broker_killed_mid_run_gives_info_never_fail(
 SIGKILL_SCRIPT = textwrap.dedent(
     """
     import sys, time
-    from kchaos.workloads.history import HistoryWriter
+    from kchaos.harness.rundir.history_writer import HistoryWriter
     from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
     from kchaos.workloads.workload import Workload
     path, servers, topic = sys.argv[1:4]

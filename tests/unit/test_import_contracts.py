@@ -92,7 +92,7 @@ def test_the_copy_passes_unchanged(tree_copy: Path) -> None:
         # the foundation reaching up into the cluster (appended to an existing module)
         ("harness/labels.py", "import kchaos.harness.cluster\n", "Layers"),
         # two siblings of one layer
-        ("faults/wrong.py", "import kchaos.workloads.history\n", "Layers"),
+        ("faults/wrong.py", "import kchaos.workloads.producer\n", "Layers"),
         # a checker talking to Docker
         ("harness/checker/wrong.py", "import docker\n", "read files only"),
         # analysis reaching a Kafka client through the workload package

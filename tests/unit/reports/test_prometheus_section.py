@@ -6,8 +6,8 @@ from pathlib import Path
 
 import orjson
 
+from kchaos.harness.rundir.names import PROMETHEUS_JSON
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.prometheus import PROMETHEUS_FILE
 from kchaos.reports.sample import VALID, make_run
 
 
@@ -27,7 +27,7 @@ def test_the_report_plots_the_stored_series(tmp_path: Path) -> None:
         ],
         "errors": ["isr_expands: ClusterError: boom"],
     }
-    (run / PROMETHEUS_FILE).write_bytes(orjson.dumps(doc))
+    (run / PROMETHEUS_JSON).write_bytes(orjson.dumps(doc))
     page = Path(write_run_reports(run).paths["html"]).read_text()
     assert "Prometheus (scraped during the run)" in page
     assert "prometheus-under_replicated" in page and "prometheus-isr_shrinks" in page
@@ -42,6 +42,6 @@ def test_no_file_no_section(valid_run: Path) -> None:
 
 def test_an_unreadable_file_is_said_not_fatal(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run", results=VALID)
-    (run / PROMETHEUS_FILE).write_text("{not json")
+    (run / PROMETHEUS_JSON).write_text("{not json")
     page = Path(write_run_reports(run).paths["html"]).read_text()
     assert "prometheus.json is not valid JSON" in page

@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 from workload_fakes import FakeConsumer
 
+from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.consumer import ConsumerWorker
-from kchaos.workloads.history import ListSink
 from kchaos.workloads.spec import ConsumerSpec
 from kchaos.workloads.values import payload
 

@@ -5,8 +5,8 @@ import itertools
 import pytest
 from workload_fakes import FakeConsumer
 
+from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.drain import drain
-from kchaos.workloads.history import ListSink
 from kchaos.workloads.values import payload
 
 

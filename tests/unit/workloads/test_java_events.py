@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kchaos.harness.checker.parse import read_history
-from kchaos.workloads.history import HistoryWriter, ListSink
+from kchaos.harness.rundir.history_writer import HistoryWriter, ListSink
 from kchaos.workloads.java_client import (
     consumer_argv,
     consumer_properties,

@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 import requests
 
-from kchaos.workloads.history import ListSink
+from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.metrics import HarnessMetrics, MetricsSink
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kchaos.workloads.history import ListSink
+from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.monitor import (
     AdminMetadataSource,
     Monitor,

@@ -5,8 +5,8 @@ from collections.abc import Callable
 
 from workload_fakes import FakeProducer
 
+from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.clients import SendCallback, SendResult
-from kchaos.workloads.history import ListSink
 from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.producer import CLOSED_IN_FLIGHT, ProducerWorker
 from kchaos.workloads.spec import ProducerSpec

@@ -12,8 +12,8 @@ import requests
 from workload_fakes import FakeConsumer, FakeProducer
 
 import kchaos.workloads.workload as wl
+from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.clients import SendResult
-from kchaos.workloads.history import ListSink
 from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
 from kchaos.workloads.values import payload
 
@@ -115,7 +115,8 @@ def test_the_drain_consumer_keeps_librdkafka_quiet(
 def test_a_run_points_librdkafkas_log_at_its_file_while_clients_run(
     tmp_path: Path, client: str, attached: bool
 ) -> None:
-    from kchaos.workloads.client_log import CLIENT_LOG_FILE, LIBRDKAFKA_LOG
+    from kchaos.harness.rundir.rundir import RunDir
+    from kchaos.workloads.client_log import LIBRDKAFKA_LOG
 
     def ours() -> list[logging.FileHandler]:
         return [
@@ -130,8 +131,8 @@ def test_a_run_points_librdkafkas_log_at_its_file_while_clients_run(
     workload.start()
     try:
         files = [h.baseFilename for h in ours()]
-        assert files == ([str(tmp_path / CLIENT_LOG_FILE)] if attached else [])
-        assert (tmp_path / "logs").is_dir() is attached
+        assert files == ([str(RunDir(tmp_path).librdkafka_log)] if attached else [])
+        assert RunDir(tmp_path).logs_dir.is_dir() is attached
     finally:
         workload.stop()
     assert ours() == []

@@ -1,9 +1,9 @@
 """The history scribe: a child process that turns queued events into ``history.jsonl`` lines.
 
-:class:`kchaos.workloads.history.HistoryWriter` starts it with ``python -I -S scribe.py FD T0 PATH``
-(standard library only, so it starts in milliseconds). Formatting JSON text is the
-expensive part of recording; doing it here keeps it off the recording process's GIL, whose
-one thread drives the producers.
+:class:`kchaos.harness.rundir.history_writer.HistoryWriter` starts it with
+``python -I -S scribe.py FD T0 PATH`` (standard library only, so it starts in
+milliseconds). Formatting JSON text is the expensive part of recording; doing it here
+keeps it off the recording process's GIL, whose one thread drives the producers.
 
 The writer queues each line flat on one list, ``template, clock, field, field, field``
 (the template is bytes; ``clock`` is ``time.monotonic_ns()``, ``T0`` is subtracted here;
@@ -18,9 +18,10 @@ Protocol on stdin, frames of ``<length: u32 LE><kind: 1 byte><payload>``:
 * ``S``: sync: once everything received so far is written, answer ``S`` on stdout.
 
 The scribe answers ``R`` once it holds an exclusive ``flock`` on the file, which it keeps
-while it runs, so a reader can wait for it (:func:`kchaos.workloads.history.wait_for_writer`). On
-end of input (the writer closed, or its process died) it fsyncs, prints a JSON status
-(``{"bad": [...], "error": ..., "lines": N}``) and exits. SIGINT and SIGTERM are ignored:
+while it runs, so a reader can wait for it
+(:func:`kchaos.harness.rundir.history_writer.wait_for_writer`). On end of input (the
+writer closed, or its process died) it fsyncs, prints a JSON status (``{"bad": [...],
+"error": ..., "lines": N}``) and exits. SIGINT and SIGTERM are ignored:
 the scribe lives exactly as long as its writer's pipe, and a Ctrl-C must not cost lines.
 
 Order: lines are numbered in the order they were queued (``list.extend`` is atomic under

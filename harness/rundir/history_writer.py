@@ -14,7 +14,7 @@ The real sink is :class:`HistoryWriter`; :class:`ListSink` (tests) keeps parsed 
 How the writer stays cheap for the thread that records: a call reads the clock and
 extends one list with the line's template and fields (atomic under the GIL, so no lock
 is taken). Every 50 ms a flusher thread hands what piled up, as one ``marshal``-ed list,
-to the scribe (:mod:`kchaos.workloads.scribe`), a child process that numbers the lines, builds
+to the scribe (:mod:`kchaos.harness.rundir.scribe`), a child process that numbers the lines, builds
 the JSON text and appends whole lines to the file. Formatting off the recording process
 matters because one GIL-bound thread drives the producers (docs/workloads.md).
 
@@ -47,8 +47,8 @@ from typing import Any, Protocol
 import orjson
 
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir import scribe as _scribe
 from kchaos.harness.rundir.history import read_events
-from kchaos.workloads import scribe as _scribe
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ FLUSH_INTERVAL_S = 0.05  # the flusher wakes twice per 100 ms promise
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
 
 # A template (bytes) is filled with (index, time, field, field, field); a line with fewer
-# fields ends in one "%s" per missing field, filled with b"" (see workloads.scribe).
+# fields ends in one "%s" per missing field, filled with b"" (see rundir.scribe).
 _HEAD = b'{"index":%d,"time":%d'
 _FIELDS = 3
 _NO = b""  # the filler of an unused field
@@ -148,7 +148,7 @@ class HistoryWriter:
     Lines get ``index`` 0, 1, 2, ... in the order they were recorded and ``time`` in
     monotonic nanoseconds since the writer was created, never going backwards along the
     file. Recording relies on the GIL: ``list.extend`` of a tuple is atomic. The JSON
-    text is made by the scribe process (:mod:`kchaos.workloads.scribe`).
+    text is made by the scribe process (:mod:`kchaos.harness.rundir.scribe`).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, flush_interval: float = FLUSH_INTERVAL_S):
@@ -159,7 +159,7 @@ class HistoryWriter:
             raise HistoryError("history file exists and is not empty", file=str(self.path))
         self._t0 = _clock()
         self._scribe = _start_scribe(self.path, self._t0)
-        self._pending: list[Any] = []  # flat lines (see workloads.scribe), taken by _send
+        self._pending: list[Any] = []  # flat lines (see rundir.scribe), taken by _send
         self._queue = self._pending.extend
         self._open = [True]
         self._pipe_lock = threading.Lock()  # one frame at a time on the scribe's stdin

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from kchaos.harness.errors import HistoryError
-from kchaos.workloads.history import (
+from kchaos.harness.rundir.history_writer import (
     HistoryWriter,
     ListSink,
     NullSink,
@@ -23,7 +23,7 @@ from kchaos.workloads.history import (
     read_history,
     wait_for_writer,
 )
-from kchaos.workloads.scribe import Renderer
+from kchaos.harness.rundir.scribe import Renderer
 
 
 def test_append_adds_index_and_monotonic_time(tmp_path: Path) -> None:
@@ -252,7 +252,7 @@ def test_record_after_close_is_an_error(tmp_path: Path) -> None:
 WRITER_SCRIPT = textwrap.dedent(
     """
     import sys, threading
-    from kchaos.workloads.history import HistoryWriter
+    from kchaos.harness.rundir.history_writer import HistoryWriter
     w = HistoryWriter(sys.argv[1])
     def work(p):
         i = 0

@@ -1,0 +1,73 @@
+"""The name of every file and folder a run directory (and a batch directory) holds.
+
+One constant per name; :class:`kchaos.harness.rundir.rundir.RunDir` turns them into
+paths, and no module outside this package spells them (``tests/unit/rundir/
+test_no_run_file_names.py`` fails naming ``file:line`` where one does). What each file
+holds and who writes it: docs/run-directory.md.
+"""
+
+from __future__ import annotations
+
+# -- the history format's files (../shared/docs/history-format.md)
+RUN_JSON = "run.json"
+HISTORY_JSONL = "history.jsonl"
+CONTROLLER_JSONL = "controller.jsonl"
+RESULTS_JSON = "results.json"
+ANALYSIS_DIR = "analysis"
+#: ``analysis/summary.json`` (and the reports' own summary.json at the top level).
+SUMMARY_JSON = "summary.json"
+#: ``analysis/windows.json`` and ``analysis/windows.parquet``: one run's time windows.
+WINDOWS_JSON = "windows.json"
+WINDOWS_PARQUET = "windows.parquet"
+
+# -- kchaos's other evidence
+REPLICAS_JSONL = "replicas.jsonl"
+REREAD_JSONL = "reread.jsonl"
+BROKER_METRICS_JSONL = "broker-metrics.jsonl"
+PROMETHEUS_YML = "prometheus.yml"
+PROMETHEUS_JSON = "prometheus.json"
+HISTORY_PARQUET = "history.parquet"
+
+# -- logs/: each node's container log split by logger, and the clients' own log
+LOGS_DIR = "logs"
+METADATA_DUMP_TXT = "metadata-dump.txt"
+LIBRDKAFKA_LOG = "librdkafka.log"
+SERVER_LOG = "server.log"
+CONTROLLER_LOG = "controller.log"
+STATE_CHANGE_LOG = "state-change.log"
+#: A node's log files, in ``logs/<container>/``.
+NODE_LOGS: tuple[str, ...] = (SERVER_LOG, CONTROLLER_LOG, STATE_CHANGE_LOG)
+
+# -- the reports' outputs (a run directory's and a batch directory's)
+REPORT_HTML = "report.html"
+JUNIT_XML = "junit.xml"
+
+# -- batch directories' own files
+SOAK_JSON = "soak.json"
+SHRINK_JSON = "shrink.json"
+SHRUNK_YAML = "shrunk.yaml"
+
+#: The file names a scan of the code looks for (the folders are too common a word).
+FILE_NAMES: tuple[str, ...] = (
+    RUN_JSON,
+    HISTORY_JSONL,
+    CONTROLLER_JSONL,
+    RESULTS_JSON,
+    SUMMARY_JSON,
+    WINDOWS_JSON,
+    WINDOWS_PARQUET,
+    REPLICAS_JSONL,
+    REREAD_JSONL,
+    BROKER_METRICS_JSONL,
+    PROMETHEUS_YML,
+    PROMETHEUS_JSON,
+    HISTORY_PARQUET,
+    METADATA_DUMP_TXT,
+    LIBRDKAFKA_LOG,
+    *NODE_LOGS,
+    REPORT_HTML,
+    JUNIT_XML,
+    SOAK_JSON,
+    SHRINK_JSON,
+    SHRUNK_YAML,
+)
