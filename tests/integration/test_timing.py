@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kchaos.workloads.history import FLUSH_INTERVAL_S, HistoryWriter, read_history
+from kchaos.harness.rundir.history_writer import FLUSH_INTERVAL_S, HistoryWriter, read_history
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(120)]
 
