@@ -97,6 +97,7 @@ class TxnWorkerBase:
         self._client: TxnProducerClient | None = None
         self._results: dict[str, SendResult] = {}
         self._timeout_s = spec.timeout_ms / 1000.0
+        self._deadline = 0.0  # monotonic end of the current transaction's send budget
         self._pad = padder(spec.message_size)
 
     # -- lines -------------------------------------------------------------------------
@@ -151,6 +152,8 @@ class TxnWorkerBase:
         """
         client = self._client
         assert client is not None
+        started = time.monotonic()
+        self._deadline = started + self._timeout_s  # sends and offsets within the timeout
         txn = f"{self.process}-{self.next_number}"
         self.next_number += 1
         self._results = {}
@@ -168,7 +171,7 @@ class TxnWorkerBase:
                 data = self._pad(s["value"])
                 key = s.get("key")
                 client.send(s["topic"], None if key is None else key.encode(), data, s["value"])
-            left = client.flush(self._timeout_s)
+            left = client.flush(self._remaining())
             if left:
                 error = TxnError("TIMED_OUT", f"{left} sends unacknowledged", abortable=True)
             failed = [r.error for r in self._results.values() if r.error]
@@ -190,11 +193,16 @@ class TxnWorkerBase:
             return self._end("fail", txn, aborted=ABORT_ERROR, error=_name(error))
         return self._commit(client, txn, sends)
 
+    def _remaining(self) -> float:
+        """Seconds left of the transaction's own budget (at least a little)."""
+        return max(0.5, self._deadline - time.monotonic())
+
     def _commit(self, client: TxnProducerClient, txn: str, sends: list[dict[str, Any]]) -> str:
-        deadline = time.monotonic() + 2 * self._timeout_s
+        # the commit may use the rest of the budget and one more timeout, then it is info
+        deadline = self._deadline + self._timeout_s
         while True:
             try:
-                client.commit(self._timeout_s)
+                client.commit(max(0.5, min(self._timeout_s, deadline - time.monotonic())))
                 break
             except TxnError as exc:
                 if exc.fatal or exc.fenced:
@@ -339,7 +347,7 @@ class TxnCopier(TxnWorkerBase):
             for r in records
         ]  # fmt: skip
         sends = [
-            {"topic": self.copier.output, "key": f"k{r.partition}", "value": f"{txn}-{i}",
+            {"topic": self.copier.output, "key": value_of(r.data), "value": f"{txn}-{i}",
              "copy_of": value_of(r.data)}
             for i, r in enumerate(records)
         ]  # fmt: skip
@@ -351,7 +359,7 @@ class TxnCopier(TxnWorkerBase):
         metadata = consumer.group_metadata()
 
         def commit_offsets(client: TxnProducerClient) -> None:
-            client.send_offsets(positions, metadata, self._timeout_s)
+            client.send_offsets(positions, metadata, self._remaining())
 
         try:
             outcome = self._transaction(sends, extra, commit_offsets)

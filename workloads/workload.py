@@ -272,7 +272,7 @@ class Workload:
                 producer.request_stop()  # all stop sending at once, then each flushes
             try:
                 for worker in self.transactional:  # ends its transaction, then exits
-                    worker.stop(self.spec.close_timeout_s + self._txn_timeout_s())
+                    worker.stop(self.spec.close_timeout_s + 2 * self._txn_timeout_s())
                 for producer in self.producers:
                     try:
                         producer.stop(self.spec.close_timeout_s)
