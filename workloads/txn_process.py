@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
@@ -106,6 +107,11 @@ def make_worker(config: TxnWorkerConfig, sink: EventSink, stop: threading.Event)
             **common,
         )  # fmt: skip
     return TxnProducer(*args, topics=config.topics, **common)
+
+
+def child_command(config: TxnWorkerConfig) -> list[str]:
+    """The child's command line: this module, with the worker's settings."""
+    return [sys.executable, "-m", "kchaos.workloads.txn_process", config.to_json()]
 
 
 class _Tracker:
@@ -196,10 +202,16 @@ class TxnProcessWorker:
     """A transactional worker in a child process, restarted when it dies unasked."""
 
     def __init__(
-        self, config: TxnWorkerConfig, sink: HistorySink, *, log_dir: Path | None = None
+        self,
+        config: TxnWorkerConfig,
+        sink: HistorySink,
+        *,
+        log_dir: Path | None = None,
+        command: Callable[[TxnWorkerConfig], list[str]] | None = None,
     ) -> None:
         self.process = config.process
         self.config = config
+        self._command = command or child_command
         self._tracker = _Tracker(sink)
         self._log_dir = log_dir
         self._child: subprocess.Popen[bytes] | None = None
@@ -232,7 +244,7 @@ class TxnProcessWorker:
             log_file = open(self._log_dir / f"txn-{self.process}.log", "ab")  # noqa: SIM115
         try:
             return subprocess.Popen(
-                [sys.executable, "-m", "kchaos.workloads.txn_process", config.to_json()],
+                self._command(config),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log_file,
