@@ -50,6 +50,64 @@ class ClientFatal(Exception):
 SendCallback = Callable[[str, SendResult], None]  # (value, result)
 
 
+class TxnError(Exception):
+    """A transactional call failed: the error's canonical name and what the client says
+    may be done next (librdkafka's and Kafka's own classification)."""
+
+    def __init__(
+        self,
+        name: str,
+        detail: str = "",
+        *,
+        retriable: bool = False,
+        abortable: bool = False,
+        fatal: bool = False,
+    ) -> None:
+        super().__init__(f"{name}: {detail}" if detail else name)
+        self.name = name
+        self.retriable = retriable
+        self.abortable = abortable
+        self.fatal = fatal
+
+    @property
+    def fenced(self) -> bool:
+        """Another producer took this ``transactional.id`` (a newer epoch)."""
+        return self.name in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "FENCED")
+
+    @property
+    def timed_out(self) -> bool:
+        return self.name in ("TIMED_OUT", "MSG_TIMED_OUT", "REQUEST_TIMED_OUT")
+
+
+class TxnProducerClient(Protocol):
+    """A transactional producer. Every method raises :class:`TxnError` on failure."""
+
+    def init(self, timeout: float) -> tuple[int | None, int | None]:
+        """``init_transactions``; (producer id, epoch) where the client reports them."""
+        ...
+
+    def begin(self) -> None: ...
+
+    def send(self, topic: str, key: bytes | None, data: bytes, value: str) -> None:
+        """Enqueue one record of the open transaction; its result goes to the callback
+        the client was made with."""
+        ...
+
+    def flush(self, timeout: float) -> int:
+        """Wait for delivery reports; the number of records still queued."""
+        ...
+
+    def send_offsets(
+        self, offsets: Sequence[tuple[str, int, int]], group_metadata: object, timeout: float
+    ) -> None: ...
+
+    def commit(self, timeout: float) -> None: ...
+
+    def abort(self, timeout: float) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class ProducerClient(Protocol):
     def send(self, topic: str, key: bytes | None, data: bytes, value: str) -> None:
         """Enqueue one record; ``value`` is handed back to the callback with the result.
@@ -107,6 +165,15 @@ class ConsumerClient(Protocol):
 
     def partitions_for(self, topic: str, timeout: float) -> list[int]: ...
 
+    def position(self, topic: str, partition: int) -> int | None:
+        """The offset the client will read next from an assigned partition (past control
+        records and aborted data for a read_committed reader), None when unknown."""
+        ...
+
+    def group_metadata(self) -> object:
+        """The consumer group metadata a transaction commits offsets with."""
+        ...
+
     def fetch_sources(self) -> dict[TopicPartition, tuple[int, int]]:
         """(leader, broker fetched from) per partition where the client reports it."""
         ...
@@ -136,7 +203,13 @@ def make_consumer(
     rack: str | None = None,
     client_id: str = "kchaos-consumer",
     extra: Mapping[str, str] | None = None,
+    isolation: str = "read_uncommitted",
 ) -> ConsumerClient:
+    """A consumer of ``lib``; ``isolation`` is Kafka's isolation.level (a config of the
+    same name in ``extra`` wins)."""
+    extra = dict(extra or {})
+    if isolation != "read_uncommitted":
+        extra.setdefault("isolation.level" if lib == "confluent" else "isolation_level", isolation)
     if lib == "confluent":
         from kchaos.workloads.confluent_client import ConfluentConsumer
 

@@ -246,5 +246,21 @@ class ConfluentConsumer:
             raise KafkaException(tmeta.error if tmeta is not None else "no such topic")
         return sorted(tmeta.partitions)
 
+    def position(self, topic: str, partition: int) -> int | None:
+        (found,) = self._consumer.position([CTopicPartition(topic, partition)])
+        return int(found.offset) if found.offset >= 0 else None
+
+    def group_metadata(self) -> object:
+        return self._consumer.consumer_group_metadata()
+
+    def committed(
+        self, partitions: Sequence[TopicPartition], timeout: float
+    ) -> dict[TopicPartition, int]:
+        """The group's committed offsets (partitions without one are left out)."""
+        done = self._consumer.committed(
+            [CTopicPartition(t, p) for t, p in partitions], timeout=timeout
+        )
+        return {(tp.topic, tp.partition): int(tp.offset) for tp in done if tp.offset >= 0}
+
     def close(self) -> None:
         self._consumer.close()

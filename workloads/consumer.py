@@ -3,7 +3,8 @@
 Lines written (process = the worker's id):
 
 * ``ok assign`` with the FULL assignment after every rebalance (an empty list when
-  partitions are revoked or lost), after the manual assignment and after every seek;
+  partitions are revoked or lost), after the manual assignment and after every seek,
+  and the reader's ``isolation`` (format 1.2: ``read_committed`` or ``read_uncommitted``);
 * ``invoke poll`` then ``ok poll`` with ``records`` in the order the client returned them
   (an ``errors`` list is added when the client reported errors in that poll; a poll that
   raised is ``fail`` with ``error``);
@@ -97,6 +98,7 @@ class ConsumerWorker:
                 "type": "ok",
                 "f": "assign",
                 "partitions": [[t, p] for t, p in self.assignment],
+                "isolation": self.spec.isolation,
             }
         )
 

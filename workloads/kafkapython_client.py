@@ -189,6 +189,13 @@ class KafkaPythonConsumer:
             raise kerrors.UnknownTopicOrPartitionError(topic)
         return sorted(parts)
 
+    def position(self, topic: str, partition: int) -> int | None:
+        found = self._consumer.position(KTopicPartition(topic, partition), timeout_ms=5000)
+        return None if found is None else int(found)
+
+    def group_metadata(self) -> object:
+        return self._consumer.group_metadata()
+
     def fetch_sources(self) -> dict[TopicPartition, tuple[int, int]]:
         return {}  # kafka-python does not report which replica it fetches from
 

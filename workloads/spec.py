@@ -15,6 +15,8 @@ from kchaos.harness.errors import ConfigError
 
 ClientLib = Literal["confluent", "kafka-python", "java"]
 CLIENT_LIBS: tuple[str, ...] = ("confluent", "kafka-python", "java")
+Isolation = Literal["read_uncommitted", "read_committed"]
+ISOLATIONS: tuple[str, ...] = ("read_uncommitted", "read_committed")
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,81 @@ class ConsumerSpec:
     commit_interval_s: float = 2.0  # 0 = never commit
     poll_timeout_s: float = 0.5
     max_records: int = 500
+    isolation: Isolation = "read_uncommitted"  # Kafka's isolation.level
     extra: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CopierSpec:
+    """A consume-transform-produce copier: ``input`` -> ``output``, exactly once."""
+
+    input: str
+    output: str
+    group_id: str = "kchaos-copier"
+    max_batch: int = 20  # input records copied per transaction, at most
+
+
+@dataclass(frozen=True)
+class TxnSpec:
+    """Transactional producers (and an optional copier), format 1.2.
+
+    Each producer worker ``i`` uses ``transactional.id`` ``<id_prefix>-<process>``, the
+    same across its restarts. A transaction sends 1..``max_sends`` values, each to a
+    topic and key drawn at random, and is aborted on purpose with probability
+    ``abort_ratio``.
+    """
+
+    producers: int = 1
+    topics: tuple[str, ...] = ()  # empty: the workload's topics but the copier's output
+    max_sends: int = 4
+    abort_ratio: float = 0.2
+    rate: float | None = 5.0  # transactions per second per producer; None = flat out
+    timeout_ms: int = 10000  # transaction.timeout.ms
+    keys: int = 16
+    message_size: int = 100
+    id_prefix: str = "kchaos-t"
+    isolated: bool = True  # each transactional client in a process of its own
+    copier: CopierSpec | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)  # raw producer configs
+
+    def validate(self, topics: tuple[str, ...], where: str = "transactions") -> None:
+        if self.producers < 0:
+            raise ConfigError("producers must be >= 0", field=f"{where}.producers")
+        if self.max_sends < 1:
+            raise ConfigError("max_sends must be at least 1", field=f"{where}.max_sends")
+        if not 0.0 <= self.abort_ratio <= 1.0:
+            raise ConfigError("abort_ratio must be within [0, 1]", field=f"{where}.abort_ratio")
+        if self.rate is not None and self.rate <= 0:
+            raise ConfigError("rate must be positive (or absent for max)", field=f"{where}.rate")
+        if self.timeout_ms < 1000:
+            raise ConfigError("timeout must be at least 1 s", field=f"{where}.timeout")
+        if self.message_size < 1:
+            raise ConfigError("message_size must be at least 1", field=f"{where}.message_size")
+        for name in self.producer_topics(topics):
+            if name not in topics:
+                raise ConfigError(
+                    f"topic {name!r} is not a workload topic", field=f"{where}.topics"
+                )
+        if self.producers and not self.producer_topics(topics):
+            raise ConfigError("the transactional producers have no topic", field=f"{where}.topics")
+        c = self.copier
+        if c is not None:
+            for key, name in (("input", c.input), ("output", c.output)):
+                if name not in topics:
+                    raise ConfigError(
+                        f"topic {name!r} is not a workload topic", field=f"{where}.copier.{key}"
+                    )
+            if c.input == c.output:
+                raise ConfigError("input and output must differ", field=f"{where}.copier.output")
+            if c.max_batch < 1:
+                raise ConfigError("max_batch must be at least 1", field=f"{where}.copier.max_batch")
+
+    def producer_topics(self, topics: tuple[str, ...]) -> tuple[str, ...]:
+        """The topics the transactional producers write."""
+        if self.topics:
+            return self.topics
+        out = self.copier.output if self.copier is not None else None
+        return tuple(t for t in topics if t != out)
 
 
 @dataclass(frozen=True)
@@ -81,6 +157,9 @@ class WorkloadSpec:
     monitor_interval_s: float = 0.5
     metrics_interval_s: float = 2.0
     first_process: int = 1  # producers get ids first_process.., consumers after them
+    # transactional producers and copier (ids after the consumers); a run with them
+    # drains read_committed (history format 1.2)
+    transactions: TxnSpec | None = None
 
     def validate(self) -> None:
         if not self.topics:
@@ -99,3 +178,10 @@ class WorkloadSpec:
                     f"mode must be subscribe or assign, not {consumer.mode!r}",
                     field=f"consumers[{i}].mode",
                 )
+            if consumer.isolation not in ISOLATIONS:
+                raise ConfigError(
+                    f"isolation must be one of {', '.join(ISOLATIONS)}, not {consumer.isolation!r}",
+                    field=f"consumers[{i}].isolation",
+                )
+        if self.transactions is not None:
+            self.transactions.validate(self.topics)

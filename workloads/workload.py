@@ -9,8 +9,10 @@
             result = workload.drain()
         # leaving the block stops the monitor
 
-Process ids: producers ``first_process ..``, consumers right after them; the monitor is
-``"monitor"`` and the drain ``"drain"``.
+Process ids: producers ``first_process ..``, consumers right after them, then the
+transactional producers and the copier (``spec.transactions``); the monitor is
+``"monitor"`` and the drain ``"drain"``. With transactions the drain reads
+read_committed and waits for the last stable offsets (workloads.drain).
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.monitor import AdminMetadataSource, Monitor
 from kchaos.workloads.producer import ProducerWorker, producer_factory
 from kchaos.workloads.spec import WorkloadSpec
+from kchaos.workloads.txn_process import TxnProcessWorker, TxnThreadWorker, TxnWorkerConfig
 
 log = logging.getLogger(__name__)
 METRICS_PORT = 7071
+LSO_WAIT_MARGIN_S = 10.0  # beyond the transaction timeout, for the coordinator's abort
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,11 @@ class WorkloadStats:
     info: int
     polls: int
     records_read: int
+    # transactions (format 1.2): transactions invoked and their outcomes
+    txn_invoked: int = 0
+    txn_ok: int = 0
+    txn_fail: int = 0
+    txn_info: int = 0
 
 
 class Workload:
@@ -86,12 +95,16 @@ class Workload:
         self.metrics = metrics
         self.producers: list[Any]
         self.consumers: list[Any]
+        self.transactional: list[TxnProcessWorker | TxnThreadWorker] = []
+        self._run_dir = None if run_dir is None else Path(run_dir)
         if spec.client == "java":
             if java is None:
                 raise WorkloadError("client java runs in containers: use Workload.for_cluster")
             self._java_workers(java)
         else:
             self._python_workers()
+        if spec.transactions is not None:
+            self._txn_workers()
         self.monitor: Monitor | None = None
         if monitor:
             self.monitor = Monitor(
@@ -131,11 +144,42 @@ class Workload:
                 sink,
                 self._consumer_factory(cspec.group_id if cspec.mode == "subscribe" else None,
                                        cspec.rack, f"kchaos-c{first + spec.producers + i}",
-                                       cspec.extra),
+                                       cspec.extra, cspec.isolation),
                 metrics=metrics,
             )
             for i, cspec in enumerate(spec.consumers)
         ]  # fmt: skip
+
+    def _txn_workers(self) -> None:
+        """Transactional producers, then the copier; ``transactional.id`` is the prefix
+        and the process id, the same for every restart of that worker."""
+        spec = self.spec
+        tx = spec.transactions
+        assert tx is not None
+        if spec.client != "confluent":
+            raise WorkloadError(
+                "transactional workers are implemented with confluent-kafka only "
+                f"(workload client {spec.client!r})"
+            )
+        first = spec.first_process + spec.producers + len(spec.consumers)
+        topics = tx.producer_topics(spec.topics)
+        configs = [
+            TxnWorkerConfig(first + i, "producer", f"{tx.id_prefix}-{first + i}",
+                            self.bootstrap_servers, tx, topics)
+            for i in range(tx.producers)
+        ]  # fmt: skip
+        if tx.copier is not None:
+            process = first + tx.producers
+            configs.append(
+                TxnWorkerConfig(process, "copier", f"{tx.id_prefix}-{process}",
+                                self.bootstrap_servers, tx)
+            )  # fmt: skip
+        log_dir = None if self._run_dir is None else self._run_dir / "logs"
+        for config in configs:
+            if tx.isolated:
+                self.transactional.append(TxnProcessWorker(config, self.sink, log_dir=log_dir))
+            else:
+                self.transactional.append(TxnThreadWorker(config, self.sink))
 
     def _java_workers(self, java: JavaRuntime) -> None:
         """One container per worker; producer i writes topic i mod len(topics) (the tools
@@ -182,12 +226,18 @@ class Workload:
         )
 
     def _consumer_factory(
-        self, group_id: str | None, rack: str | None, client_id: str, extra: Mapping[str, str]
+        self,
+        group_id: str | None,
+        rack: str | None,
+        client_id: str,
+        extra: Mapping[str, str],
+        isolation: str = "read_uncommitted",
     ) -> Any:
         lib, servers = self.spec.client, self.bootstrap_servers
         return lambda: make_consumer(
-            lib, servers, group_id=group_id, rack=rack, client_id=client_id, extra=extra
-        )
+            lib, servers, group_id=group_id, rack=rack, client_id=client_id, extra=extra,
+            isolation=isolation,
+        )  # fmt: skip
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -209,6 +259,8 @@ class Workload:
             consumer.ready.wait(30)
         for producer in self.producers:
             producer.start()
+        for worker in self.transactional:
+            worker.start()
 
     def stop(self) -> WorkloadStats:
         """Stop producers (flush, then in-flight sends -> info) and consumers.
@@ -217,9 +269,11 @@ class Workload:
         """
         if not self._stopped:
             self._stopped = True
-            for producer in self.producers:
+            for producer in [*self.producers, *self.transactional]:
                 producer.request_stop()  # all stop sending at once, then each flushes
             try:
+                for worker in self.transactional:  # ends its transaction, then exits
+                    worker.stop(self.spec.close_timeout_s + 2 * self._txn_timeout_s())
                 for producer in self.producers:
                     try:
                         producer.stop(self.spec.close_timeout_s)
@@ -232,7 +286,7 @@ class Workload:
                 if self._client_log is not None:
                     stop_logging(self._client_log)
                     self._client_log = None
-        errors = [p.error for p in self.producers if p.error is not None]
+        errors = [p.error for p in [*self.producers, *self.transactional] if p.error is not None]
         errors += [c.error for c in self.consumers if c.error is not None]
         if errors:
             raise WorkloadError(f"{len(errors)} worker(s) failed; first: {errors[0]!r}")
@@ -242,6 +296,9 @@ class Workload:
         def total(key: str) -> int:
             return sum(p.counts[key] for p in self.producers)
 
+        def txns(key: str) -> int:
+            return sum(w.counts[key] for w in self.transactional)
+
         return WorkloadStats(
             invoked=total("invoke"),
             ok=total("ok"),
@@ -249,7 +306,15 @@ class Workload:
             info=total("info"),
             polls=sum(c.polls for c in self.consumers),
             records_read=sum(c.records for c in self.consumers),
+            txn_invoked=txns("invoke"),
+            txn_ok=txns("ok"),
+            txn_fail=txns("fail"),
+            txn_info=txns("info"),
         )
+
+    def _txn_timeout_s(self) -> float:
+        tx = self.spec.transactions
+        return 0.0 if tx is None else tx.timeout_ms / 1000.0
 
     def run(self, duration_s: float | None = None) -> WorkloadStats:
         """start(), sleep for the spec's duration (or ``duration_s``), stop()."""
@@ -261,15 +326,24 @@ class Workload:
         """Read every partition to its high watermark (call after faults are healed)."""
         lib, servers = _python_lib(self.spec.client), self.bootstrap_servers
         quiet = {"log_level": QUIET_LOG_LEVEL} if lib == "confluent" else None
+        transactions = self.spec.transactions is not None
+        isolation = "read_committed" if transactions else "read_uncommitted"
         return drain(
             lambda: make_consumer(
-                lib, servers, group_id=None, client_id="kchaos-drain", extra=quiet
+                lib, servers, group_id=None, client_id="kchaos-drain", extra=quiet,
+                isolation=isolation,
             ),
             self.spec.topics,
             self.sink,
             deadline_s=self.spec.drain_deadline_s if deadline_s is None else deadline_s,
             metrics=self.metrics,
-        )
+            hwm_factory=(
+                (lambda: make_consumer(lib, servers, group_id=None, client_id="kchaos-drain-hwm",
+                                       extra=quiet))
+                if transactions else None
+            ),
+            lso_wait_s=self._txn_timeout_s() + LSO_WAIT_MARGIN_S,
+        )  # fmt: skip
 
     def close(self) -> None:
         """Stop everything still running (idempotent; safe on every exit path)."""

@@ -107,6 +107,12 @@ class _Live:
                 for key in counts:
                     counts[key] += int(p.counts.get(key, 0))
             text = f"sends ok {counts['ok']} fail {counts['fail']} info {counts['info']}"
+            txn = {"ok": 0, "fail": 0, "info": 0}
+            for w in getattr(self.workload, "transactional", ()):
+                for key in txn:
+                    txn[key] += int(w.counts.get(key, 0))
+            if any(txn.values()):
+                text += f"  txns ok {txn['ok']} fail {txn['fail']} info {txn['info']}"
         try:
             from kchaos.faults.base import active_faults
 

@@ -101,7 +101,9 @@ def initial(sc: Scenario, run_id: str, kafka_version: str, command: list[str] | 
             "mode": consumers.mode,
             "rack": consumers.rack,
             "configs": dict(consumers.configs),
+            "isolation": consumers.isolation,
         },
+        "transactions": scenario["workload"].get("transactions"),
         "checks": scenario["checks"],
         "expect": scenario["expect"],
     }

@@ -63,7 +63,20 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
         **_present(q, "count", "mode", "group", "rack"),
         "configs": dict(q.get("configs") or {}),
     }
+    if q.get("isolation", "read_uncommitted") != "read_uncommitted":
+        workload["consumers"]["isolation"] = q["isolation"]
     workload.update(_present(w, "monitor_interval", "drain_timeout"))
+    t = w.get("transactions")
+    if t:
+        txn = _present(t, "producers", "max_sends", "abort_ratio", "rate", "timeout", "keys",
+                       "message_size", "process")  # fmt: skip
+        if t.get("topics"):
+            txn["topics"] = list(t["topics"])
+        txn["readers"] = dict(t.get("readers") or {})
+        if t.get("copier"):
+            txn["copier"] = dict(t["copier"])
+        txn["configs"] = dict(t.get("configs") or {})
+        workload["transactions"] = txn
     n = sc.get("nemesis") or {}
     nemesis: dict[str, Any] = {}
     if n.get("steps"):

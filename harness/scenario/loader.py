@@ -29,13 +29,16 @@ from kchaos.harness.scenario.model import (
     ChecksConfig,
     ClusterConfig,
     ConsumerConfig,
+    CopierConfig,
     ExpectConfig,
     FaultStep,
     NemesisConfig,
     ProducerConfig,
     RandomSchedule,
+    ReadersConfig,
     Scenario,
     TopicConfig,
+    TransactionsConfig,
     WorkloadConfig,
 )
 from kchaos.harness.scenario.properties import load_properties_lines
@@ -141,6 +144,39 @@ def _default_target(faults: Sequence[Any]) -> str:
     return "random"
 
 
+def _transactions(src: Source, t: Mapping[str, Any] | None) -> TransactionsConfig | None:
+    if t is None:
+        return None
+    r = t.get("readers") or {}
+    c = t.get("copier")
+    copier = None
+    if c is not None:
+        copier = CopierConfig(
+            input=c["input"],
+            output=c["output"],
+            group=c.get("group", "kchaos-copier"),
+            max_batch=c.get("max_batch", 20),
+        )
+    return TransactionsConfig(
+        producers=t.get("producers", 1),
+        topics=tuple(t.get("topics", ())),
+        max_sends=t.get("max_sends", 4),
+        abort_ratio=float(t.get("abort_ratio", 0.2)),
+        rate=float(t.get("rate", 5.0)),
+        keys=t.get("keys", 16),
+        message_size=t.get("message_size", 100),
+        process=t.get("process", True),
+        readers=ReadersConfig(
+            subscribe=r.get("subscribe", 0),
+            assign=r.get("assign", 0),
+            group=r.get("group", "kchaos-txn"),
+        ),
+        copier=copier,
+        configs=_props(t.get("configs")),
+        **_durations(src, ("workload", "transactions"), t, ("timeout",)),
+    )
+
+
 def _build(src: Source, seed: int | None) -> Scenario:
     d = src.data
     c = d.get("cluster", {})
@@ -187,7 +223,9 @@ def _build(src: Source, seed: int | None) -> Scenario:
             group=q.get("group", "kchaos"),
             rack=q.get("rack"),
             configs=_props(q.get("configs")),
+            isolation=q.get("isolation", "read_uncommitted"),
         ),
+        transactions=_transactions(src, w.get("transactions")),
         **_durations(src, ("workload",), w, ("duration", "monitor_interval", "drain_timeout")),
     )
     n = d.get("nemesis", {})

@@ -62,6 +62,44 @@ class ConsumerConfig:
     group: str = "kchaos"
     rack: str | None = None  # client.rack: read from a follower in that rack (KIP-392)
     configs: Mapping[str, str] = field(default_factory=dict)
+    isolation: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
+
+
+@dataclass(frozen=True)
+class CopierConfig:
+    """A consume-transform-produce copier (input -> output, offsets in the transaction)."""
+
+    input: str
+    output: str
+    group: str = "kchaos-copier"
+    max_batch: int = 20  # input records per transaction, at most
+
+
+@dataclass(frozen=True)
+class ReadersConfig:
+    """read_committed consumers of a transactional run (besides ``consumers``)."""
+
+    subscribe: int = 0  # group members
+    assign: int = 0  # manual assignment of every partition
+    group: str = "kchaos-txn"
+
+
+@dataclass(frozen=True)
+class TransactionsConfig:
+    """Transactional producers, readers and copier (history format 1.2)."""
+
+    producers: int = 1
+    topics: tuple[str, ...] = ()  # empty: the workload's topics but the copier's output
+    max_sends: int = 4  # values per transaction: 1 to this many
+    abort_ratio: float = 0.2  # the share of transactions aborted on purpose
+    rate: float = 5.0  # transactions per second per producer; 0 = as fast as possible
+    timeout: float = 10.0  # transaction.timeout.ms, in seconds
+    keys: int = 16
+    message_size: int = 100
+    process: bool = True  # each transactional client in a process of its own
+    readers: ReadersConfig = field(default_factory=ReadersConfig)
+    copier: CopierConfig | None = None
+    configs: Mapping[str, str] = field(default_factory=dict)  # raw producer configs
 
 
 @dataclass(frozen=True)
@@ -73,6 +111,7 @@ class WorkloadConfig:
     consumers: ConsumerConfig = field(default_factory=ConsumerConfig)
     monitor_interval: float = 0.5
     drain_timeout: float = 120.0
+    transactions: TransactionsConfig | None = None
 
 
 @dataclass(frozen=True)

@@ -32,10 +32,16 @@ from kchaos.faults.schedule import (
 from kchaos.faults.trigger import TriggerContext, parse_trigger
 from kchaos.harness.cluster.spec import ClusterSpec, default_kafka_version
 from kchaos.harness.errors import ConfigError
-from kchaos.harness.scenario.model import ProducerConfig, Scenario
+from kchaos.harness.scenario.model import ProducerConfig, Scenario, TransactionsConfig
 from kchaos.harness.scenario.yamlsrc import Path_, Source, dotted
 from kchaos.workloads.clients import QUIET_LOG_LEVEL
-from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+from kchaos.workloads.spec import (
+    ConsumerSpec,
+    CopierSpec,
+    ProducerSpec,
+    TxnSpec,
+    WorkloadSpec,
+)
 
 # (path in the scenario, message) -> the error to raise, placed in the scenario's file.
 Place = Callable[[Path_, str], ConfigError]
@@ -186,16 +192,29 @@ def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
     extra = dict(c.configs)
     if w.client == "confluent-kafka":
         extra.setdefault("log_level", QUIET_LOG_LEVEL)
-    consumer = ConsumerSpec(mode=c.mode, group_id=c.group, rack=c.rack, extra=extra)
+    consumer = ConsumerSpec(
+        mode=c.mode, group_id=c.group, rack=c.rack, isolation=c.isolation, extra=extra
+    )
     try:
         producer = ProducerSpec(**producer_fields(w.producers, w.client))
     except ValueError as exc:
         key, message = exc.args
         raise place(("workload", "producers", "configs", key), message) from None
+    consumers = tuple(consumer for _ in range(c.count))
+    txn = None
+    if w.transactions is not None:
+        if w.client != "confluent-kafka":
+            raise place(
+                ("workload", "transactions"),
+                "transactional workers run on confluent-kafka only (workload.client)",
+            )
+        txn, readers = _txn_spec(w.transactions, extra)
+        consumers += readers
     spec = WorkloadSpec(
         topics=w.topics or tuple(t.name for t in sc.topics),
         producers=w.producers.count,
-        consumers=tuple(consumer for _ in range(c.count)),
+        consumers=consumers,
+        transactions=txn,
         client=CLIENTS[w.client],  # type: ignore[arg-type]
         producer=producer,
         duration_s=w.duration,
@@ -206,9 +225,48 @@ def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
         spec.validate()
     except ConfigError as exc:
         field = exc.field or ""
+        if field.startswith("transactions."):
+            raise place(("workload", *field.split(".")), exc.detail) from None
         path = _WORKLOAD_FIELDS.get(field.split("[")[0], ("workload", "consumers"))
         raise place(path, exc.detail) from None
     return spec
+
+
+def _txn_spec(
+    t: TransactionsConfig, consumer_extra: dict[str, str]
+) -> tuple[TxnSpec, tuple[ConsumerSpec, ...]]:
+    """The transactional workers and their read_committed readers."""
+    copier = None
+    if t.copier is not None:
+        copier = CopierSpec(
+            input=t.copier.input,
+            output=t.copier.output,
+            group_id=t.copier.group,
+            max_batch=t.copier.max_batch,
+        )
+    spec = TxnSpec(
+        producers=t.producers,
+        topics=t.topics,
+        max_sends=t.max_sends,
+        abort_ratio=t.abort_ratio,
+        rate=t.rate if t.rate > 0 else None,
+        timeout_ms=int(round(t.timeout * 1000)),
+        keys=t.keys,
+        message_size=t.message_size,
+        isolated=t.process,
+        copier=copier,
+        extra=dict(t.configs),
+    )
+    r = t.readers
+    readers = tuple(
+        ConsumerSpec(mode="subscribe", group_id=r.group, isolation="read_committed",
+                     extra=consumer_extra)
+        for _ in range(r.subscribe)
+    ) + tuple(
+        ConsumerSpec(mode="assign", isolation="read_committed", extra=consumer_extra)
+        for _ in range(r.assign)
+    )  # fmt: skip
+    return spec, readers
 
 
 # ---------------------------------------------------------------------------- nemesis

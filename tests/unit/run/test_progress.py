@@ -249,3 +249,17 @@ def progress_error() -> Exception:
     from kchaos.harness.errors import ClusterError
 
     return ClusterError("no cluster in a unit test")
+
+
+def test_the_live_line_counts_transactions_when_the_run_has_them() -> None:
+    from kchaos.harness.run.orchestrate import _Live
+
+    live = _Live()
+    live.workload = SimpleNamespace(producers=[], transactional=[])
+    assert "txns" not in live.status()
+    live.workload = SimpleNamespace(
+        producers=[],
+        transactional=[SimpleNamespace(counts={"ok": 3, "fail": 1}),
+                       SimpleNamespace(counts={"ok": 2, "info": 1})],
+    )  # fmt: skip
+    assert "sends ok 0 fail 0 info 0  txns ok 5 fail 1 info 1" in live.status()

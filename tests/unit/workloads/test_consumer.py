@@ -133,3 +133,22 @@ def test_seek_moves_the_position_and_writes_an_assign_line(
     assert len(assigns) == 2 and assigns[1]["partitions"] == [["t", 0], ["t", 1]]
     after = [e for e in sink.events if e["index"] > assigns[1]["index"] and e.get("records")]
     assert after[0]["records"][0]["offset"] == 1
+
+
+@pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
+def test_assign_lines_state_the_readers_isolation(isolation: str) -> None:
+    spec = ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0,
+                        isolation=isolation)  # type: ignore[arg-type]  # fmt: skip
+    sink = run_worker(spec, FakeConsumer(LOGS))
+    assigns = [e for e in sink.events if e["f"] == "assign"]
+    assert assigns and all(e["isolation"] == isolation for e in assigns)
+
+
+def test_make_consumer_passes_the_isolation_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kchaos.workloads import clients, confluent_client
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(confluent_client, "ConfluentConsumer",
+                        lambda *args: seen.update(extra=args[-1]))  # fmt: skip
+    clients.make_consumer("confluent", "h:1", group_id="g", isolation="read_committed")
+    assert seen["extra"] == {"isolation.level": "read_committed"}

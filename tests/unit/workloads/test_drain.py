@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import itertools
+import time
+from typing import Any
 
 import pytest
 from workload_fakes import FakeConsumer
@@ -72,3 +74,68 @@ def test_watermarks_never_available_is_reported(monkeypatch: pytest.MonkeyPatch)
     result = drain(lambda: fake, ["t"], sink, deadline_s=30, clock=lambda: next(ticks))
     assert "watermarks unavailable" in result.failed[("t", 1)]
     assert ("t", 1) not in {(e["topic"], e["partition"]) for e in sink.events if "topic" in e}
+
+
+class CommittedFake(FakeConsumer):
+    """A read_committed reader of one partition whose log holds transaction markers and
+    aborted data it never returns: records at 0, 1, 5 of offsets 0..6 (high watermark 7).
+    Its ListOffsets answer is the last stable offset, one per call from ``lsos``."""
+
+    def __init__(self, lsos: list[int]) -> None:
+        super().__init__({("t", 0): [(0, payload("1-0", 8)), (1, payload("1-1", 8)),
+                                     (5, payload("1-5", 8))]})  # fmt: skip
+        self.lsos = lsos
+
+    def watermarks(self, topic: str, partition: int, timeout: float) -> tuple[int, int]:
+        lso = self.lsos.pop(0) if len(self.lsos) > 1 else self.lsos[0]
+        return 0, lso
+
+    def poll(self, timeout: float, max_records: int) -> tuple[list[Any], list[str]]:
+        records, errors = super().poll(timeout, max_records)
+        lso = self.lsos[0]
+        return [r for r in records if r.offset < lso], errors
+
+    def position(self, topic: str, partition: int) -> int | None:
+        # past the markers and aborted data once every visible record below the LSO was read
+        pos = self.positions[(topic, partition)]
+        visible = [o for o, _ in self.logs[(topic, partition)] if o < self.lsos[0]]
+        return self.lsos[0] if not visible or pos > visible[-1] else pos
+
+
+class HighWatermarks(FakeConsumer):
+    def __init__(self) -> None:
+        super().__init__({("t", 0): []})
+
+    def watermarks(self, topic: str, partition: int, timeout: float) -> tuple[int, int]:
+        return 0, 7
+
+
+def test_read_committed_drain_waits_for_the_last_stable_offset() -> None:
+    fake, sink = CommittedFake([4, 4, 7]), ListSink()
+    result = drain(lambda: fake, ["t"], sink, deadline_s=10, poll_timeout_s=0.01,
+                   hwm_factory=HighWatermarks, lso_wait_s=5)  # fmt: skip
+    assert result.complete
+    (end,) = [e for e in sink.events if e["f"] == "drain-end"]
+    assert end == {**end, "high_watermark": 7, "isolation": "read_committed",
+                   "last_stable_offset": 7}  # fmt: skip
+    read = [r["value"] for e in sink.events if e["f"] == "drain" for r in e["records"]]
+    assert read == ["1-0", "1-1", "1-5"]
+
+
+def test_a_transaction_left_open_ends_the_drain_at_the_last_stable_offset() -> None:
+    fake, sink = CommittedFake([4]), ListSink()
+    began = time.monotonic()
+    result = drain(lambda: fake, ["t"], sink, deadline_s=10, poll_timeout_s=0.01,
+                   hwm_factory=HighWatermarks, lso_wait_s=0.6)  # fmt: skip
+    assert result.complete and time.monotonic() - began < 5
+    (end,) = [e for e in sink.events if e["f"] == "drain-end"]
+    assert end["last_stable_offset"] == 4 and end["high_watermark"] == 7
+    read = [r["value"] for e in sink.events if e["f"] == "drain" for r in e["records"]]
+    assert read == ["1-0", "1-1"]
+
+
+def test_read_uncommitted_drain_end_lines_are_unchanged() -> None:
+    sink = ListSink()
+    drain(lambda: FakeConsumer(logs(3)), ["t"], sink, deadline_s=10)
+    ends = [e for e in sink.events if e["f"] == "drain-end"]
+    assert ends and all("isolation" not in e and "last_stable_offset" not in e for e in ends)

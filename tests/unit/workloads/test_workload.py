@@ -136,3 +136,45 @@ def test_a_run_points_librdkafkas_log_at_its_file_while_clients_run(
     finally:
         workload.stop()
     assert ours() == []
+
+
+def test_transactional_workers_follow_the_consumers_and_keep_one_id_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kchaos.workloads.spec import CopierSpec, TxnSpec
+    from kchaos.workloads.txn_process import TxnProcessWorker, TxnThreadWorker
+
+    spec = WorkloadSpec(
+        topics=("a", "b", "out"), producers=1,
+        consumers=(ConsumerSpec(isolation="read_committed"),),
+        transactions=TxnSpec(producers=2, copier=CopierSpec("a", "out")),
+    )  # fmt: skip
+    workload = wl.Workload(spec, "h:1", ListSink(), monitor=False, run_dir=tmp_path)
+    workers = workload.transactional
+    assert all(isinstance(w, TxnProcessWorker) for w in workers)
+    assert [(w.config.process, w.config.role, w.config.transactional_id) for w in workers] == [
+        (3, "producer", "kchaos-t-3"), (4, "producer", "kchaos-t-4"), (5, "copier", "kchaos-t-5"),
+    ]  # fmt: skip
+    assert workers[0].config.topics == ("a", "b")  # never the copier's output
+    assert workload.stats().txn_invoked == 0
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(wl, "drain", lambda *args, **kwargs: seen.update(kwargs))
+    workload.drain()
+    assert seen["hwm_factory"] is not None and seen["lso_wait_s"] == 20.0
+
+    threads = wl.Workload(
+        WorkloadSpec(topics=("a",), producers=0, consumers=(),
+                     transactions=TxnSpec(isolated=False)),
+        "h:1", ListSink(), monitor=False,
+    ).transactional  # fmt: skip
+    assert len(threads) == 1 and isinstance(threads[0], TxnThreadWorker)
+
+
+def test_a_workload_without_transactions_drains_read_uncommitted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(wl, "drain", lambda *args, **kwargs: seen.update(kwargs))
+    wl.Workload(WorkloadSpec(topics=("a",)), "h:1", ListSink(), monitor=False).drain()
+    assert seen["hwm_factory"] is None

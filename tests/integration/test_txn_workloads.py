@@ -1,0 +1,97 @@
+"""Transactional workloads (history format 1.2) end to end on a real 4.4.0 cluster.
+
+Runs the library scenario ``txn-smoke`` as a user would (``kchaos run``, shortened to a
+20 s workload, its pause and kill kept) and judges the history itself, not ``kchaos
+check``'s verdict (the checker of the 1.2 kinds is separate work):
+
+* every transactional worker (processes 3 to 5, after the two readers) wrote ``txn-init``
+  ok with a producer id, and there are
+  committed (``ok``) and aborted (``fail``) transactions, from the producers and the copier;
+* every value of an ``ok`` transaction is in the read_committed drain, no value of a
+  ``fail`` one is in it or in any read_committed poll;
+* every drain-end line is read_committed with ``last_stable_offset == high_watermark``;
+* the copier copied no input value twice in committed transactions, and the readers'
+  ``assign`` lines say ``read_committed``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.docker]
+
+TOPICS = {"txn-a", "txn-b", "txn-out"}
+
+
+KCHAOS = str(Path(sys.executable).with_name("kchaos"))
+
+
+def _kchaos(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KCHAOS, *args], capture_output=True, text=True, timeout=400)
+
+
+def _history(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+
+
+def test_txn_smoke_commits_are_read_and_aborts_are_not(tmp_path: Path, kafka_images: Any) -> None:
+    run_dir = tmp_path / "run"
+    began = time.monotonic()
+    done = _kchaos(
+        "run", "txn-smoke", "--set", "workload.duration=20s", "--out", str(run_dir), "--quiet"
+    )
+    took = time.monotonic() - began
+    print(f"txn-smoke took {took:.0f} s, exit {done.returncode}")
+    assert (run_dir / "history.jsonl").is_file(), done.stdout + done.stderr
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["status"] == "completed", done.stdout + done.stderr
+    events = _history(run_dir)
+
+    inits = [e for e in events if e["f"] == "txn-init" and e["type"] == "ok"]
+    assert {e["transactional_id"] for e in inits} == {"kchaos-t-3", "kchaos-t-4", "kchaos-t-5"}
+    assert all(isinstance(e.get("producer_id"), int) for e in inits)
+
+    invokes = {e["txn"]: e for e in events if e["f"] == "txn" and e["type"] == "invoke"}
+    outcome = {e["txn"]: e["type"] for e in events if e["f"] == "txn" and e["type"] != "invoke"}
+    assert set(outcome) == set(invokes), "every transaction completes exactly once"
+    assert len(outcome) == len([e for e in events if e["f"] == "txn" and e["type"] != "invoke"])
+    by_kind = Counter(outcome.values())
+    assert by_kind["ok"] > 20 and by_kind["fail"] > 3, by_kind
+    copier = [t for t, e in invokes.items() if "consumed" in e]
+    assert any(outcome[t] == "ok" for t in copier), "the copier committed nothing"
+
+    def values(kind: str) -> set[str]:
+        return {s["value"] for t, k in outcome.items() if k == kind for s in invokes[t]["sends"]}
+
+    committed, aborted = values("ok"), values("fail")
+    drained = {r["value"] for e in events if e["f"] == "drain" for r in e["records"]}
+    assert committed and aborted
+    assert committed <= drained, f"committed values lost: {sorted(committed - drained)[:5]}"
+    assert not aborted & drained, f"aborted values drained: {sorted(aborted & drained)[:5]}"
+    polled = {
+        r["value"] for e in events if e["f"] == "poll" and e["type"] == "ok" for r in e["records"]
+    }
+    assert polled, "the read_committed consumers read nothing"
+    assert not aborted & polled, f"aborted values polled: {sorted(aborted & polled)[:5]}"
+
+    ends = [e for e in events if e["f"] == "drain-end"]
+    assert {e["topic"] for e in ends} == TOPICS and len(ends) == 9
+    for end in ends:
+        assert end["isolation"] == "read_committed"
+        assert end["last_stable_offset"] == end["high_watermark"], end
+
+    copies = Counter(
+        s["copy_of"] for t in copier if outcome[t] == "ok" for s in invokes[t]["sends"]
+    )
+    assert copies and max(copies.values()) == 1, copies.most_common(3)
+    assigns = [e for e in events if e["f"] == "assign"]
+    assert assigns and all(e["isolation"] == "read_committed" for e in assigns)
+    assert took < 180, f"the run took {took:.0f} s"

@@ -1,0 +1,276 @@
+"""The transactional workers' lines (format 1.2) for each way a transaction can end,
+with a scripted fake client: commit, planned abort, abortable / retriable / fatal errors,
+fencing, a refused begin, and the copier's consumed offsets and rewind."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from workload_fakes import FakeConsumer
+
+from kchaos.workloads.clients import SendCallback, SendResult, TxnError
+from kchaos.workloads.history import ListSink
+from kchaos.workloads.spec import CopierSpec, TxnSpec
+from kchaos.workloads.txn import TxnCopier, TxnProducer
+from kchaos.workloads.values import payload
+
+TID = "kchaos-t-7"
+
+
+class FakeTxnClient:
+    """Delivers every send at once (partition 0, offsets counting up); ``script`` maps a
+    method name to the errors its next calls raise (None: succeed)."""
+
+    def __init__(self, on_done: SendCallback, script: dict[str, list[TxnError | None]],
+                 pid: tuple[int | None, int | None]) -> None:  # fmt: skip
+        self.on_done = on_done
+        self.script = script
+        self.pid = pid
+        self.calls: list[str] = []
+        self.offset = 100
+        self.offsets_sent: list[Sequence[tuple[str, int, int]]] = []
+        self.closed = False
+
+    def _step(self, name: str) -> None:
+        self.calls.append(name)
+        queue = self.script.get(name)
+        if queue:
+            error = queue.pop(0)
+            if error is not None:
+                raise error
+
+    def init(self, timeout: float) -> tuple[int | None, int | None]:
+        self._step("init")
+        return self.pid
+
+    def begin(self) -> None:
+        self._step("begin")
+
+    def send(self, topic: str, key: bytes | None, data: bytes, value: str) -> None:
+        self._step("send")
+        self.on_done(value, SendResult(partition=0, offset=self.offset))
+        self.offset += 1
+
+    def flush(self, timeout: float) -> int:
+        self._step("flush")
+        return 0
+
+    def send_offsets(
+        self, offsets: Sequence[tuple[str, int, int]], group_metadata: object, timeout: float
+    ) -> None:
+        self._step("send_offsets")
+        self.offsets_sent.append(list(offsets))
+
+    def commit(self, timeout: float) -> None:
+        time.sleep(0.005)  # a real commit takes a while, even when it fails
+        self._step("commit")
+
+    def abort(self, timeout: float) -> None:
+        self._step("abort")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Harness:
+    """A producer worker that stops after ``txns`` transactions."""
+
+    def __init__(self, txns: int, script: dict[str, list[TxnError | None]] | None = None,
+                 *, abort_ratio: float = 0.0, pid: tuple[int | None, int | None] = (42, 3),
+                 max_sends: int = 3) -> None:  # fmt: skip
+        self.sink = ListSink()
+        self.clients: list[FakeTxnClient] = []
+        self.stop = threading.Event()
+        self.script = script or {}
+        self.pid = pid
+        spec = TxnSpec(max_sends=max_sends, abort_ratio=abort_ratio, rate=None, timeout_ms=1000)
+        self.worker = TxnProducer(
+            7, TID, spec, self.sink, self._factory, topics=("a", "b"), stop=self.stop
+        )
+        self.txns = txns
+        original = self.worker.step
+
+        def step() -> bool:
+            if self.worker.counts["invoke"] >= self.txns:
+                self.stop.set()
+                return False
+            return original()
+
+        self.worker.step = step  # type: ignore[method-assign]
+
+    def _factory(self, on_done: SendCallback) -> FakeTxnClient:
+        client = FakeTxnClient(on_done, self.script, self.pid)
+        self.clients.append(client)
+        return client
+
+    def run(self) -> list[dict[str, Any]]:
+        self.worker.run()
+        return self.sink.events
+
+
+def lines(events: list[dict[str, Any]], f: str, kind: str | None = None) -> list[dict[str, Any]]:
+    return [e for e in events if e["f"] == f and (kind is None or e["type"] == kind)]
+
+
+def test_committed_transactions_record_init_sends_and_offsets() -> None:
+    h = Harness(5)
+    events = h.run()
+    init = lines(events, "txn-init")
+    assert [e["type"] for e in init] == ["invoke", "ok"]
+    assert init[1] == {**init[1], "process": 7, "transactional_id": TID, "producer_id": 42,
+                       "producer_epoch": 3}  # fmt: skip
+    invokes, oks = lines(events, "txn", "invoke"), lines(events, "txn", "ok")
+    assert [e["txn"] for e in invokes] == [f"7-{n}" for n in range(5)]
+    assert [e["txn"] for e in oks] == [e["txn"] for e in invokes]
+    values = [s["value"] for e in invokes for s in e["sends"]]
+    assert len(values) == len(set(values))  # unique in the run
+    for inv, ok in zip(invokes, oks, strict=True):
+        assert inv["transactional_id"] == TID and 1 <= len(inv["sends"]) <= 3
+        assert all(s["topic"] in ("a", "b") and s["key"].startswith("k") for s in inv["sends"])
+        assert [s["value"] for s in ok["sends"]] == [s["value"] for s in inv["sends"]]
+        assert all(s["partition"] == 0 and s["offset"] >= 100 for s in ok["sends"])
+    assert h.worker.counts == {"invoke": 5, "ok": 5, "fail": 0, "info": 0}
+    assert h.clients[0].closed
+
+
+def test_init_without_a_reported_producer_id_omits_it() -> None:
+    h = Harness(1)
+    h.pid = (None, None)
+    ok = lines(h.run(), "txn-init", "ok")[0]
+    assert "producer_id" not in ok and "producer_epoch" not in ok
+
+
+def test_planned_aborts_are_fail_after_abort_returned() -> None:
+    h = Harness(4, abort_ratio=1.0)
+    events = h.run()
+    fails = lines(events, "txn", "fail")
+    assert len(fails) == 4 and all(e["aborted"] == "planned" for e in fails)
+    assert not lines(events, "txn", "ok")
+    assert h.clients[0].calls.count("abort") == 4 and "commit" not in h.clients[0].calls
+
+
+def test_an_abortable_commit_error_aborts_and_is_fail() -> None:
+    h = Harness(2, {"commit": [TxnError("NOT_ENOUGH_REPLICAS", abortable=True)]})
+    events = h.run()
+    first, second = [e for e in lines(events, "txn") if e["type"] != "invoke"]
+    assert first["type"] == "fail" and first["aborted"] == "error"
+    assert first["error"] == "NOT_ENOUGH_REPLICAS"
+    assert second["type"] == "ok"
+
+
+def test_a_retriable_commit_error_is_retried_then_ok() -> None:
+    h = Harness(1, {"commit": [TxnError("COORDINATOR_LOAD_IN_PROGRESS", retriable=True)]})
+    events = h.run()
+    assert [e["type"] for e in lines(events, "txn")] == ["invoke", "ok"]
+    assert h.clients[0].calls.count("commit") == 2
+
+
+def test_a_commit_that_stays_timed_out_is_info_and_the_same_id_is_initialised_again() -> None:
+    timed_out = [TxnError("TIMED_OUT", retriable=True) for _ in range(100_000)]
+    h = Harness(1, {"commit": timed_out})
+    events = h.run()
+    first = [e for e in lines(events, "txn") if e["txn"] == "7-0"]
+    assert [e["type"] for e in first] == ["invoke", "info"] and first[1]["error"] == "TIMED_OUT"
+    inits = lines(events, "txn-init", "ok")
+    assert len(inits) == 2 and {e["transactional_id"] for e in inits} == {TID}
+    assert len(h.clients) == 2 and h.clients[0].closed
+    assert h.clients[0].calls.count("commit") > 1  # retried within its budget first
+
+
+def test_a_fatal_send_error_is_info_and_restarts_the_client() -> None:
+    h = Harness(2, {"send": [TxnError("FATAL", fatal=True)]})
+    events = h.run()
+    first_end = [e for e in lines(events, "txn") if e["type"] != "invoke"][0]
+    assert first_end["type"] == "info" and first_end["error"] == "FATAL"
+    assert len(lines(events, "txn-init", "ok")) == 2
+    # the new client goes on numbering: no value is ever sent twice
+    assert [e["txn"] for e in lines(events, "txn", "invoke")] == ["7-0", "7-1"]
+    assert lines(events, "txn", "ok")[0]["txn"] == "7-1"
+
+
+def test_a_fenced_producer_records_info_and_stops_for_good() -> None:
+    h = Harness(5, {"commit": [None, TxnError("PRODUCER_FENCED", fatal=True)]})
+    events = h.run()
+    ends = [e for e in lines(events, "txn") if e["type"] != "invoke"]
+    assert [e["type"] for e in ends] == ["ok", "info"] and ends[1]["error"] == "PRODUCER_FENCED"
+    assert h.worker.fenced
+    assert len(lines(events, "txn-init")) == 2  # one invoke, one ok: never initialised again
+    assert len(lines(events, "txn", "invoke")) == 2
+
+
+def test_a_refused_begin_is_fail_without_sends() -> None:
+    h = Harness(2, {"begin": [TxnError("STATE", "not ready")]})
+    events = h.run()
+    first_end = [e for e in lines(events, "txn") if e["type"] != "invoke"][0]
+    assert first_end["type"] == "fail" and first_end["error"] == "STATE"
+    assert h.clients[0].calls[:3] == ["init", "begin", "begin"]  # nothing sent for it
+
+
+def test_a_failed_abort_is_info() -> None:
+    h = Harness(1, {"abort": [TxnError("TIMED_OUT", retriable=True)]}, abort_ratio=1.0)
+    events = h.run()
+    end = [e for e in lines(events, "txn") if e["type"] != "invoke"][0]
+    assert end["type"] == "info" and end["error"] == "TIMED_OUT"
+
+
+def test_init_failures_are_info_and_retried() -> None:
+    h = Harness(1, {"init": [TxnError("COORDINATOR_NOT_AVAILABLE", retriable=True)]})
+    events = h.run()
+    assert [e["type"] for e in lines(events, "txn-init")] == ["invoke", "info", "invoke", "ok"]
+    assert lines(events, "txn-init", "info")[0]["error"] == "COORDINATOR_NOT_AVAILABLE"
+
+
+# ------------------------------------------------------------------------------ copier
+def _copier(script: dict[str, list[TxnError | None]], abort_ratio: float) -> tuple[
+    TxnCopier, FakeConsumer, ListSink, list[FakeTxnClient]
+]:  # fmt: skip
+    logs = {("in", 0): [(i, payload(f"1-{i}", 8)) for i in range(5)],
+            ("in", 1): [(i, payload(f"2-{i}", 8)) for i in range(3)]}  # fmt: skip
+    consumer = FakeConsumer(logs)
+    consumer.group_metadata = lambda: "meta"  # type: ignore[attr-defined]
+    sink, clients = ListSink(), []
+
+    def factory(on_done: SendCallback) -> FakeTxnClient:
+        clients.append(FakeTxnClient(on_done, script, (5, 0)))
+        return clients[-1]
+
+    spec = TxnSpec(abort_ratio=abort_ratio, timeout_ms=1000,
+                   copier=CopierSpec("in", "out", group_id="cg", max_batch=4))  # fmt: skip
+    copier = TxnCopier(9, "kchaos-t-9", spec, sink, factory, consumer_factory=lambda: consumer)
+    return copier, consumer, sink, clients
+
+
+def test_the_copier_sends_copies_and_commits_the_consumed_offsets() -> None:
+    copier, consumer, sink, clients = _copier({}, 0.0)
+    copier._client = copier._connect()
+    while copier.step() and len(lines(sink.events, "txn", "ok")) < 2:
+        pass
+    first = lines(sink.events, "txn", "invoke")[0]
+    assert [c["value"] for c in first["consumed"]] == ["1-0", "1-1", "1-2", "1-3"]
+    assert first["offsets"] == {"group": "cg", "positions": [["in", 0, 4]]}
+    assert [s["copy_of"] for s in first["sends"]] == ["1-0", "1-1", "1-2", "1-3"]
+    assert all(s["topic"] == "out" for s in first["sends"])
+    assert clients[0].offsets_sent[0] == [("in", 0, 4)]
+    copies = [s["copy_of"] for e in lines(sink.events, "txn", "invoke") for s in e["sends"]]
+    assert copies == ["1-0", "1-1", "1-2", "1-3", "1-4", "2-0", "2-1", "2-2"]
+
+
+def test_an_aborted_copy_is_read_again() -> None:
+    copier, consumer, sink, _ = _copier({"commit": [TxnError("X", abortable=True)]}, 0.0)
+    copier._client = copier._connect()
+    copier.step()
+    copier.step()
+    inv = lines(sink.events, "txn", "invoke")
+    assert lines(sink.events, "txn", "fail")[0]["txn"] == inv[0]["txn"]
+    assert [c["offset"] for c in inv[1]["consumed"]] == [0, 1, 2, 3]  # the same input again
+    assert lines(sink.events, "txn", "ok")[0]["txn"] == inv[1]["txn"]
+
+
+def test_a_copier_needs_its_spec() -> None:
+    with pytest.raises(ValueError, match="copier"):
+        TxnCopier(1, "t", TxnSpec(), ListSink(), lambda d: None,  # type: ignore[arg-type,return-value]
+                  consumer_factory=lambda: None)  # type: ignore[arg-type,return-value]  # fmt: skip

@@ -1,0 +1,99 @@
+"""A transactional worker in a child process: its lines reach the history through the
+pipe, a crash leaves its open transaction ``info`` and a new child goes on with the same
+process id and the next transaction number; stop asks the child to finish."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from kchaos.workloads.history import ListSink
+from kchaos.workloads.spec import CopierSpec, TxnSpec
+from kchaos.workloads.txn_process import PROCESS_EXITED, TxnProcessWorker, TxnWorkerConfig
+
+# A stand-in for the child: the first run commits one transaction, invokes a second,
+# writes half a line and dies; the next runs commit one and wait for "stop".
+CHILD = textwrap.dedent(
+    """
+    import json, os, sys
+    first, marker = int(sys.argv[1]), sys.argv[2]
+    def line(**e):
+        sys.stdout.write(json.dumps({"process": 7, **e}) + "\\n"); sys.stdout.flush()
+    line(type="invoke", f="txn-init", transactional_id="t-7")
+    line(type="ok", f="txn-init", transactional_id="t-7")
+    line(type="invoke", f="txn", txn=f"7-{first}", sends=[{"topic": "a", "value": f"7-{first}-0"}])
+    line(type="ok", f="txn", txn=f"7-{first}", sends=[{"topic": "a", "value": f"7-{first}-0"}])
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        line(type="invoke", f="txn", txn=f"7-{first + 1}", sends=[])
+        sys.stdout.write('{"process": 7, "type": "ok", "f": "tx'); sys.stdout.flush()
+        os._exit(9)
+    sys.stdin.readline()
+    """
+)
+
+
+def config() -> TxnWorkerConfig:
+    spec = TxnSpec(producers=1, copier=CopierSpec("a", "b", max_batch=3), extra={"x": "1"})
+    return TxnWorkerConfig(7, "producer", "t-7", "host:9092", spec, ("a",), first=0)
+
+
+def test_config_crosses_to_the_child_unchanged() -> None:
+    c = config()
+    assert TxnWorkerConfig.from_json(c.to_json()) == c
+
+
+def test_a_crashed_child_leaves_info_and_is_restarted_with_the_next_number(
+    tmp_path: Path,
+) -> None:
+    sink = ListSink()
+    marker = tmp_path / "crashed"
+    worker = TxnProcessWorker(
+        config(),
+        sink,
+        log_dir=tmp_path / "logs",
+        command=lambda c: [sys.executable, "-c", CHILD, str(c.first), str(marker)],
+    )
+    worker.start()
+    end = time.monotonic() + 20
+    while time.monotonic() < end and len([e for e in sink.events if e["type"] == "ok"]) < 4:
+        time.sleep(0.05)
+    worker.stop(10)
+    events = sink.events
+    txns = [(e["type"], e["txn"]) for e in events if e["f"] == "txn"]
+    assert txns == [
+        ("invoke", "7-0"), ("ok", "7-0"),
+        ("invoke", "7-1"), ("info", "7-1"),  # the dead child's open transaction
+        ("invoke", "7-2"), ("ok", "7-2"),  # the new child numbers on
+    ]  # fmt: skip
+    info = [e for e in events if e["type"] == "info"][0]
+    assert info["error"] == PROCESS_EXITED and info["process"] == 7
+    assert worker.restarts == 1
+    assert [e["type"] for e in events if e["f"] == "txn-init"] == ["invoke", "ok"] * 2
+    assert [e["index"] for e in events] == list(range(len(events)))
+    assert worker.counts == {"invoke": 3, "ok": 2, "fail": 0, "info": 1}
+    assert worker.error is None
+    assert (tmp_path / "logs" / "txn-7.log").exists()
+
+
+def test_stop_kills_a_child_that_does_not_finish(tmp_path: Path) -> None:
+    sink = ListSink()
+    hang = "import sys, time, json\n" + (
+        'print(json.dumps({"process": 7, "type": "invoke", "f": "txn", "txn": "7-0",'
+        ' "sends": []}), flush=True)\ntime.sleep(60)'
+    )
+    worker = TxnProcessWorker(config(), sink, command=lambda c: [sys.executable, "-c", hang])
+    worker.start()
+    end = time.monotonic() + 20
+    while time.monotonic() < end and not sink.events:
+        time.sleep(0.05)
+    began = time.monotonic()
+    worker.stop(1.0)
+    assert time.monotonic() - began < 10
+    assert [(e["type"], e.get("error")) for e in sink.events] == [
+        ("invoke", None),
+        ("info", PROCESS_EXITED),
+    ]
+    assert worker.restarts == 0

@@ -1,0 +1,160 @@
+"""confluent-kafka's transactional producer (:class:`~kchaos.workloads.clients.TxnProducerClient`).
+
+librdkafka classifies every transactional error itself (``retriable()``,
+``txn_requires_abort()``, ``fatal()``); :class:`TxnError` carries that classification
+to the worker. The producer id and epoch come from librdkafka's statistics (``eos``),
+which it emits from ``poll`` every ``statistics.interval.ms``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import TopicPartition as CTopicPartition
+
+from kchaos.workloads.client_log import LIBRDKAFKA_LOG
+from kchaos.workloads.clients import SendCallback, SendRefused, SendResult, TxnError
+from kchaos.workloads.confluent_client import error_name
+from kchaos.workloads.values import value_of
+
+_STATS_WAIT_S = 1.5  # how long init waits for a statistics report naming the producer id
+
+
+def txn_producer_config(
+    bootstrap_servers: str,
+    transactional_id: str,
+    timeout_ms: int,
+    client_id: str,
+    extra: Mapping[str, str],
+) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap_servers,
+        "client.id": client_id,
+        "transactional.id": transactional_id,
+        "transaction.timeout.ms": timeout_ms,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 5,
+        "request.timeout.ms": 5000,
+        "delivery.timeout.ms": timeout_ms,  # librdkafka: at most the transaction timeout
+        "topic.metadata.refresh.interval.ms": 5000,
+        "statistics.interval.ms": 500,
+    }
+    conf.update(extra)
+    if "debug" in conf:
+        conf["logger"] = LIBRDKAFKA_LOG
+    return conf
+
+
+def txn_error(exc: BaseException) -> TxnError:
+    """librdkafka's exception as a classified :class:`TxnError`."""
+    err = exc.args[0] if exc.args else None
+    if isinstance(err, KafkaError):
+        return TxnError(
+            error_name(err),
+            err.str(),
+            retriable=err.retriable(),
+            abortable=err.txn_requires_abort(),
+            fatal=err.fatal(),
+        )
+    return TxnError(type(exc).__name__, str(exc))
+
+
+class ConfluentTxnProducer:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        transactional_id: str,
+        timeout_ms: int,
+        on_done: SendCallback,
+        client_id: str,
+        extra: Mapping[str, str],
+    ) -> None:
+        self._on_done = on_done
+        self._eos: dict[str, Any] = {}
+        conf = txn_producer_config(
+            bootstrap_servers, transactional_id, timeout_ms, client_id, extra
+        )
+        conf["stats_cb"] = self._stats
+        self._producer = Producer(conf)
+
+    def _stats(self, raw: str) -> None:
+        with contextlib.suppress(ValueError):
+            self._eos = dict(json.loads(raw).get("eos") or {})
+
+    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+        value = value_of(msg.value()) or ""
+        if err is not None:
+            self._on_done(value, SendResult(error=error_name(err)))
+        else:
+            offset = msg.offset()
+            self._on_done(
+                value,
+                SendResult(
+                    partition=msg.partition(),
+                    offset=offset if offset is not None and offset >= 0 else None,
+                ),
+            )
+
+    def init(self, timeout: float) -> tuple[int | None, int | None]:
+        try:
+            self._producer.init_transactions(timeout)
+        except KafkaException as exc:
+            raise txn_error(exc) from exc
+        self._eos = {}
+        end = time.monotonic() + _STATS_WAIT_S
+        while time.monotonic() < end and int(self._eos.get("producer_id", -1)) < 0:
+            self._producer.poll(0.1)
+        pid, epoch = int(self._eos.get("producer_id", -1)), int(self._eos.get("producer_epoch", -1))
+        return (pid if pid >= 0 else None), (epoch if pid >= 0 and epoch >= 0 else None)
+
+    def begin(self) -> None:
+        try:
+            self._producer.begin_transaction()
+        except KafkaException as exc:
+            raise txn_error(exc) from exc
+
+    def send(self, topic: str, key: bytes | None, data: bytes, value: str) -> None:
+        try:
+            self._producer.produce(topic, data, key, on_delivery=self._delivered)
+        except BufferError as exc:
+            raise SendRefused("QUEUE_FULL", str(exc)) from exc
+        except KafkaException as exc:
+            raise txn_error(exc) from exc
+
+    def flush(self, timeout: float) -> int:
+        try:
+            return int(self._producer.flush(timeout))
+        except KafkaException as exc:
+            raise txn_error(exc) from exc
+
+    def send_offsets(
+        self, offsets: Sequence[tuple[str, int, int]], group_metadata: object, timeout: float
+    ) -> None:
+        try:
+            self._producer.send_offsets_to_transaction(
+                [CTopicPartition(t, p, o) for t, p, o in offsets], group_metadata, timeout
+            )
+        except KafkaException as exc:
+            raise txn_error(exc) from exc
+
+    def commit(self, timeout: float) -> None:
+        try:
+            self._producer.commit_transaction(timeout)
+        except KafkaException as exc:
+            raise txn_error(exc) from exc
+
+    def abort(self, timeout: float) -> None:
+        try:
+            self._producer.abort_transaction(timeout)
+        except KafkaException as exc:
+            raise txn_error(exc) from exc
+
+    def close(self) -> None:
+        # librdkafka destroys the handle when the object is collected
+        del self._producer
