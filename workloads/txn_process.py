@@ -39,8 +39,8 @@ from typing import IO, Any
 
 import orjson
 
+from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.workloads.clients import SendCallback, TxnProducerClient, make_consumer
-from kchaos.workloads.history import HistorySink
 from kchaos.workloads.spec import CopierSpec, TxnSpec
 from kchaos.workloads.txn import EventSink, TxnCopier, TxnProducer, TxnWorkerBase
 

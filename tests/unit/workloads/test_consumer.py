@@ -136,7 +136,9 @@ def test_seek_moves_the_position_and_writes_an_assign_line(
 
 
 @pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
-def test_assign_lines_state_the_readers_isolation(isolation: str) -> None:
+def test_assign_lines_state_the_readers_isolation(
+    isolation: str, run_worker: Callable[..., ListSink]
+) -> None:
     spec = ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0,
                         isolation=isolation)  # type: ignore[arg-type]  # fmt: skip
     sink = run_worker(spec, FakeConsumer(LOGS))

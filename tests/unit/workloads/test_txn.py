@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from workload_fakes import FakeConsumer
 
+from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.clients import SendCallback, SendResult, TxnError
-from kchaos.workloads.history import ListSink
 from kchaos.workloads.spec import CopierSpec, TxnSpec
 from kchaos.workloads.txn import TxnCopier, TxnProducer
 from kchaos.workloads.values import payload

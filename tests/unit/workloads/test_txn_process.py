@@ -9,7 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from kchaos.workloads.history import ListSink
+from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.spec import CopierSpec, TxnSpec
 from kchaos.workloads.txn_process import PROCESS_EXITED, TxnProcessWorker, TxnWorkerConfig
 
