@@ -161,6 +161,26 @@ class WorkloadSpec:
     # drains read_committed (history format 1.2)
     transactions: TxnSpec | None = None
 
+    def txn_processes(self) -> list[tuple[int, str, str]]:
+        """(process id, role, transactional.id) of each transactional worker: producers
+        after the consumers, then the copier; the one place these ids are made."""
+        tx = self.transactions
+        if tx is None:
+            return []
+        first = self.first_process + self.producers + len(self.consumers)
+        out = [(first + i, "producer", f"{tx.id_prefix}-{first + i}") for i in range(tx.producers)]
+        if tx.copier is not None:
+            process = first + tx.producers
+            out.append((process, "copier", f"{tx.id_prefix}-{process}"))
+        return out
+
+    def consumer_groups(self) -> set[str]:
+        """The consumer groups the workload's readers and copier join."""
+        groups = {c.group_id for c in self.consumers if c.mode == "subscribe"}
+        if self.transactions is not None and self.transactions.copier is not None:
+            groups.add(self.transactions.copier.group_id)
+        return groups
+
     def validate(self) -> None:
         if not self.topics:
             raise ConfigError("at least one topic is needed", field="topics")

@@ -161,19 +161,13 @@ class Workload:
                 "transactional workers are implemented with confluent-kafka only "
                 f"(workload client {spec.client!r})"
             )
-        first = spec.first_process + spec.producers + len(spec.consumers)
         topics = tx.producer_topics(spec.topics)
         configs = [
-            TxnWorkerConfig(first + i, "producer", f"{tx.id_prefix}-{first + i}",
-                            self.bootstrap_servers, tx, topics)
-            for i in range(tx.producers)
-        ]  # fmt: skip
-        if tx.copier is not None:
-            process = first + tx.producers
-            configs.append(
-                TxnWorkerConfig(process, "copier", f"{tx.id_prefix}-{process}",
-                                self.bootstrap_servers, tx)
-            )  # fmt: skip
+            TxnWorkerConfig(process, role, txn_id, self.bootstrap_servers, tx, topics)
+            if role == "producer"
+            else TxnWorkerConfig(process, role, txn_id, self.bootstrap_servers, tx)
+            for process, role, txn_id in spec.txn_processes()
+        ]
         log_dir = None if self._run_dir is None else self._run_dir / "logs"
         for config in configs:
             if tx.isolated:

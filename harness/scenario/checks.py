@@ -18,7 +18,8 @@ _NODE = re.compile(r"^(?:broker-|controller-)?(?P<id>[0-9]+)$")
 _KEYWORDS = ("all", "brokers", "controllers", "minority", "majority", "controller", "none")
 _TARGET_HELP = (
     "all, brokers, controllers, random, random:K, minority, majority, controller, none, "
-    "leader:TOPIC:PARTITION, broker-N, controller-N, N, or several nodes joined by commas"
+    "leader:TOPIC:PARTITION, coordinator:txn:ID, coordinator:group:GROUP, broker-N, "
+    "controller-N, N, or several nodes joined by commas"
 )
 
 
@@ -33,6 +34,14 @@ def _check_target(src: Source, sc: Scenario, path: Path_, target: str) -> None:
                 path, f"topic {topic.name!r} has {topic.partitions} partitions, no {m['partition']}"
             )
         return
+    if target.startswith("coordinator:"):
+        from kchaos.faults.coordinators import parse_key
+
+        try:
+            parse_key(target[len("coordinator:") :])
+        except ValueError as exc:
+            raise src.error(path, f"{target!r}: {exc}") from None
+        return  # whether the workload uses that id or group: feasible.check_schedule
     ids = {n for n in range(1, sc.cluster.brokers + 1)}
     ids |= {100 + n for n in range(1, sc.cluster.controllers + 1)}
     if target in _KEYWORDS or re.match(r"^random(:[0-9]+)?$", target):

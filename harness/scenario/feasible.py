@@ -91,9 +91,32 @@ def check_schedule(src: Source, sc: Scenario, plan: Plan) -> None:
         return
     cluster = PlannedCluster(sc, plan.cluster)
     for params_path, target_path, spec in plan.probes:
+        _check_coordinator(src, plan, str(spec.target), target_path)
         _check_fault(src, sc, cluster, spec, params_path, target_path)
     if sc.nemesis.random is not None:
         _check_random_fits(src, sc, plan.schedule)
+
+
+def _check_coordinator(src: Source, plan: Plan, target: str, target_path: Path_) -> None:
+    """A coordinator target must name a transactional id or a group the workload uses:
+    any other has no coordinator to find, and the fault would never start."""
+    if not target.startswith("coordinator:"):
+        return
+    from kchaos.faults.coordinators import parse_key
+
+    key = parse_key(target[len("coordinator:") :])
+    if key.kind == "txn":
+        used = sorted(t for _, _, t in plan.workload.txn_processes())
+        what = "transactional id"
+    else:
+        used = sorted(plan.workload.consumer_groups())
+        what = "consumer group"
+    if key.key not in used:
+        raise src.error(
+            target_path,
+            f"no worker of this scenario uses the {what} {key.key!r} "
+            f"(the workload's: {', '.join(used) or 'none'})",
+        )
 
 
 def _check_fault(

@@ -1,0 +1,60 @@
+"""Coordinator targets in scenario files: the syntax, and the id or group a worker uses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kchaos.harness.errors import ConfigError
+from kchaos.harness.rundir.anomalies import KINDS
+from kchaos.harness.scenario import library
+from kchaos.harness.scenario.loader import load_scenario
+
+
+def variant(tmp_path: Path, old: str, new: str) -> Path:
+    text = library.resolve("txn-coordinator-failover").read_text()
+    assert old in text
+    path = tmp_path / "s.yaml"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_the_library_scenario_resolves_its_coordinators() -> None:
+    sc = load_scenario(library.resolve("txn-coordinator-failover"))
+    assert sc.plan is not None
+    targets = [str(f.spec.target) for f in sc.plan.schedule.faults]  # type: ignore[union-attr]
+    assert targets == [
+        "coordinator:txn:kchaos-t-3",
+        "coordinator:txn:kchaos-t-4",
+        "coordinator:group:kchaos-copier",
+    ]
+    ids = [t for _, _, t in sc.plan.workload.txn_processes()]
+    assert ids == ["kchaos-t-3", "kchaos-t-4", "kchaos-t-5"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        (
+            "coordinator:txn:kchaos-t-3",
+            "coordinator:txn:kchaos-t-9",
+            "transactional id 'kchaos-t-9'",
+        ),
+        ("coordinator:group:kchaos-copier", "coordinator:group:nobody", "consumer group 'nobody'"),
+        ("coordinator:txn:kchaos-t-3", "coordinator:topic:x", "expected txn:"),
+    ],
+)
+def test_a_coordinator_no_worker_has_is_refused_with_file_line_and_field(
+    tmp_path: Path, old: str, new: str, needle: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_scenario(variant(tmp_path, old, new))
+    assert needle in str(err.value)
+    assert err.value.line is not None and "target" in str(err.value.field)
+
+
+def test_the_published_schema_names_every_anomaly_kind() -> None:
+    on_disk = Path(__file__).parents[3] / "harness" / "schema" / "scenario.schema.json"
+    assert json.loads(on_disk.read_text())["$defs"]["anomaly"]["enum"] == list(KINDS)
