@@ -13,7 +13,13 @@ from urllib.parse import quote
 import plotly.graph_objects as go
 import plotly.offline
 
-from kchaos.harness.rundir.expect import Outcome, evaluate, excused_by_cause, verdict_text
+from kchaos.harness.rundir.expect import (
+    INFORMATIONAL,
+    Outcome,
+    evaluate,
+    excused_by_cause,
+    verdict_text,
+)
 from kchaos.harness.rundir.files import jsonable
 from kchaos.harness.rundir.names import CONTROLLER_JSONL, LOGS_DIR, RUN_JSON
 from kchaos.harness.rundir.results import FullIsr
@@ -90,6 +96,7 @@ def verdict_table(data: RunData, outcome: Outcome) -> str:
     required = set(expect.get("anomalies") or ())
     allowed = set(expect.get("allowed") or ())
     excusing = set(expect.get("allowed_causes") or ())
+    forbidden = set(expect.get("forbid") or ())
     anomalies = (data.results or {}).get("anomalies") or {}
     rows, classes = [], []
     for kind in sorted(set(anomalies) | required):
@@ -99,9 +106,11 @@ def verdict_table(data: RunData, outcome: Outcome) -> str:
         causes = causes if isinstance(causes, dict) else {}
         if kind in required:
             status, cls = ("expected, found", "ok") if count else ("expected, NOT found", "bad")
+        elif kind in forbidden and count:
+            status, cls = "forbidden, found", "bad"
         elif excused_by_cause(body, excusing):
             status, cls = "allowed by its cause", "warn"
-        elif kind in allowed or kind == "offline":
+        elif kind in allowed or kind in INFORMATIONAL:
             status, cls = "allowed", "warn"
         elif expect.get("valid", True) in (None, "any"):
             status, cls = "reported", "warn"

@@ -18,6 +18,7 @@ from kchaos.harness.checker.controller import load_controller, read_controller
 from kchaos.harness.checker.durability import check_durability
 from kchaos.harness.checker.examples import add_line_indexes
 from kchaos.harness.checker.facts import Facts
+from kchaos.harness.checker.fencing import check_fencing
 from kchaos.harness.checker.isr import check_isr
 from kchaos.harness.checker.model import MAX_EXAMPLES, Anomaly, CheckOutcome, Results, combine
 from kchaos.harness.checker.ordering import check_ordering
@@ -41,6 +42,8 @@ CHECKERS: dict[str, Checker] = {
     "ordering": check_ordering,
     "isr": check_isr,
     "availability": check_availability,
+    # controller.jsonl's broker lines: brokers fenced while no fault touched them
+    "fencing": check_fencing,
     # history format 1.2; also the transaction values' share of lost-write, unseen and
     # aborted-read (merged with the other checkers' counts of those kinds below)
     "transactions": check_transactions,

@@ -10,10 +10,16 @@ from kchaos.harness.rundir.anomalies import INVALIDATING as CHECKER_INVALIDATING
 from kchaos.harness.rundir.anomalies import KINDS, TXN_KINDS
 
 # Every anomaly kind of format v1 can be injected (the list is the checker's own); the
-# last-known-leader election of format 1.1 exists only in controller.jsonl, and a replica
+# last-known-leader election of format 1.1 and a broker fenced while no fault touched it
+# exist only in controller.jsonl, and a replica
 # divergence only in replicas.jsonl, which the generator does not write.
 # The transactional kinds of format 1.2 are not generated yet.
-NOT_IN_HISTORY = ("last-known-leader-election", "replica-divergence", *TXN_KINDS)
+NOT_IN_HISTORY = (
+    "last-known-leader-election",
+    "live-broker-fenced",
+    "replica-divergence",
+    *TXN_KINDS,
+)
 INJECTABLE: tuple[str, ...] = tuple(k for k in KINDS if k not in NOT_IN_HISTORY)
 
 INVALIDATING = frozenset(INJECTABLE) & frozenset(CHECKER_INVALIDATING)

@@ -41,9 +41,11 @@ TXN_KINDS: tuple[str, ...] = (
 )
 #: Kinds that leave a run's verdict unknown at best: the run cannot show it is valid.
 UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)
-#: Kinds reported and never invalid: offline windows, and elections of the last known
-#: leader after every replica was lost (KIP-966; judged from controller.jsonl only).
-REPORTED_ONLY: tuple[str, ...] = ("offline", "last-known-leader-election")
+#: Kinds reported and never invalid: offline windows, elections of the last known
+#: leader after every replica was lost (KIP-966), and brokers the controller fenced
+#: although no fault touched them (KAFKA-15489's symptom; a loaded machine can miss a
+#: heartbeat too). The last two are judged from controller.jsonl only.
+REPORTED_ONLY: tuple[str, ...] = ("offline", "last-known-leader-election", "live-broker-fenced")
 #: Every kind, in the order reports list them.
 KINDS: tuple[str, ...] = INVALIDATING + UNKNOWN_MAKING + REPORTED_ONLY
 #: Kinds about the data (sends, reads, the drain): what the Spark job computes too.

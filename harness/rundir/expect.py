@@ -5,9 +5,11 @@ the reports and ``kchaos report`` of an old run directory all judge the same way
 
 Exit codes of ``kchaos run`` (and the per-scenario outcome of ``kchaos suite``):
 
-    0  the run ended as expected (verdict, required anomalies, no unexpected anomaly, SLOs)
+    0  the run ended as expected (verdict, required anomalies, no unexpected anomaly, no
+       forbidden one, SLOs)
     1  it did not: an unexpected anomaly or verdict, a negative control that found
-       nothing, or a failed SLO threshold
+       nothing, a forbidden anomaly (``forbid``: the one way to fail a run on a
+       reported-only kind), or a failed SLO threshold
     2  the verdict is "unknown" (nothing proven either way) where the scenario expected a
        definite one
 """
@@ -127,6 +129,11 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     missing = [k for k in required if k not in found]
     if missing:
         reasons.append(f"expected anomalies not found: {', '.join(missing)}")
+    # forbidden kinds fail the run whatever else says they may occur (a reported-only
+    # kind, a permitted or cause-excused one), and whatever verdict is expected
+    forbidden = [k for k in found if k in set(expect.get("forbid") or ())]
+    if forbidden:
+        reasons.append(f"forbidden anomalies found: {', '.join(forbidden)}")
     if want_valid is not None:
         # "unseen" is what makes a verdict unknown: the verdict comparison covers it.
         extra = [k for k in found if k not in allowed and k != "unseen"]

@@ -48,6 +48,9 @@ FORMAT = 1
 
 _UNCLEAN = "unclean.leader.election.enable"
 _MIN_ISR = "min.insync.replicas"
+_SESSION = "broker.session.timeout.ms"
+#: Kafka's default broker.session.timeout.ms (KRaftConfigs.BROKER_SESSION_TIMEOUT_MS_DEFAULT)
+KAFKA_DEFAULT_BROKER_SESSION_TIMEOUT_MS = 9_000
 
 
 @functools.cache
@@ -72,6 +75,9 @@ class RunSettings:
     min_ok_sends: int | None = None
     # history format 1.2: the producers' transaction.timeout.ms (Kafka's default 60 s)
     transaction_timeout_ms: int = 60_000
+    # the brokers' broker.session.timeout.ms: how long the controller waits for a
+    # heartbeat before it fences a broker (the fencing checker's grace after a fault)
+    broker_session_timeout_ms: int = KAFKA_DEFAULT_BROKER_SESSION_TIMEOUT_MS
 
     def unclean_for(self, topic: str) -> bool:
         return self.topic_unclean.get(topic, self.unclean_enabled)
@@ -228,7 +234,8 @@ def settings_of(data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
       own optional ``acks`` field overrides it for that send.
     - broker properties: ``broker_config``, ``cluster.broker_config``,
       ``cluster.server_properties``, ``cluster.config``: a mapping of server properties;
-      ``unclean.leader.election.enable`` and ``min.insync.replicas`` are read.
+      ``unclean.leader.election.enable``, ``min.insync.replicas`` and
+      ``broker.session.timeout.ms`` are read.
     - topic configs: ``topics`` (or ``workload.topics``): a list of ``{"name": ..,
       "configs": {..}}`` or a mapping name -> ``{"configs": {..}}``; the same two
       properties, overriding the broker's for that topic.
@@ -266,6 +273,10 @@ def settings_of(data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
             kwargs["unclean_enabled"] = _bool(props[_UNCLEAN], source, f"{broker[1]}.{_UNCLEAN}")
         if _MIN_ISR in props:
             kwargs["min_insync"] = _positive(props[_MIN_ISR], source, f"{broker[1]}.{_MIN_ISR}")
+        if _SESSION in props:
+            kwargs["broker_session_timeout_ms"] = _positive(
+                props[_SESSION], source, f"{broker[1]}.{_SESSION}"
+            )
     topics = find("topics", "workload.topics")
     if topics is not None:
         t_unclean, t_min = _topic_configs(topics[0], source)
@@ -352,7 +363,7 @@ def _int(value: Any, source: str, where: str) -> int:
 
 
 def _positive(value: Any, source: str, where: str) -> int:
-    """min.insync.replicas: a whole number of replicas, at least 1."""
+    """A whole number, at least 1 (min.insync.replicas, a timeout in ms)."""
     number = _int(value, source, where)
     if number < 1:
         raise HistoryError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from kchaos.harness.rundir.anomalies import NOT_INVALID
 from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source
 
@@ -131,8 +132,14 @@ def _check_expect(src: Source, sc: Scenario) -> None:
     overlap = set(sc.expect.anomalies) & set(sc.expect.allowed)
     if overlap:
         raise src.error(("expect", "allowed"), f"{sorted(overlap)} already in anomalies")
+    for other, kinds in (("anomalies", sc.expect.anomalies), ("allowed", sc.expect.allowed)):
+        clash = set(sc.expect.forbid) & set(kinds)
+        if clash:
+            raise src.error(("expect", "forbid"), f"{sorted(clash)} also in {other}")
     if sc.expect.anomalies and sc.expect.valid is True:
-        invalidating = [k for k in sc.expect.anomalies if k not in ("unseen", "offline")]
+        # a valid run can contain the kinds that never invalidate (unseen makes it
+        # unknown, but an expectation may still require it: the verdict check judges it)
+        invalidating = [k for k in sc.expect.anomalies if k not in NOT_INVALID]
         if invalidating:
             raise src.error(
                 ("expect", "valid"),

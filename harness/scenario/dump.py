@@ -126,6 +126,8 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
         }
         if e.get("allowed_causes"):
             out["expect"]["allowed_causes"] = list(e["allowed_causes"])
+        if e.get("forbid"):
+            out["expect"]["forbid"] = list(e["forbid"])
     return out
 
 

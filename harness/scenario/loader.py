@@ -266,6 +266,7 @@ def _build(src: Source, seed: int | None) -> Scenario:
         anomalies=tuple(e.get("anomalies", ())),
         allowed=tuple(e.get("allowed", ())),
         allowed_causes=tuple(e.get("allowed_causes", ())),
+        forbid=tuple(e.get("forbid", ())),
         section=dict(d["expect"]) if (d.get("expect") or {}).get("before") else {},
     )
     return Scenario(

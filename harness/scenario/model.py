@@ -171,6 +171,9 @@ class ExpectConfig:
     # down to one of these (results.json ``causes``, e.g. ``producer-epoch-bump`` for a
     # duplicate the client re-sent) does not fail the run; the verdict is unchanged
     allowed_causes: tuple[str, ...] = ()
+    # kinds that must NOT be found: the way to fail a run on a reported-only kind (an
+    # offline window, a live broker fenced) that ``valid`` alone never judges
+    forbid: tuple[str, ...] = ()
     # The file's whole section when it has per-release entries (``before``): kept so
     # that a replay on another release resolves it again (``kchaos replay
     # --kafka-version``); empty when the section has none. Not part of the judgement.

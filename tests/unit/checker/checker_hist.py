@@ -128,7 +128,13 @@ class H:
             event["elr"] = elr
         return self.add(**event)
 
-    def fault(self, phase: str, fid: str = "f-1", fault: str = "pause") -> int:
+    def fault(
+        self,
+        phase: str,
+        fid: str = "f-1",
+        fault: str = "pause",
+        targets: list[str] | None = None,
+    ) -> int:
         return self.add(
             process="nemesis",
             type="info",
@@ -136,7 +142,7 @@ class H:
             phase=phase,
             id=fid,
             fault=fault,
-            targets=["broker-2"],
+            targets=["broker-2"] if targets is None else targets,
             params={},
         )
 
@@ -189,14 +195,22 @@ class C:
             recovering=recovering,
         )
 
-    def broker(self, time_ns: int, broker: int, epoch: int, *, fenced: bool = False) -> int:
+    def broker(
+        self,
+        time_ns: int,
+        broker: int,
+        epoch: int,
+        *,
+        fenced: bool = False,
+        shutting_down: bool = False,
+    ) -> int:
         return self._add(
             time_ns,
             type="broker",
             broker=broker,
             broker_epoch=epoch,
             fenced=fenced,
-            shutting_down=False,
+            shutting_down=shutting_down,
         )
 
     def write(self, path: Path) -> Path:

@@ -59,6 +59,33 @@ def res(valid, **anomalies):
         ({"valid": "any"}, res(False, lost_write=9, duplicate=1), EXIT_EXPECTED, None),
         ({"valid": None}, res("unknown", unseen=1), EXIT_EXPECTED, None),
         ({}, None, EXIT_UNEXPECTED, "no results.json"),
+        # forbid: the one way a reported-only kind fails a run
+        ({"valid": True}, res(True, live_broker_fenced=2), EXIT_EXPECTED, None),
+        (
+            {"valid": True, "forbid": ["live-broker-fenced"]},
+            res(True, live_broker_fenced=2),
+            EXIT_UNEXPECTED,
+            "forbidden anomalies found: live-broker-fenced",
+        ),
+        ({"valid": True, "forbid": ["live-broker-fenced"]}, res(True), EXIT_EXPECTED, None),
+        (
+            {"valid": "any", "forbid": ["offline"]},
+            res(False, lost_write=1, offline=1),
+            EXIT_UNEXPECTED,
+            "forbidden anomalies found: offline",
+        ),
+        (
+            {"valid": True, "allowed": ["duplicate"], "forbid": ["duplicate"]},
+            res(False, duplicate=1),
+            EXIT_UNEXPECTED,
+            "forbidden anomalies found: duplicate",
+        ),
+        (
+            {"valid": True, "anomalies": ["live-broker-fenced"]},
+            res(True, live_broker_fenced=1),
+            EXIT_EXPECTED,
+            None,
+        ),
     ],
 )
 def test_evaluate(expect, results, code, reason):

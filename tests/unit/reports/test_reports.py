@@ -261,3 +261,30 @@ def test_report_timeline_from_the_controller_record(tmp_path: Path):
     starts = {(o.name, o.start_s) for o in rep.data.offline}
     assert ("t/0", 11.5) in starts
     assert ("t/1", 12.0) in starts  # a partition the record lacks keeps its samples
+
+
+def test_report_marks_a_forbidden_reported_only_kind(tmp_path: Path):
+    import shutil
+
+    fixture = Path(__file__).parents[1] / "checker" / "fixtures" / "k15489-362"
+    statuses = {}
+    for name, expect in (
+        ("required", {"valid": True, "anomalies": ["live-broker-fenced"]}),
+        ("forbidden", {"valid": True, "forbid": ["live-broker-fenced"]}),
+        ("silent", {"valid": True}),
+    ):
+        run = tmp_path / name
+        shutil.copytree(fixture, run)
+        data = json.loads((run / "run.json").read_text())
+        (run / "run.json").write_text(json.dumps({**data, "expect": expect}))
+        check_run(run)
+        rep = write_run_reports(run)
+        html = (run / "report.html").read_text()
+        row = re.search(r"<td>live-broker-fenced</td><td>2</td><td>([^<]*)</td>", html)
+        assert row is not None
+        statuses[name] = (rep.outcome.expected, row.group(1))
+    assert statuses == {
+        "required": (True, "expected, found"),
+        "forbidden": (False, "forbidden, found"),
+        "silent": (True, "allowed"),  # reported-only: never unexpected on its own
+    }

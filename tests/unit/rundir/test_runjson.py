@@ -82,6 +82,10 @@ def test_a_newer_format_is_refused_naming_file_and_field(tmp_path: Path) -> None
             {"topics": [{"name": "t", "configs": {"min.insync.replicas": 0}}]},
             "topics.t.min.insync.replicas: expected a positive integer, got 0",
         ),
+        (
+            {"cluster": {"server_properties": {"broker.session.timeout.ms": "9s"}}},
+            "cluster.server_properties.broker.session.timeout.ms: expected an integer",
+        ),
     ],
 )
 def test_a_field_of_the_wrong_type_is_named(tmp_path: Path, data: dict, message: str) -> None:
@@ -106,3 +110,10 @@ def test_a_hand_written_run_json_with_settings_only(tmp_path: Path) -> None:
     run = load_run(tmp_path)
     assert run.scenario_name == "mine" and run.scenario is None and run.format is None
     assert run.settings.min_insync == 2
+    assert run.settings.broker_session_timeout_ms == 9_000  # Kafka's default
+
+
+def test_the_broker_session_timeout_comes_from_the_server_properties(tmp_path: Path) -> None:
+    props = {"broker.session.timeout.ms": "18000"}
+    (tmp_path / "run.json").write_text(json.dumps({"cluster": {"server_properties": props}}))
+    assert load_run(tmp_path).settings.broker_session_timeout_ms == 18_000

@@ -85,6 +85,14 @@ def test_good_scenario_builds_typed_values():
         ("    2:", "    5:", 9, "cluster.broker_properties.5", "no broker 5"),
         ("  anomalies: [lost-write]", "  anomalies: [lost-wrte]", 34, None, "not one of"),
         ("  valid: false", "  valid: true", 33, "expect.valid", "cannot contain"),
+        (
+            "  anomalies: [lost-write]",
+            "  anomalies: [lost-write]\n  forbid: [lost-write]",
+            35,
+            "expect.forbid",
+            "also in anomalies",
+        ),
+        ("  anomalies: [lost-write]", "  forbid: [lost-wrte]", 34, None, "not one of"),
     ],
 )
 def test_errors_name_line_and_field(old, new, line, field, words):
@@ -96,6 +104,25 @@ def test_errors_name_line_and_field(old, new, line, field, words):
         assert err.field == field
     assert words in str(err)
     assert str(err).startswith(f"s.yaml:{line}: ")
+
+
+def test_forbid_and_reported_only_kinds_in_a_valid_expectation():
+    text = GOOD.replace(
+        "  valid: false\n  anomalies: [lost-write]",
+        "  valid: true\n  anomalies: [live-broker-fenced]\n  forbid: [offline]",
+    )
+    sc = load(text)
+    assert sc.expect.anomalies == ("live-broker-fenced",) and sc.expect.forbid == ("offline",)
+    assert sc.to_dict()["expect"]["forbid"] == ["offline"]
+    per_release = GOOD.replace(
+        "  valid: false\n  anomalies: [lost-write]",
+        "  valid: true\n  forbid: [live-broker-fenced]\n  before:\n"
+        '    "3.7.0": {valid: true, anomalies: [live-broker-fenced]}',
+    )
+    old = load(per_release, kafka_version="3.6.2").expect
+    new = load(per_release, kafka_version="3.7.0").expect
+    assert (old.anomalies, old.forbid) == (("live-broker-fenced",), ())
+    assert (new.anomalies, new.forbid) == ((), ("live-broker-fenced",))
 
 
 def test_missing_required_section():
