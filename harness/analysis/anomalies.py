@@ -7,6 +7,9 @@ Each query returns rows of one shape (``COLUMNS``), one row per counted anomaly:
 - duplicate: one per value read at two or more positions;
 - inconsistent-offset: one per position where two different values were seen;
 - unseen: one per acknowledged send of an undrained partition that no reader saw.
+
+Format 1.2's kinds, and its extensions of lost-write and aborted-read to transactions,
+are in :mod:`kchaos.harness.analysis.txn_anomalies`; :func:`all_anomalies` unions both.
 """
 
 from __future__ import annotations
@@ -18,12 +21,36 @@ from kchaos.harness.analysis.tables import PART, Tables
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-COLUMNS = ["rk", "kind", "value", "topic", "partition", "offset", "index", "time", "detail"]
+    from kchaos.harness.analysis.txn import TxnTables
+
+COLUMNS = [
+    "rk",
+    "kind",
+    "value",
+    "topic",
+    "partition",
+    "offset",
+    "index",
+    "time",
+    "txn",
+    "transactional_id",
+    "detail",
+]
 
 
-def _shape(df: DataFrame, kind: str, index: Column, time: Column, **detail: Column) -> DataFrame:
+def shape(
+    df: DataFrame,
+    kind: str,
+    index: Column,
+    time: Column,
+    txn: Column | None = None,
+    tid: Column | None = None,
+    **detail: Column,
+) -> DataFrame:
+    """One row per anomaly in ``COLUMNS``; ``detail`` becomes the example's extra keys."""
     from pyspark.sql import functions as F
 
+    none = F.lit(None).cast("string")
     info = F.to_json(F.struct(*[c.alias(k) for k, c in detail.items()])) if detail else F.lit("{}")
     return df.select(
         "rk",
@@ -34,6 +61,8 @@ def _shape(df: DataFrame, kind: str, index: Column, time: Column, **detail: Colu
         F.col("offset").cast("long").alias("offset"),
         index.cast("long").alias("index"),
         time.cast("long").alias("time"),
+        (txn if txn is not None else none).alias("txn"),
+        (tid if tid is not None else none).alias("transactional_id"),
         info.alias("detail"),
     )
 
@@ -56,7 +85,7 @@ def lost_write(t: Tables) -> DataFrame:
         .join(marked, [*PART, "value"], "left")
         .filter(F.col("in_drain").isNull() | (F.col("offset") >= F.col("hwm")))
     )
-    return _shape(
+    return shape(
         lost,
         "lost-write",
         F.col("i_done"),
@@ -69,10 +98,14 @@ def lost_write(t: Tables) -> DataFrame:
     )
 
 
-def uncommitted_read(t: Tables) -> DataFrame:
+def uncommitted_read(t: Tables, excused: DataFrame | None = None) -> DataFrame:
+    """``excused``: (rk, index, value) of polls not to count (read_uncommitted reads of
+    values of fail or info transactions)."""
     from pyspark.sql import functions as F
 
     polled = t.reads.filter(F.col("src") == "poll")
+    if excused is not None:
+        polled = polled.join(excused, ["rk", "index", "value"], "left_anti")
     bad = (
         polled.join(F.broadcast(t.drained), PART)
         .filter(F.col("offset") >= F.col("lso"))
@@ -85,7 +118,7 @@ def uncommitted_read(t: Tables) -> DataFrame:
         )
         .select("rk", "value", "r.*", "times_read", "poll_indexes")
     )
-    return _shape(
+    return shape(
         bad,
         "uncommitted-read",
         F.col("index"),
@@ -112,7 +145,7 @@ def aborted_read(t: Tables) -> DataFrame:
         )
         .select("rk", "value", "r.*", "fail_index", "times_read")
     )
-    return _shape(
+    return shape(
         found,
         "aborted-read",
         F.col("index"),
@@ -139,7 +172,7 @@ def duplicate(t: Tables) -> DataFrame:
         .filter(F.col("lo") != F.col("hi"))
         .select("rk", "value", "lo.*", "hi", "first", "t")
     )
-    return _shape(
+    return shape(
         dup,
         "duplicate",
         F.col("first"),
@@ -148,13 +181,17 @@ def duplicate(t: Tables) -> DataFrame:
     )
 
 
-def inconsistent_offset(t: Tables) -> DataFrame:
+def inconsistent_offset(t: Tables, more_acks: DataFrame | None = None) -> DataFrame:
+    """``more_acks``: other acknowledged positions (rk, topic, partition, offset, value,
+    index, time), the committed transactions' ones."""
     from pyspark.sql import functions as F
 
     seen = t.reads.select(*PART, "offset", "value", "index", "time")
     acks = _acked(t).filter(F.col("offset") >= 0)
     acked = acks.select(*PART, "offset", "value", F.col("i_done").alias("index"), "t_done")
     both = seen.unionByName(acked.withColumnRenamed("t_done", "time"))
+    if more_acks is not None:
+        both = both.unionByName(more_acks.filter(F.col("offset") >= 0))
     bad = (
         both.filter(F.col("offset").isNotNull())
         .groupBy(*PART, "offset")
@@ -166,9 +203,7 @@ def inconsistent_offset(t: Tables) -> DataFrame:
         )
         .filter(F.col("value") != F.col("other_value"))
     )
-    return _shape(
-        bad, "inconsistent-offset", F.col("first"), F.col("t"), other=F.col("other_value")
-    )
+    return shape(bad, "inconsistent-offset", F.col("first"), F.col("t"), other=F.col("other_value"))
 
 
 def unseen(t: Tables) -> DataFrame:
@@ -180,7 +215,7 @@ def unseen(t: Tables) -> DataFrame:
         .join(F.broadcast(t.drained.select(*PART)), PART, "left_anti")
         .join(seen_values, ["rk", "value"], "left_anti")
     )
-    return _shape(
+    return shape(
         missing,
         "unseen",
         F.col("i_done"),
@@ -200,10 +235,31 @@ QUERIES = {
 }
 
 
-def all_anomalies(t: Tables) -> DataFrame:
-    """Every data anomaly of every run, one DataFrame of ``COLUMNS``."""
-    frames = [query(t) for query in QUERIES.values()]
+def union(frames: list[DataFrame]) -> DataFrame:
     out = frames[0]
     for frame in frames[1:]:
         out = out.unionByName(frame)
     return out
+
+
+def all_anomalies(
+    t: Tables, x: TxnTables | None = None, timeouts: DataFrame | None = None
+) -> DataFrame:
+    """Every data anomaly of every run, one DataFrame of ``COLUMNS``. ``x``: the
+    transaction tables (None: no run has a txn line); ``timeouts``: (rk, timeout_ns),
+    each run's transaction timeout, for hanging-transaction."""
+    from kchaos.harness.analysis import txn_anomalies as tx
+
+    frames = [
+        lost_write(t),
+        uncommitted_read(t, tx.excused_reads(x) if x is not None else None),
+        aborted_read(t),
+        duplicate(t),
+        inconsistent_offset(t, tx.committed_positions(x) if x is not None else None),
+        unseen(t),
+    ]
+    if timeouts is not None:
+        frames.append(tx.hanging_transaction(t, x, timeouts))
+    if x is not None:
+        frames += tx.txn_queries(x, t)
+    return union(frames)

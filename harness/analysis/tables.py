@@ -3,8 +3,8 @@
 - sends: one row per sent value: its invoke (time, index) and its completion (outcome
   ok/fail/info or null while in flight, time, index, topic, partition, offset).
 - reads: one row per record a reader returned (``src`` is "poll" or "drain").
-- drained: one row per partition with a ``drain-end`` line (log start offset and high
-  watermark of its last such line).
+- drained: one row per partition with a ``drain-end`` line (log start offset, high
+  watermark, isolation, last stable offset, time and index of its last such line).
 """
 
 from __future__ import annotations
@@ -125,6 +125,9 @@ def build_drained(events: DataFrame) -> DataFrame:
         F.max_by("log_start_offset", "index").alias("lso"),
         F.max_by("high_watermark", "index").alias("hwm"),
         F.max("index").alias("i_end"),
+        F.max_by("isolation", "index").alias("isolation"),
+        F.max_by("last_stable_offset", "index").alias("last_stable"),
+        F.max_by("time", "index").alias("t_end"),
     )
 
 
