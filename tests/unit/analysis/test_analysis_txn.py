@@ -17,6 +17,9 @@ import pytest
 
 from kchaos.harness.analysis.export import export_parquet
 from kchaos.harness.analysis.job import run_job
+from kchaos.harness.analysis.lines import event_problem
+from kchaos.harness.analysis.load import txn_line_bad
+from kchaos.harness.analysis.schema import history_schema
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.anomalies import DATA_KINDS, TXN_KINDS
 
@@ -60,6 +63,11 @@ def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     export_parquet([parquet], spark=spark)
     (parquet / "history.jsonl").unlink()  # only the Parquet copy is left to read
     runs["many-parquet"] = parquet
+    # a longer transaction timeout in run.json: h:1 is no longer hanging
+    long = _run_dir(root, "many-long-timeout", (FIXTURES / "many.jsonl").read_text())
+    producer = {"producer": {"transaction.timeout.ms": 90_000}}
+    (long / "run.json").write_text(json.dumps({"workload": producer}))
+    runs["many-long-timeout"] = long
     result = run_job(list(runs.values()), spark=spark, write=False)
     by_path = {rs.run.path: rs for rs in result.runs}
     return {name: by_path[path.resolve()] for name, path in runs.items()}
@@ -90,8 +98,15 @@ def _examples(analysed: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 
 @pytest.mark.spark
 def test_examples_name_the_transaction_and_its_values(analysed: dict[str, Any]) -> None:
-    lost = {(e["value"], e["txn"], e["transactional_id"]) for e in _examples(analysed, "lost-write")}
-    assert lost == {("b2", "T2", "tp1"), ("c1", "T3", "tp1"), ("c2", "T3", "tp1"), ("g2", "T7", "tp1")}
+    lost = {
+        (e["value"], e["txn"], e["transactional_id"]) for e in _examples(analysed, "lost-write")
+    }
+    assert lost == {
+        ("b2", "T2", "tp1"),
+        ("c1", "T3", "tp1"),
+        ("c2", "T3", "tp1"),
+        ("g2", "T7", "tp1"),
+    }
     torn = {e["txn"]: (e["present"], e["missing"]) for e in _examples(analysed, "torn-transaction")}
     assert torn == {"T2": (["b1"], ["b2"]), "T5": (["e1"], ["e2"]), "T7": (["g1"], ["g2"])}
     (zombie,) = _examples(analysed, "zombie-commit")
@@ -118,8 +133,16 @@ def test_transaction_stats(analysed: dict[str, Any]) -> None:
     assert "transactions" in analysed["clean"].summary["stats"]
 
 
-# A longer timeout in run.json turns the hanging partition into a near miss; bad
-# transactional input is named, each in a run of its own (a job stops at the first).
+@pytest.mark.spark
+def test_timeout_from_run_json(analysed: dict[str, Any]) -> None:
+    anomalies = analysed["many-long-timeout"].summary["anomalies"]
+    assert "hanging-transaction" not in anomalies
+    assert anomalies["eos-lost"]["count"] == 1
+
+
+# Bad transactional input is named. Line rules: checked without a job (event_problem)
+# and, all at once, by the Spark expression that finds such lines; table rules: each in
+# a job of its own (a job stops at the first).
 def _lines(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines()]
 
@@ -128,41 +151,54 @@ def _text(events: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(e) + "\n" for e in events)
 
 
-@pytest.mark.spark
-def test_timeout_from_run_json(spark: Any, tmp_path: Path) -> None:
-    run = _run_dir(tmp_path, "long-timeout", (FIXTURES / "many.jsonl").read_text())
-    producer = {"producer": {"transaction.timeout.ms": 90_000}}
-    (run / "run.json").write_text(json.dumps({"workload": producer}))
-    (rs,) = run_job([run], spark=spark, write=False).runs
-    assert "hanging-transaction" not in rs.summary["anomalies"]
-    assert rs.summary["anomalies"]["eos-lost"]["count"] == 1
-
-
-def _bad_cases() -> list[tuple[str, Any, str]]:
-    def isolation(ev: list[dict[str, Any]]) -> None:
-        next(e for e in ev if e["f"] == "assign")["isolation"] = "serializable"
-
-    def no_sends(ev: list[dict[str, Any]]) -> None:
-        next(e for e in ev if e["f"] == "txn")["sends"] = []
-
-    def orphan(ev: list[dict[str, Any]]) -> None:
-        first = next(i for i, e in enumerate(ev) if e["f"] == "txn")
-        ev[first]["txn"] = "T-renamed"  # its completion is now without an invoke
-
-    def stray_copy(ev: list[dict[str, Any]]) -> None:
-        sends = next(e for e in ev if e["f"] == "txn" and e.get("consumed"))["sends"]
-        sends[0]["copy_of"] = "never-consumed"
-
+def _bad_lines() -> list[tuple[str, dict[str, Any], str]]:
+    events = _lines((FIXTURES / "many.jsonl").read_text())
+    assign = next(e for e in events if e["f"] == "assign")
+    invoke = next(e for e in events if e["f"] == "txn" and e.get("offsets"))
     return [
-        ("isolation", isolation, "isolation"),
-        ("no-sends", no_sends, "sends"),
-        ("orphan", orphan, "txn"),
-        ("stray-copy", stray_copy, "copy_of"),
+        ("isolation", {**assign, "isolation": "serializable"}, "isolation"),
+        ("no-sends", {**invoke, "sends": []}, "sends"),
+        ("send-without-value", {**invoke, "sends": [{"topic": "t"}]}, "sends[0].value"),
+        (
+            "position",
+            {**invoke, "offsets": {"group": "g", "positions": [["in", 0]]}},
+            "offsets.positions[0]",
+        ),
     ]
 
 
+@pytest.mark.parametrize(("name", "event", "field"), _bad_lines())
+def test_bad_transactional_line_is_named(name: str, event: dict[str, Any], field: str) -> None:
+    problem = event_problem(event)
+    assert problem is not None and problem[0] == field, (name, problem)
+
+
 @pytest.mark.spark
-@pytest.mark.parametrize(("name", "spoil", "field"), _bad_cases())
+def test_spark_finds_every_bad_transactional_line(spark: Any, tmp_path: Path) -> None:
+    good = _lines((FIXTURES / "many.jsonl").read_text())
+    bad = [event for _, event, _ in _bad_lines()]
+    path = tmp_path / "lines.jsonl"
+    path.write_text(_text(good + bad))
+    df = spark.read.schema(history_schema(with_corrupt=False)).json(str(path))
+    flagged = df.filter(txn_line_bad()).select("index").collect()
+    assert len(flagged) == len(bad)
+
+
+def _spoil_orphan(ev: list[dict[str, Any]]) -> None:
+    first = next(i for i, e in enumerate(ev) if e["f"] == "txn")
+    ev[first]["txn"] = "T-renamed"  # its completion is now without an invoke
+
+
+def _spoil_copy(ev: list[dict[str, Any]]) -> None:
+    sends = next(e for e in ev if e["f"] == "txn" and e.get("consumed"))["sends"]
+    sends[0]["copy_of"] = "never-consumed"
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("name", "spoil", "field"),
+    [("orphan", _spoil_orphan, "txn"), ("stray-copy", _spoil_copy, "copy_of")],
+)
 def test_bad_transactional_input_is_named(
     spark: Any, tmp_path: Path, name: str, spoil: Any, field: str
 ) -> None:
