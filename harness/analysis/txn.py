@@ -348,7 +348,7 @@ def build_txn_tables(events: DataFrame, t: Tables, files: dict[int, str]) -> Txn
         reads=_reads(events, t, values).persist(keep),
         inits=inits,
         positions=_positions(events, txns),
-        topics=topics,
+        topics=topics.persist(keep),
         producers=_producers(events, txns),
         consumed=events.filter((F.col("f") == F_TXN) & (F.col("type") == INVOKE))
         .select("rk", F.explode("consumed").alias("r"))
@@ -357,5 +357,5 @@ def build_txn_tables(events: DataFrame, t: Tables, files: dict[int, str]) -> Txn
 
 
 def unpersist_txn(x: TxnTables) -> None:
-    for df in (x.txns, x.values, x.reads):
+    for df in (x.txns, x.values, x.reads, x.topics):
         df.unpersist()
