@@ -76,14 +76,18 @@ def _acked(t: Tables) -> DataFrame:
 def lost_write(t: Tables) -> DataFrame:
     from pyspark.sql import functions as F
 
-    # Lost: not in the partition's drain, or acknowledged at or above its high watermark.
+    # Lost: not in the partition's drain, or acknowledged at or above its high watermark;
+    # not where the drain could not read (above a stuck last stable offset).
     marked = t.drain_values.withColumn("in_drain", F.lit(True))
     lost = (
         _acked(t)
         .join(F.broadcast(t.drained), PART)
         .filter(F.col("offset") >= F.col("lso"))
         .join(marked, [*PART, "value"], "left")
-        .filter(F.col("in_drain").isNull() | (F.col("offset") >= F.col("hwm")))
+        .filter(
+            (F.col("in_drain").isNull() & (F.col("offset") < F.col("readable")))
+            | (F.col("offset") >= F.col("hwm"))
+        )
     )
     return shape(
         lost,
@@ -109,6 +113,7 @@ def uncommitted_read(t: Tables, excused: DataFrame | None = None) -> DataFrame:
     bad = (
         polled.join(F.broadcast(t.drained), PART)
         .filter(F.col("offset") >= F.col("lso"))
+        .filter((F.col("offset") < F.col("readable")) | (F.col("offset") >= F.col("hwm")))
         .join(t.drain_values, [*PART, "value"], "left_anti")
         .groupBy("rk", "value")
         .agg(
@@ -210,11 +215,20 @@ def unseen(t: Tables) -> DataFrame:
     from pyspark.sql import functions as F
 
     seen_values = t.reads.select("rk", "value")  # an anti join needs no distinct
-    missing = (
-        _acked(t)
-        .join(F.broadcast(t.drained.select(*PART)), PART, "left_anti")
-        .join(seen_values, ["rk", "value"], "left_anti")
+    acked = _acked(t)
+    undrained = acked.join(F.broadcast(t.drained.select(*PART)), PART, "left_anti")
+    # acknowledged above a stuck last stable offset, where the drain could not read
+    blind = (
+        acked.join(F.broadcast(t.drained), PART)
+        .filter(
+            (F.col("offset") >= F.col("lso"))
+            & (F.col("offset") >= F.col("readable"))
+            & (F.col("offset") < F.col("hwm"))
+        )
+        .join(t.drain_values, [*PART, "value"], "left_anti")
+        .select(*undrained.columns)
     )
+    missing = undrained.unionByName(blind).join(seen_values, ["rk", "value"], "left_anti")
     return shape(
         missing,
         "unseen",

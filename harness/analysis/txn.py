@@ -51,7 +51,7 @@ class TxnTables:
     positions: DataFrame
     topics: DataFrame  # (rk, topic, fully, fully_rc): every known partition drained
     producers: DataFrame  # (rk, t_last, unfinished): last txn/txn-init line, ops open
-    consumed: DataFrame  # (rk, topic, partition, offset, value) of every txn's consumed
+    consumed: DataFrame  # (rk, group, topic, partition, offset, value): txns' consumed
 
 
 def rc_drain(isolation: Column) -> Column:
@@ -75,6 +75,7 @@ def build_txns(events: DataFrame) -> DataFrame:
         F.min_by("process", at_inv).alias("process"),
         F.min_by("transactional_id", at_inv).alias("tid"),
         F.min_by(F.size("sends"), at_inv).alias("n_values"),
+        F.min_by("offsets.group", at_inv).alias("group"),
         F.min(at_done).alias("i_done"),
         F.min_by("type", at_done).alias("outcome"),
         F.min_by("time", at_done).alias("t_done"),
@@ -153,6 +154,7 @@ def _values(events: DataFrame, t: Tables, txns: DataFrame) -> tuple[DataFrame, D
         "lso",
         "hwm",
         "i_end",
+        "readable",
         F.lit(True).alias("has_end"),
         rc_drain(F.col("isolation")).alias("end_rc"),
     )
@@ -180,18 +182,25 @@ def _values(events: DataFrame, t: Tables, txns: DataFrame) -> tuple[DataFrame, D
     )
     below = F.coalesce(F.col("offset") < F.col("lso"), F.lit(False))
     above_hwm = F.coalesce(F.col("offset") >= F.col("hwm"), F.lit(False))
+    # above a stuck last stable offset: the drain could not read there
+    blind = ~present & F.coalesce(
+        (F.col("offset") >= F.col("readable")) & (F.col("offset") < F.col("hwm")), F.lit(False)
+    )
+    # no offset, and the drain started above 0: retention may have deleted the value
+    maybe_deleted = F.col("offset").isNull() & F.coalesce(F.col("lso") > 0, F.lit(False))
     out = (
         placed.withColumn("present", present)
         .withColumn("drained", drained_)
         .withColumn("rc", rc)
         .withColumn("below", below)
-        .withColumn("judged", F.col("rc") & ~F.col("below"))
+        .withColumn("blind", blind)
+        .withColumn("judged", F.col("rc") & ~F.col("below") & ~F.col("blind"))
         .withColumn(
             "lost",
             (F.col("outcome") == OK)
             & F.col("drained")
             & ~F.col("below")
-            & (~F.col("present") | above_hwm),
+            & ((~F.col("present") & ~F.col("blind") & ~maybe_deleted) | above_hwm),
         )
         .drop("in_drain", "has_end", "end_rc", "fully", "fully_rc")
     )
@@ -202,9 +211,9 @@ def _reads(events: DataFrame, t: Tables, values: DataFrame) -> DataFrame:
     """Reads of fail and info transactions' values, each with its reader's isolation."""
     from pyspark.sql import functions as F
 
-    doubtful = values.filter(F.col("outcome").isin(FAIL, INFO)).select(
-        "rk", "value", "txn", "tid", "outcome", "i_done"
-    )
+    # an open transaction (no completion) is judged like an info one
+    doubtful = values.filter(F.col("outcome").isin(FAIL, INFO) | F.col("outcome").isNull())
+    doubtful = doubtful.select("rk", "value", "txn", "tid", "outcome", "i_done")
     reads = t.reads.join(doubtful, ["rk", "value"])
     assigns = events.filter((F.col("f") == F_ASSIGN) & (F.col("type") == OK)).select(
         "rk",
@@ -351,8 +360,8 @@ def build_txn_tables(events: DataFrame, t: Tables, files: dict[int, str]) -> Txn
         topics=topics.persist(keep),
         producers=_producers(events, txns),
         consumed=events.filter((F.col("f") == F_TXN) & (F.col("type") == INVOKE))
-        .select("rk", F.explode("consumed").alias("r"))
-        .select("rk", "r.topic", "r.partition", "r.offset", "r.value"),
+        .select("rk", F.col("offsets.group").alias("group"), F.explode("consumed").alias("r"))
+        .select("rk", "group", "r.topic", "r.partition", "r.offset", "r.value"),
     )
 
 

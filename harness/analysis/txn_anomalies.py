@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 from kchaos.harness.analysis.anomalies import shape
 from kchaos.harness.analysis.tables import PART, Tables
-from kchaos.harness.analysis.txn import rc_drain
-from kchaos.harness.rundir.history import FAIL, INFO, OK
+from kchaos.harness.rundir.history import FAIL, OK
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -28,11 +27,16 @@ _FIRST = 5  # values listed in an example's detail
 
 
 def excused_reads(x: TxnTables) -> DataFrame:
-    """(rk, index, value) of polls that are no uncommitted-read: a read_uncommitted
-    reader returning a value of a fail or info transaction (it may see aborted data)."""
+    """(rk, index, value) of polls that are no uncommitted-read: any poll of a fail
+    transaction's value (read_committed: it is an aborted-read instead; one value, one
+    kind), and a read_uncommitted poll of an info or open transaction's value (such a
+    reader may see aborted data)."""
     from pyspark.sql import functions as F
 
-    ok_to_see = (F.col("src") == "poll") & ~F.col("rc") & F.col("outcome").isin(FAIL, INFO)
+    doubtful = (F.col("outcome") == FAIL) | (
+        ~F.col("rc") & ~F.coalesce(F.col("outcome") == OK, F.lit(False))
+    )
+    ok_to_see = (F.col("src") == "poll") & doubtful
     return x.reads.filter(ok_to_see).select("rk", "index", "value").distinct()
 
 
@@ -62,6 +66,26 @@ def lost_write(x: TxnTables) -> DataFrame:
         log_start_offset=F.col("lso"),
         high_watermark=F.col("hwm"),
         drain_end_index=F.col("i_end"),
+    )
+
+
+def unseen(x: TxnTables, t: Tables) -> DataFrame:
+    """Values of ok transactions no reader saw, on a partition not drained completely or
+    above a stuck last stable offset (the drain could not read them)."""
+    from pyspark.sql import functions as F
+
+    out = x.values.filter(
+        (F.col("outcome") == OK) & ~F.col("present") & (~F.col("drained") | F.col("blind"))
+    ).join(t.reads.select("rk", "value"), ["rk", "value"], "left_anti")
+    return shape(
+        out,
+        "unseen",
+        F.col("i_done"),
+        F.col("t_done"),
+        F.col("txn"),
+        F.col("tid"),
+        invoke_index=F.col("i_invoke"),
+        ok_index=F.col("i_done"),
     )
 
 
@@ -164,24 +188,20 @@ def zombie_commit(x: TxnTables) -> DataFrame:
 
 def hanging_transaction(t: Tables, x: TxnTables | None, timeouts: DataFrame) -> DataFrame:
     """Partitions left with an open transaction: last stable offset below the high
-    watermark at the drain's end, every transactional operation completed, and longer
-    than the run's transaction timeout since the last txn or txn-init line (time 0 in a
-    history without one)."""
+    watermark at the drain's end, longer than the run's transaction timeout after the
+    run's last txn or txn-init line (every producer done by then; a run without such a
+    line is not judged)."""
     from pyspark.sql import functions as F
 
     stuck = t.drained.filter(
         F.col("last_stable").isNotNull() & (F.col("last_stable") < F.col("hwm"))
     ).join(F.broadcast(timeouts), "rk")
-    if x is not None:
-        stuck = stuck.join(F.broadcast(x.producers), "rk", "left")
+    if x is None:  # no transactional line in any run: nothing to judge
+        stuck = stuck.withColumn("t_last", F.lit(None).cast("long"))
     else:
-        stuck = stuck.withColumn("t_last", F.lit(None).cast("long")).withColumn(
-            "unfinished", F.lit(0)
-        )
-    waited = F.col("t_end") - F.coalesce(F.col("t_last"), F.lit(0))
-    hanging = stuck.filter(
-        (F.coalesce(F.col("unfinished"), F.lit(0)) == 0) & (waited > F.col("timeout_ns"))
-    ).select(
+        stuck = stuck.join(F.broadcast(x.producers), "rk", "left")
+    waited = F.col("t_end") - F.col("t_last")
+    hanging = stuck.filter(F.col("t_last").isNotNull() & (waited > F.col("timeout_ns"))).select(
         "rk",
         F.lit(None).cast("string").alias("value"),
         *PART[1:],
@@ -205,18 +225,37 @@ def hanging_transaction(t: Tables, x: TxnTables | None, timeouts: DataFrame) -> 
     )
 
 
-def _committed_copies(x: TxnTables) -> DataFrame:
+def _copies(x: TxnTables) -> DataFrame:
+    """Every copy value, with its group (its transaction's ``offsets.group``), whether
+    it is committed (in a judged drain, its transaction not ``fail``) and whether it is
+    certainly missing (``out``: judged and not in the drain)."""
     from pyspark.sql import functions as F
 
-    return x.values.filter(F.col("copy_of").isNotNull() & F.col("judged") & F.col("present"))
+    not_fail = F.coalesce(F.col("outcome") != FAIL, F.lit(True))
+    return x.values.filter(F.col("copy_of").isNotNull()).select(
+        "rk",
+        "group",
+        "copy_of",
+        "value",
+        "txn",
+        "i_invoke",
+        "i_done",
+        "t_invoke",
+        "t_done",
+        (F.col("judged") & F.col("present") & not_fail).alias("committed"),
+        (F.col("judged") & ~F.col("present")).alias("out"),
+        not_fail.alias("live"),
+    )
 
 
 def eos_duplicate(x: TxnTables) -> DataFrame:
+    """One per (group, input value) with two or more committed copies."""
     from pyspark.sql import functions as F
 
     dup = (
-        _committed_copies(x)
-        .groupBy("rk", F.col("copy_of").alias("value"))
+        _copies(x)
+        .filter(F.col("committed"))
+        .groupBy("rk", "group", F.col("copy_of").alias("value"))
         .agg(
             F.countDistinct("value").alias("copies"),
             F.min(F.coalesce("i_done", "i_invoke")).alias("index"),
@@ -237,6 +276,7 @@ def eos_duplicate(x: TxnTables) -> DataFrame:
         "eos-duplicate",
         F.col("index"),
         F.col("time"),
+        group=F.col("group"),
         copies=F.col("copies"),
         copy_values=F.col("copy_values"),
         txns=F.col("txns"),
@@ -244,45 +284,48 @@ def eos_duplicate(x: TxnTables) -> DataFrame:
 
 
 def eos_lost(x: TxnTables, t: Tables) -> DataFrame:
-    """Input values below the group's final committed position with no committed copy;
-    judged only in runs where every topic that copies go to was drained completely and
-    read_committed (else a missing copy could be in a partition nobody read)."""
+    """One per (group, input value) below the group's final committed position, from the
+    first offset the group consumed in that partition, with no committed copy; not
+    judged while a copy not aborted may be in a partition that was not drained."""
     from pyspark.sql import functions as F
 
-    copies = x.values.filter(F.col("copy_of").isNotNull())
-    out_topics = copies.select("rk", "topic").distinct().join(x.topics, ["rk", "topic"], "left")
-    judgeable = (
-        out_topics.groupBy("rk")
-        .agg(F.min(F.coalesce(F.col("fully_rc").cast("int"), F.lit(0))).alias("all_rc"))
-        .filter(F.col("all_rc") == 1)
-        .select("rk")
+    consumed = x.consumed.filter(F.col("group").isNotNull())
+    first = consumed.groupBy("rk", "group", *PART[1:]).agg(F.min("offset").alias("first"))
+    final = x.positions.filter(F.col("group").isNotNull()).join(
+        first, ["rk", "group", *PART[1:]], "left"
     )
-    rc_ends = t.drained.filter(rc_drain(F.col("isolation"))).select(*PART)
     drained_in = (
         t.reads.filter(F.col("src") == "drain")
-        .join(F.broadcast(rc_ends), PART)
-        .select(*PART, "offset", "value")
+        .join(F.broadcast(t.drained.select(*PART, "lso")), PART)
+        .select(*PART, "offset", "value", "lso")
     )
-    inputs = x.consumed.unionByName(drained_in)
-    below = (
-        inputs.join(F.broadcast(x.positions), PART)
-        .filter(F.col("offset") < F.col("next"))
-        .join(F.broadcast(judgeable), "rk")
-        .join(
-            _committed_copies(x).select("rk", F.col("copy_of").alias("value")),
-            ["rk", "value"],
-            "left_anti",
-        )
-        .groupBy("rk", "value")
+    from_drain = (
+        drained_in.join(F.broadcast(final), PART)
+        .filter(F.col("offset") >= F.greatest(F.coalesce("first", F.lit(0)), F.col("lso")))
+        .select("rk", "group", *PART[1:], "offset", "value")
+    )
+    inputs = consumed.unionByName(from_drain).join(F.broadcast(final), ["rk", "group", *PART[1:]])
+    copies = (
+        _copies(x)
+        .groupBy("rk", "group", F.col("copy_of").alias("value"))
         .agg(
-            F.min(F.struct("topic", "partition", "offset", "group", "next", "i_position")).alias(
-                "r"
-            )
+            F.max(F.col("committed").cast("int")).alias("committed"),
+            F.max((F.col("live") & ~F.col("out")).cast("int")).alias("maybe"),
         )
-        .select("rk", "value", "r.*")
+    )
+    lost = (
+        inputs.filter(F.col("offset") < F.col("next"))
+        .join(copies, ["rk", "group", "value"], "left")
+        .filter(
+            (F.coalesce(F.col("committed"), F.lit(0)) == 0)
+            & (F.coalesce(F.col("maybe"), F.lit(0)) == 0)
+        )
+        .groupBy("rk", "group", "value")
+        .agg(F.min(F.struct("topic", "partition", "offset", "next", "i_position")).alias("r"))
+        .select("rk", "group", "value", "r.*")
     )
     return shape(
-        below,
+        lost,
         "eos-lost",
         F.col("i_position"),
         F.lit(None),
@@ -296,6 +339,7 @@ def txn_queries(x: TxnTables, t: Tables) -> list[DataFrame]:
     """Every format 1.2 query that needs the transaction tables."""
     return [
         lost_write(x),
+        unseen(x, t),
         aborted_read(x),
         torn_transaction(x),
         zombie_commit(x),
