@@ -126,7 +126,7 @@ def test_examples_name_the_transaction_and_its_values(analysed: dict[str, Any]) 
 @pytest.mark.spark
 def test_transaction_stats(analysed: dict[str, Any]) -> None:
     tx = analysed["many"].summary["stats"]["transactions"]
-    assert (tx["ok"], tx["fail"], tx["info"], tx["in_flight"]) == (14, 3, 1, 0)
+    assert (tx["ok"], tx["fail"], tx["info"], tx["in_flight"]) == (15, 3, 1, 0)
     assert tx["values"]["fail"] == 5 and tx["values"]["info"] == 2
     assert tx["by_transactional_id"]["tz"] == {"zombie-commit": 1}
     assert tx["by_transactional_id"]["tp1"]["torn-transaction"] == 3
