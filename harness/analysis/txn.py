@@ -49,8 +49,7 @@ class TxnTables:
     reads: DataFrame
     inits: DataFrame
     positions: DataFrame
-    topics: DataFrame  # (rk, topic, fully, fully_rc): every known partition drained
-    producers: DataFrame  # (rk, t_last, unfinished): last txn/txn-init line, ops open
+    producers: DataFrame  # (rk, t_last): the time of the run's last txn/txn-init line
     consumed: DataFrame  # (rk, group, topic, partition, offset, value): txns' consumed
 
 
@@ -118,8 +117,8 @@ def _topics(known: DataFrame, t: Tables) -> DataFrame:
     )
 
 
-def _values(events: DataFrame, t: Tables, txns: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(values, topics): every transaction value placed against the completed drains."""
+def _values(events: DataFrame, t: Tables, txns: DataFrame) -> DataFrame:
+    """Every transaction value placed against the completed drains."""
     from pyspark.sql import functions as F
 
     tx = events.filter(F.col("f") == F_TXN)
@@ -204,7 +203,7 @@ def _values(events: DataFrame, t: Tables, txns: DataFrame) -> tuple[DataFrame, D
         )
         .drop("in_drain", "has_end", "end_rc", "fully", "fully_rc")
     )
-    return out, topics
+    return out
 
 
 def _reads(events: DataFrame, t: Tables, values: DataFrame) -> DataFrame:
@@ -275,35 +274,12 @@ def _positions(events: DataFrame, txns: DataFrame) -> DataFrame:
     )
 
 
-def _producers(events: DataFrame, txns: DataFrame) -> DataFrame:
-    """Per run: the time of its last txn or txn-init line, and how many of those
-    operations never completed (a producer that had not finished)."""
+def _producers(events: DataFrame) -> DataFrame:
+    """Per run: the time of its last txn or txn-init line."""
     from pyspark.sql import functions as F
 
     lines = events.filter(F.col("f").isin(F_TXN, F_TXN_INIT))
-    last = lines.groupBy("rk").agg(F.max("time").alias("t_last"))
-    inv = F.col("type") == INVOKE
-    inits = (
-        lines.filter(F.col("f") == F_TXN_INIT)
-        .groupBy("rk", "process")
-        .agg((F.count(F.when(inv, 1)) - F.count(F.when(~inv, 1))).alias("open"))
-        .groupBy("rk")
-        .agg(F.sum(F.greatest(F.col("open"), F.lit(0))).alias("open_inits"))
-    )
-    txn_open = (
-        txns.filter(F.col("n_done") == 0).groupBy("rk").agg(F.count(F.lit(1)).alias("open_txns"))
-    )
-    return (
-        last.join(inits, "rk", "left")
-        .join(txn_open, "rk", "left")
-        .select(
-            "rk",
-            "t_last",
-            (
-                F.coalesce(F.col("open_inits"), F.lit(0)) + F.coalesce(F.col("open_txns"), F.lit(0))
-            ).alias("unfinished"),
-        )
-    )
+    return lines.groupBy("rk").agg(F.max("time").alias("t_last"))
 
 
 def _check(events: DataFrame, txns: DataFrame, files: dict[int, str]) -> None:
@@ -343,7 +319,7 @@ def build_txn_tables(events: DataFrame, t: Tables, files: dict[int, str]) -> Txn
     keep = StorageLevel.MEMORY_AND_DISK
     txns = build_txns(events).persist(keep)
     _check(events, txns, files)
-    values, topics = _values(events, t, txns)
+    values = _values(events, t, txns)
     values = values.persist(keep)
     inits = events.filter((F.col("f") == F_TXN_INIT) & (F.col("type") == OK)).select(
         "rk",
@@ -357,8 +333,7 @@ def build_txn_tables(events: DataFrame, t: Tables, files: dict[int, str]) -> Txn
         reads=_reads(events, t, values).persist(keep),
         inits=inits,
         positions=_positions(events, txns),
-        topics=topics.persist(keep),
-        producers=_producers(events, txns),
+        producers=_producers(events),
         consumed=events.filter((F.col("f") == F_TXN) & (F.col("type") == INVOKE))
         .select("rk", F.col("offsets.group").alias("group"), F.explode("consumed").alias("r"))
         .select("rk", "group", "r.topic", "r.partition", "r.offset", "r.value"),
@@ -366,5 +341,5 @@ def build_txn_tables(events: DataFrame, t: Tables, files: dict[int, str]) -> Txn
 
 
 def unpersist_txn(x: TxnTables) -> None:
-    for df in (x.txns, x.values, x.reads, x.topics):
+    for df in (x.txns, x.values, x.reads):
         df.unpersist()
