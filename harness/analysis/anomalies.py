@@ -8,6 +8,9 @@ Each query returns rows of one shape (``COLUMNS``), one row per counted anomaly:
 - inconsistent-offset: one per position where two different values were seen, or where
   a value was acknowledged that the drain holds only elsewhere (no record there);
 - unseen: one per acknowledged send of an undrained partition that no reader saw.
+
+Format 1.2's kinds, and its extensions of lost-write and aborted-read to transactions,
+are in :mod:`kchaos.harness.analysis.txn_anomalies`; :func:`all_anomalies` unions both.
 """
 
 from __future__ import annotations
@@ -19,12 +22,36 @@ from kchaos.harness.analysis.tables import PART, Tables
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-COLUMNS = ["rk", "kind", "value", "topic", "partition", "offset", "index", "time", "detail"]
+    from kchaos.harness.analysis.txn import TxnTables
+
+COLUMNS = [
+    "rk",
+    "kind",
+    "value",
+    "topic",
+    "partition",
+    "offset",
+    "index",
+    "time",
+    "txn",
+    "transactional_id",
+    "detail",
+]
 
 
-def _shape(df: DataFrame, kind: str, index: Column, time: Column, **detail: Column) -> DataFrame:
+def shape(
+    df: DataFrame,
+    kind: str,
+    index: Column,
+    time: Column,
+    txn: Column | None = None,
+    tid: Column | None = None,
+    **detail: Column,
+) -> DataFrame:
+    """One row per anomaly in ``COLUMNS``; ``detail`` becomes the example's extra keys."""
     from pyspark.sql import functions as F
 
+    none = F.lit(None).cast("string")
     info = F.to_json(F.struct(*[c.alias(k) for k, c in detail.items()])) if detail else F.lit("{}")
     return df.select(
         "rk",
@@ -35,6 +62,8 @@ def _shape(df: DataFrame, kind: str, index: Column, time: Column, **detail: Colu
         F.col("offset").cast("long").alias("offset"),
         index.cast("long").alias("index"),
         time.cast("long").alias("time"),
+        (txn if txn is not None else none).alias("txn"),
+        (tid if tid is not None else none).alias("transactional_id"),
         info.alias("detail"),
     )
 
@@ -48,7 +77,8 @@ def _acked(t: Tables) -> DataFrame:
 def lost_write(t: Tables) -> DataFrame:
     from pyspark.sql import functions as F
 
-    # Lost: the value is nowhere in the partition's drain, or acknowledged at or above the
+    # Lost: the value is nowhere in the partition's drain (and not above a stuck last
+    # stable offset, where the drain could not read), or acknowledged at or above the
     # high watermark and drained only there. Acknowledged at or above the high watermark
     # but drained at another offset is an inconsistent-offset instead.
     marked = t.drain_values.withColumn("in_drain", F.lit(True))
@@ -65,11 +95,14 @@ def lost_write(t: Tables) -> DataFrame:
         .join(marked, [*PART, "value"], "left")
         .join(drained_at, [*PART, "offset", "value"], "left")
         .filter(
-            F.col("in_drain").isNull()
+            (
+                F.col("in_drain").isNull()
+                & ((F.col("offset") < F.col("readable")) | (F.col("offset") >= F.col("hwm")))
+            )
             | ((F.col("offset") >= F.col("hwm")) & F.col("at_ack").isNotNull())
         )
     )
-    return _shape(
+    return shape(
         lost,
         "lost-write",
         F.col("i_done"),
@@ -82,13 +115,18 @@ def lost_write(t: Tables) -> DataFrame:
     )
 
 
-def uncommitted_read(t: Tables) -> DataFrame:
+def uncommitted_read(t: Tables, excused: DataFrame | None = None) -> DataFrame:
+    """``excused``: (rk, index, value) of polls not to count (read_uncommitted reads of
+    values of fail or info transactions)."""
     from pyspark.sql import functions as F
 
     polled = t.reads.filter(F.col("src") == "poll")
+    if excused is not None:
+        polled = polled.join(excused, ["rk", "index", "value"], "left_anti")
     bad = (
         polled.join(F.broadcast(t.drained), PART)
         .filter(F.col("offset") >= F.col("lso"))
+        .filter((F.col("offset") < F.col("readable")) | (F.col("offset") >= F.col("hwm")))
         .join(t.drain_values, [*PART, "value"], "left_anti")
         .groupBy("rk", "value")
         .agg(
@@ -98,7 +136,7 @@ def uncommitted_read(t: Tables) -> DataFrame:
         )
         .select("rk", "value", "r.*", "times_read", "poll_indexes")
     )
-    return _shape(
+    return shape(
         bad,
         "uncommitted-read",
         F.col("index"),
@@ -125,7 +163,7 @@ def aborted_read(t: Tables) -> DataFrame:
         )
         .select("rk", "value", "r.*", "fail_index", "times_read")
     )
-    return _shape(
+    return shape(
         found,
         "aborted-read",
         F.col("index"),
@@ -152,7 +190,7 @@ def duplicate(t: Tables) -> DataFrame:
         .filter(F.col("lo") != F.col("hi"))
         .select("rk", "value", "lo.*", "hi", "first", "t")
     )
-    return _shape(
+    return shape(
         dup,
         "duplicate",
         F.col("first"),
@@ -161,13 +199,17 @@ def duplicate(t: Tables) -> DataFrame:
     )
 
 
-def inconsistent_offset(t: Tables) -> DataFrame:
+def inconsistent_offset(t: Tables, more_acks: DataFrame | None = None) -> DataFrame:
+    """``more_acks``: other acknowledged positions (rk, topic, partition, offset, value,
+    index, time), the committed transactions' ones."""
     from pyspark.sql import functions as F
 
     seen = t.reads.select(*PART, "offset", "value", "index", "time")
     acks = _acked(t).filter(F.col("offset") >= 0)
     acked = acks.select(*PART, "offset", "value", F.col("i_done").alias("index"), "t_done")
     both = seen.unionByName(acked.withColumnRenamed("t_done", "time"))
+    if more_acks is not None:
+        both = both.unionByName(more_acks.filter(F.col("offset") >= 0))
     bad = (
         both.filter(F.col("offset").isNotNull())
         .groupBy(*PART, "offset")
@@ -197,7 +239,7 @@ def inconsistent_offset(t: Tables) -> DataFrame:
         )
         .join(bad.select(*PART, "offset"), [*PART, "offset"], "left_anti")
     )
-    return _shape(
+    return shape(
         bad.unionByName(moved),
         "inconsistent-offset",
         F.col("first"),
@@ -210,12 +252,21 @@ def unseen(t: Tables) -> DataFrame:
     from pyspark.sql import functions as F
 
     seen_values = t.reads.select("rk", "value")  # an anti join needs no distinct
-    missing = (
-        _acked(t)
-        .join(F.broadcast(t.drained.select(*PART)), PART, "left_anti")
-        .join(seen_values, ["rk", "value"], "left_anti")
+    acked = _acked(t)
+    undrained = acked.join(F.broadcast(t.drained.select(*PART)), PART, "left_anti")
+    # acknowledged above a stuck last stable offset, where the drain could not read
+    blind = (
+        acked.join(F.broadcast(t.drained), PART)
+        .filter(
+            (F.col("offset") >= F.col("lso"))
+            & (F.col("offset") >= F.col("readable"))
+            & (F.col("offset") < F.col("hwm"))
+        )
+        .join(t.drain_values, [*PART, "value"], "left_anti")
+        .select(*undrained.columns)
     )
-    return _shape(
+    missing = undrained.unionByName(blind).join(seen_values, ["rk", "value"], "left_anti")
+    return shape(
         missing,
         "unseen",
         F.col("i_done"),
@@ -235,10 +286,31 @@ QUERIES = {
 }
 
 
-def all_anomalies(t: Tables) -> DataFrame:
-    """Every data anomaly of every run, one DataFrame of ``COLUMNS``."""
-    frames = [query(t) for query in QUERIES.values()]
+def union(frames: list[DataFrame]) -> DataFrame:
     out = frames[0]
     for frame in frames[1:]:
         out = out.unionByName(frame)
     return out
+
+
+def all_anomalies(
+    t: Tables, x: TxnTables | None = None, timeouts: DataFrame | None = None
+) -> DataFrame:
+    """Every data anomaly of every run, one DataFrame of ``COLUMNS``. ``x``: the
+    transaction tables (None: no run has a txn line); ``timeouts``: (rk, timeout_ns),
+    each run's transaction timeout, for hanging-transaction."""
+    from kchaos.harness.analysis import txn_anomalies as tx
+
+    frames = [
+        lost_write(t),
+        uncommitted_read(t, tx.excused_reads(x) if x is not None else None),
+        aborted_read(t),
+        duplicate(t),
+        inconsistent_offset(t, tx.committed_positions(x) if x is not None else None),
+        unseen(t),
+    ]
+    if timeouts is not None:
+        frames.append(tx.hanging_transaction(t, x, timeouts))
+    if x is not None:
+        frames += tx.txn_queries(x, t)
+    return union(frames)

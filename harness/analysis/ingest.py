@@ -21,6 +21,9 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 _RECORD = 'STRUCT(topic VARCHAR, "partition" INTEGER, "offset" BIGINT, value VARCHAR)[]'
+_TXN_SEND = (
+    'STRUCT(topic VARCHAR, "partition" INTEGER, "offset" BIGINT, value VARCHAR, copy_of VARCHAR)[]'
+)
 # Every column of the analysis schema, with DuckDB's names for its types; "process" is an
 # int or a string in the file, and VARCHAR keeps both, as the Spark schema does.
 COLUMNS: dict[str, str] = {
@@ -41,6 +44,13 @@ COLUMNS: dict[str, str] = {
     "id": "VARCHAR",
     "fault": "VARCHAR",
     "targets": "VARCHAR[]",
+    "txn": "VARCHAR",
+    "transactional_id": "VARCHAR",
+    "sends": _TXN_SEND,
+    "consumed": _RECORD,
+    "offsets": 'STRUCT("group" VARCHAR, positions VARCHAR[][])',
+    "isolation": "VARCHAR",
+    "last_stable_offset": "BIGINT",
 }
 
 

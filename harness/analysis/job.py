@@ -25,14 +25,15 @@ if __package__ in (None, ""):  # run as a file by spark-submit: kchaos is the in
 from kchaos.harness.analysis.anomalies import all_anomalies
 from kchaos.harness.analysis.load import load_events, precheck
 from kchaos.harness.analysis.outputs import write_run_outputs
-from kchaos.harness.analysis.runs import RunInput, resolve_runs
+from kchaos.harness.analysis.runs import RunInput, resolve_runs, txn_timeout_ms
 from kchaos.harness.analysis.session import spark_errors, start_session
 from kchaos.harness.analysis.tables import build_tables, unpersist
 from kchaos.harness.analysis.trend import write_trend
+from kchaos.harness.analysis.txn import TxnTables, build_txn_tables, unpersist_txn
 from kchaos.harness.analysis.windows import fault_lines, window_stats
 from kchaos.harness.errors import KchaosError
 from kchaos.harness.rundir.anomalies import DATA_KINDS, NOT_INVALID
-from kchaos.harness.rundir.history import F_DRAIN, F_POLL, F_SEND, OK
+from kchaos.harness.rundir.history import F_DRAIN, F_POLL, F_SEND, F_TXN, F_TXN_INIT, OK
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -122,10 +123,59 @@ def _anomaly_report(anomalies: Any, examples: int) -> dict[int, dict[str, dict[s
                 "partition": r["partition"],
                 "offset": r["offset"],
                 "index": r["index"],
+                **({"txn": r["txn"]} if r["txn"] is not None else {}),
+                **(
+                    {"transactional_id": r["transactional_id"]}
+                    if r["transactional_id"] is not None
+                    else {}
+                ),
                 **orjson.loads(r["detail"]),
             }
         )
     return report
+
+
+def _txn_stats(x: TxnTables | None, anomalies: Any) -> dict[int, dict[str, Any]]:
+    """Per run with transactions: transactions and their values by outcome, and the
+    anomalies that name a transactional id, by that id."""
+    from pyspark.sql import functions as F
+
+    out: dict[int, dict[str, Any]] = {}
+    if x is None:
+        return out
+
+    def entry(rk: int) -> dict[str, Any]:
+        return out.setdefault(
+            rk,
+            {
+                "ok": 0,
+                "fail": 0,
+                "info": 0,
+                "in_flight": 0,
+                "values": {"ok": 0, "fail": 0, "info": 0, "in_flight": 0},
+                "by_transactional_id": {},
+            },
+        )
+
+    for r in (
+        x.txns.groupBy("rk", "outcome")
+        .agg(F.count(F.lit(1)).alias("n"), F.sum("n_values").alias("values"))
+        .collect()
+    ):
+        s = entry(r["rk"])
+        key = r["outcome"] if r["outcome"] in ("ok", "fail", "info") else "in_flight"
+        s[key] += r["n"]
+        s["values"][key] += int(r["values"] or 0)
+    by_tid = (
+        anomalies.filter(F.col("transactional_id").isNotNull())
+        .groupBy("rk", "transactional_id", "kind")
+        .agg(F.count(F.lit(1)).alias("n"))
+        .collect()
+    )
+    for r in by_tid:
+        tid = entry(r["rk"])["by_transactional_id"].setdefault(r["transactional_id"], {})
+        tid[r["kind"]] = r["n"]
+    return out
 
 
 def _laps(seconds: dict[str, float], start: float) -> Any:
@@ -176,11 +226,20 @@ def run_job(
         lap("load")
         with spark_errors("the analysis"):
             tables = build_tables(loaded.events, files, loaded.send_topics)
+            has_txn = any(
+                f in (F_TXN, F_TXN_INIT) for rows in loaded.counts.values() for f, *_ in rows
+            )
+            txn = build_txn_tables(loaded.events, tables, files) if has_txn else None
             lap("tables")
             stats = _stats(loaded, tables)
             lap("stats")
-            anomalies = all_anomalies(tables).persist(StorageLevel.MEMORY_AND_DISK)
+            timeouts = session.createDataFrame(
+                [(r.key, txn_timeout_ms(r.path) * 1_000_000) for r in runs],
+                "rk int, timeout_ns long",
+            )
+            anomalies = all_anomalies(tables, txn, timeouts).persist(StorageLevel.MEMORY_AND_DISK)
             report = _anomaly_report(anomalies, examples)
+            txn_stats = _txn_stats(txn, anomalies)
             lap("anomalies")
             faults = fault_lines(loaded.events)
             ends = {r.key: stats.get(r.key, {}).get("end_ns", 0) for r in runs}
@@ -201,6 +260,8 @@ def run_job(
                     engine="spark",
                     kinds_checked=list(DATA_KINDS),
                 )
+                if run.key in txn_stats:
+                    s["transactions"] = txn_stats[run.key]
                 summary = {
                     "valid": verdict(counts),
                     "anomalies": {k: found[k] for k in DATA_KINDS if k in found},
@@ -216,6 +277,8 @@ def run_job(
                 lap("trend")
             anomalies.unpersist()
             unpersist(tables)
+            if txn is not None:
+                unpersist_txn(txn)
             loaded.events.unpersist()
         seconds["total"] = time.perf_counter() - t0
         return JobResult(results, trend_dir, seconds)

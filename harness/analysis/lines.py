@@ -11,9 +11,17 @@ from typing import Any
 
 import orjson
 
-from kchaos.harness.analysis.schema import OPTIONAL, RECORD_FIELDS, REQUIRED, TYPES
+from kchaos.harness.analysis.schema import (
+    ISOLATIONS,
+    OPTIONAL,
+    RECORD_FIELDS,
+    REQUIRED,
+    TXN_SEND_OPTIONAL,
+    TXN_SEND_REQUIRED,
+    TYPES,
+)
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.history import numbered
+from kchaos.harness.rundir.history import F_TXN, INVOKE, numbered
 
 
 def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
@@ -45,12 +53,46 @@ def event_problem(event: Any) -> tuple[str | None, str] | None:
     for name, types in OPTIONAL.items():
         if event.get(name) is not None and not _type_ok(event[name], types):
             return name, f"expected {' or '.join(t.__name__ for t in types)}"
-    for i, record in enumerate(event.get("records") or []):
-        if not isinstance(record, dict):
-            return f"records[{i}]", "expected an object"
-        for name, types in RECORD_FIELDS.items():
-            if record.get(name) is None or not _type_ok(record[name], types):
-                return f"records[{i}].{name}", "missing or mistyped"
+    for key in ("records", "consumed"):
+        for i, record in enumerate(event.get(key) or []):
+            if not isinstance(record, dict):
+                return f"{key}[{i}]", "expected an object"
+            for name, types in RECORD_FIELDS.items():
+                if record.get(name) is None or not _type_ok(record[name], types):
+                    return f"{key}[{i}].{name}", "missing or mistyped"
+    return _txn_problem(event)
+
+
+def _txn_problem(event: dict[str, Any]) -> tuple[str | None, str] | None:
+    """The format 1.2 fields: isolation, a txn's sends, the offsets it commits."""
+    if event.get("isolation") is not None and event["isolation"] not in ISOLATIONS:
+        return "isolation", f"unknown isolation {event['isolation']!r}"
+    invoke = event["f"] == F_TXN and event["type"] == INVOKE
+    if invoke and not event.get("sends"):
+        return "sends", "a txn invoke without sends"
+    for i, send in enumerate(event.get("sends") or []):
+        if not isinstance(send, dict):
+            return f"sends[{i}]", "expected an object"
+        required = TXN_SEND_REQUIRED if invoke else {"value": TXN_SEND_REQUIRED["value"]}
+        for name, types in required.items():
+            if send.get(name) is None or not _type_ok(send[name], types):
+                return f"sends[{i}].{name}", "missing or mistyped"
+        for name, types in {**TXN_SEND_OPTIONAL, **TXN_SEND_REQUIRED}.items():
+            if send.get(name) is not None and not _type_ok(send[name], types):
+                return f"sends[{i}].{name}", "mistyped"
+    offsets = event.get("offsets")
+    if offsets is not None:
+        if offsets.get("group") is not None and not _type_ok(offsets["group"], (str,)):
+            return "offsets.group", "expected str"
+        for i, pos in enumerate(offsets.get("positions") or []):
+            if not (
+                isinstance(pos, list)
+                and len(pos) == 3
+                and _type_ok(pos[0], (str,))
+                and _type_ok(pos[1], (int,))
+                and _type_ok(pos[2], (int,))
+            ):
+                return f"offsets.positions[{i}]", "expected [topic, partition, next offset]"
     return None
 
 

@@ -23,13 +23,20 @@ from kchaos.harness.analysis.lines import (
     line_problem,
 )
 from kchaos.harness.analysis.runs import RunInput
-from kchaos.harness.analysis.schema import CORRUPT, REQUIRED, TYPES, column_names, history_schema
+from kchaos.harness.analysis.schema import (
+    CORRUPT,
+    ISOLATIONS,
+    REQUIRED,
+    TYPES,
+    column_names,
+    history_schema,
+)
 from kchaos.harness.analysis.session import spark_errors
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.history import F_SEND, is_torn
+from kchaos.harness.rundir.history import F_SEND, F_TXN, INVOKE, is_torn
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 _RUN_DIR = r"^(.*)/history\.(?:jsonl|parquet)(?:/.*)?$"
 
@@ -45,6 +52,30 @@ class Loaded:
     # run key -> (f, type, lines, latest time, records in them) of its valid lines
     counts: dict[int, list[tuple[str, str, int, int, int]]] = field(default_factory=dict)
     send_topics: list[str] = field(default_factory=list)  # on send lines of any run, sorted
+
+
+def txn_line_bad() -> Column:
+    """True on a line whose format 1.2 fields are wrong in a way the schema cannot catch
+    (the same rules as :func:`kchaos.harness.analysis.lines.event_problem`, which then
+    names the line): an unknown isolation, a txn invoke without sends, a send entry
+    without its value (or topic, on an invoke), a malformed committed position."""
+    from pyspark.sql import functions as F
+
+    invoke = (F.col("f") == F_TXN) & (F.col("type") == INVOKE)
+    iso = F.col("isolation").isNotNull() & ~F.col("isolation").isin(*sorted(ISOLATIONS))
+    empty = invoke & (F.col("sends").isNull() | (F.size("sends") == 0))
+    entry = F.exists("sends", lambda s: s["value"].isNull() | (invoke & s["topic"].isNull()))
+    position = F.exists(
+        "offsets.positions",
+        lambda p: (
+            (F.size(p) != 3)
+            | p[0].isNull()
+            | p[1].cast("int").isNull()
+            | p[2].cast("long").isNull()
+        ),
+    )
+    lines = F.coalesce(entry, F.lit(False)) | F.coalesce(position, F.lit(False))
+    return iso | empty | lines
 
 
 def _with_run_key(spark: SparkSession, df: DataFrame, runs: list[RunInput]) -> DataFrame:
@@ -154,7 +185,7 @@ def _load(spark: SparkSession, runs: list[RunInput], scratch: Path) -> Loaded:
         missing = F.lit(False)
         for name in REQUIRED:
             missing = missing | F.col(name).isNull()
-        bad = (~corrupt) & (missing | ~F.col("type").isin(*TYPES))
+        bad = (~corrupt) & (missing | ~F.col("type").isin(*TYPES) | txn_line_bad())
         # One pass: validity per run, the per-(f, type) counts the stats need and the
         # topics of send lines. Numbers only in the buffers: Spark can hash, not sort.
         rows = (

@@ -130,3 +130,28 @@ def run_facts(path: Path) -> dict[str, Any]:
         if facts[name] is not None:
             facts[name] = str(facts[name])
     return facts
+
+
+#: A transactional producer's transaction.timeout.ms where run.json does not state it
+#: (the Kafka producer's default).
+DEFAULT_TXN_TIMEOUT_MS = 60_000
+_TXN_TIMEOUT_KEYS = ("transaction.timeout.ms", "transaction_timeout_ms")
+
+
+def txn_timeout_ms(path: Path) -> int:
+    """The run's transaction timeout: the largest ``transaction.timeout.ms`` (or
+    ``transaction_timeout_ms``) anywhere in run.json, else Kafka's default, 60000."""
+    run = load_run(path, missing_ok=True)
+    found = []
+    for _, key, value in _walk(dict(run.raw)):
+        if key not in _TXN_TIMEOUT_KEYS or isinstance(value, bool):
+            continue
+        try:
+            found.append(int(value))
+        except (TypeError, ValueError):
+            raise HistoryError(
+                f"{key}: expected an integer number of ms, got {value!r}",
+                file=str(path / "run.json"),
+                field=key,
+            ) from None
+    return max(found) if found else DEFAULT_TXN_TIMEOUT_MS

@@ -1,4 +1,4 @@
-"""The explicit Spark schema of history format v1 (only the fields the analysis reads).
+"""The explicit Spark schema of history format 1.2 (only the fields the analysis reads).
 
 No inference: every line is parsed against this schema. A line whose field does not fit
 its type (an ``index`` that is a string, say) becomes a corrupt record and is reported
@@ -38,6 +38,14 @@ OPTIONAL: dict[str, tuple[type, ...]] = {
     "id": (str,),
     "fault": (str,),
     "targets": (list,),
+    # version 1.2: transactions, isolation of readers, the drain's last stable offset
+    "txn": (str,),
+    "transactional_id": (str,),
+    "sends": (list,),
+    "consumed": (list,),
+    "offsets": (dict,),
+    "isolation": (str,),
+    "last_stable_offset": (int,),
 }
 RECORD_FIELDS: dict[str, tuple[type, ...]] = {
     "topic": (str,),
@@ -45,7 +53,18 @@ RECORD_FIELDS: dict[str, tuple[type, ...]] = {
     "offset": (int,),
     "value": (str,),
 }
+# The fields of one entry of a txn's ``sends``: required, then optional.
+TXN_SEND_REQUIRED: dict[str, tuple[type, ...]] = {"topic": (str,), "value": (str,)}
+TXN_SEND_OPTIONAL: dict[str, tuple[type, ...]] = {
+    "partition": (int,),
+    "offset": (int,),
+    "copy_of": (str,),
+}
 TYPES = HISTORY_TYPES
+#: A reader's ``isolation`` (assign and drain-end lines); absent on assign: read_uncommitted.
+READ_COMMITTED = "read_committed"
+READ_UNCOMMITTED = "read_uncommitted"
+ISOLATIONS: frozenset[str] = frozenset((READ_COMMITTED, READ_UNCOMMITTED))
 
 
 def history_schema(with_corrupt: bool = True) -> StructType:
@@ -67,6 +86,15 @@ def history_schema(with_corrupt: bool = True) -> StructType:
             StructField("value", StringType()),
         ]
     )
+    txn_send = StructType(
+        [
+            StructField("topic", StringType()),
+            StructField("partition", IntegerType()),
+            StructField("offset", LongType()),
+            StructField("value", StringType()),
+            StructField("copy_of", StringType()),
+        ]
+    )
     fields = [
         StructField("index", LongType()),
         StructField("time", LongType()),
@@ -86,6 +114,22 @@ def history_schema(with_corrupt: bool = True) -> StructType:
         StructField("id", StringType()),
         StructField("fault", StringType()),
         StructField("targets", ArrayType(StringType())),
+        StructField("txn", StringType()),
+        StructField("transactional_id", StringType()),
+        StructField("sends", ArrayType(txn_send)),
+        StructField("consumed", ArrayType(record)),
+        # positions are [topic, partition, next offset]: strings keep the mixed array
+        StructField(
+            "offsets",
+            StructType(
+                [
+                    StructField("group", StringType()),
+                    StructField("positions", ArrayType(ArrayType(StringType()))),
+                ]
+            ),
+        ),
+        StructField("isolation", StringType()),
+        StructField("last_stable_offset", LongType()),
     ]
     if with_corrupt:
         fields.append(StructField(CORRUPT, StringType()))

@@ -3,8 +3,8 @@
 - sends: one row per sent value: its invoke (time, index) and its completion (outcome
   ok/fail/info or null while in flight, time, index, topic, partition, offset).
 - reads: one row per record a reader returned (``src`` is "poll" or "drain").
-- drained: one row per partition with a ``drain-end`` line (log start offset and high
-  watermark of its last such line).
+- drained: one row per partition with a ``drain-end`` line (log start offset, high
+  watermark, isolation, last stable offset, time and index of its last such line).
 """
 
 from __future__ import annotations
@@ -121,10 +121,23 @@ def build_drained(events: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     ends = events.filter((F.col("f") == F_DRAIN_END) & (F.col("type") == OK))
-    return ends.groupBy(*PART).agg(
+    by_part = ends.groupBy(*PART).agg(
         F.max_by("log_start_offset", "index").alias("lso"),
         F.max_by("high_watermark", "index").alias("hwm"),
         F.max("index").alias("i_end"),
+        F.max_by("isolation", "index").alias("isolation"),
+        F.max_by("last_stable_offset", "index").alias("last_stable"),
+        F.max_by("time", "index").alias("t_end"),
+    )
+    # where the drain's complete view ends: a read_committed drain cannot read past a
+    # last stable offset stuck below the high watermark
+    stuck = (
+        F.col("last_stable").isNotNull()
+        & (F.coalesce(F.col("isolation"), F.lit("read_committed")) != "read_uncommitted")
+        & (F.col("last_stable") < F.col("hwm"))
+    )
+    return by_part.withColumn(
+        "readable", F.when(stuck, F.col("last_stable")).otherwise(F.col("hwm"))
     )
 
 

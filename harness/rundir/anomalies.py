@@ -48,7 +48,8 @@ UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)
 REPORTED_ONLY: tuple[str, ...] = ("offline", "last-known-leader-election", "live-broker-fenced")
 #: Every kind, in the order reports list them.
 KINDS: tuple[str, ...] = INVALIDATING + UNKNOWN_MAKING + REPORTED_ONLY
-#: Kinds about the data (sends, reads, the drain): what the Spark job computes too.
+#: Kinds about the data (sends, transactions, reads, the drain): what the Spark job
+#: computes too, with the checker's counts.
 DATA_KINDS: tuple[str, ...] = (
     "lost-write",
     "uncommitted-read",
@@ -56,6 +57,7 @@ DATA_KINDS: tuple[str, ...] = (
     "duplicate",
     "inconsistent-offset",
     "unseen",
+    *TXN_KINDS,
 )
 #: Kinds that never make a run invalid.
 NOT_INVALID: frozenset[str] = frozenset(UNKNOWN_MAKING + REPORTED_ONLY)
