@@ -108,26 +108,3 @@ def checker_test_histories(root: Path) -> list[Case]:
     finally:
         checker_hist.H.write = original  # type: ignore[method-assign]
     return cases
-
-
-TXN_FIXTURES = Path(__file__).parents[1] / "fixtures" / "txn"
-
-
-def txn_fixture_cases(root: Path) -> list[Case]:
-    """The hand-written format 1.2 histories (tests/unit/fixtures/txn), each in a run
-    directory of its own, with the counts their README derives from the format."""
-    import json
-    import shutil
-
-    from kchaos.harness.rundir.names import HISTORY_JSONL
-
-    expected = json.loads((TXN_FIXTURES / "expected.json").read_text())
-    cases = []
-    for name, want in sorted(expected.items()):
-        run_dir = root / Path(name).stem
-        run_dir.mkdir(parents=True)
-        shutil.copy(TXN_FIXTURES / name, run_dir / HISTORY_JSONL)
-        cases.append(
-            Case(f"txn-{Path(name).stem}", run_dir, dict(want["anomalies"]), want["valid"])
-        )
-    return cases

@@ -14,13 +14,7 @@ from kchaos.harness.analysis.job import JobResult, run_job
 from kchaos.harness.checker import check_history
 from kchaos.harness.errors import HistoryError
 
-from corpus import (  # isort: skip
-    Case,
-    checker_test_histories,
-    data_counts,
-    histgen_cases,
-    txn_fixture_cases,
-)
+from corpus import Case, checker_test_histories, data_counts, histgen_cases  # isort: skip
 from hist import every_kind, near_misses  # isort: skip
 
 pytestmark = pytest.mark.spark
@@ -39,7 +33,6 @@ def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     cases.append(Case("hand-torn", torn_dir, {}, True))
     cases += histgen_cases(root / "gen")
     cases += checker_test_histories(root / "checker")
-    cases += txn_fixture_cases(root / "txn")
     result: JobResult = run_job([c.run_dir for c in cases], spark=spark, write=False)
     by_path = {rs.run.path: rs for rs in result.runs}
     return {"cases": cases, "runs": {c.name: by_path[c.run_dir.resolve()] for c in cases}}
