@@ -240,6 +240,42 @@ def files_section(run_dir: Path) -> str:
     return "<h2>Kafka's own records</h2><ul>" + "".join(links) + "</ul>"
 
 
+def transactions_section(data: RunData, figure: str) -> str:
+    """History format 1.2: outcomes per transactional id (counted from the history, and
+    the anomalies the checker pinned on each id), the figure, and each partition's last
+    stable offset against its high watermark when the drain ended."""
+    stats = ((data.results or {}).get("stats") or {}).get("transactions") or {}
+    by_id = stats.get("anomalies_by_transactional_id") or {}
+    rows, classes = [], []
+    for tid in sorted(data.txn_outcomes):
+        outcomes = [typ for _, typ, _ in data.txn_outcomes[tid]]
+        found = by_id.get(tid) or {}
+        text = ", ".join(f"{k} {n}" for k, n in sorted(found.items()) if n) or "none"
+        rows.append(
+            [escape(tid), *(str(outcomes.count(k)) for k in ("ok", "fail", "info")), escape(text)]
+        )
+        classes.append("bad" if found else "")
+    out = ["<h2>Transactions</h2>", figure]
+    out.append(
+        table(["transactional id", "committed", "aborted", "unknown", "anomalies"], rows, classes)
+    )
+    if data.drain_lso:
+        lag_rows, lag_classes = [], []
+        for part in sorted(data.drain_lso):
+            hwm, lso = data.drain_lso[part]
+            lag_rows.append([part, str(hwm), str(lso), str(hwm - lso)])
+            lag_classes.append("bad" if lso < hwm else "")
+        out.append(
+            "<p>When the read_committed drain ended (a gap is a transaction still open):</p>"
+        )
+        out.append(
+            table(
+                ["partition", "high watermark", "last stable offset", "gap"], lag_rows, lag_classes
+            )
+        )
+    return "\n".join(out)
+
+
 def render_run(data: RunData, outcome: Outcome | None = None) -> str:
     outcome = outcome or evaluate(data.expect, data.results)
     s = series(data)
@@ -262,6 +298,8 @@ def render_run(data: RunData, outcome: Outcome | None = None) -> str:
     ]
     if any(r.seconds is not None for r in data.recovery):
         parts.append(figure_div(plots.recovery(data), "recovery"))
+    if data.txn_outcomes:
+        parts.append(transactions_section(data, figure_div(plots.transactions(data), "txns")))
     parts.append(prometheus.section(data, figure_div))
     parts += ["<h2>Faults</h2>", fault_table(data)]
     parts.append(timeline.render(data.run_dir, data.faults))

@@ -1,4 +1,5 @@
-"""Plotly figures of one run: throughput, latency, ISR, offline windows, recovery."""
+"""Plotly figures of one run: throughput, latency, ISR, offline windows, recovery, and
+each transactional id's outcomes (history format 1.2)."""
 
 from __future__ import annotations
 
@@ -177,3 +178,40 @@ def recovery(data: RunData) -> go.Figure:
         "seconds",
         data.end,
     )
+
+
+TXN_COLORS = {"ok": "seagreen", "fail": "darkorange", "info": "crimson"}
+TXN_LABELS = {"ok": "committed", "fail": "aborted", "info": "unknown"}
+
+
+def transactions(data: RunData) -> go.Figure:
+    """One row per transactional id: a mark at each completed transaction, coloured by
+    its outcome (committed, aborted, unknown), over the fault windows."""
+    fig = go.Figure()
+    ids = sorted(data.txn_outcomes)
+    for outcome, color in TXN_COLORS.items():
+        xs, ys, texts = [], [], []
+        for tid in ids:
+            for t, typ, name in data.txn_outcomes[tid]:
+                if typ == outcome:
+                    xs.append(t)
+                    ys.append(tid)
+                    texts.append(name)
+        if xs:
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    text=texts,
+                    mode="markers",
+                    name=TXN_LABELS[outcome],
+                    marker={"color": color, "symbol": "line-ns-open", "size": 12},
+                    hovertemplate="%{y} %{text}: " + TXN_LABELS[outcome] + " at %{x:.2f}s"
+                    "<extra></extra>",
+                )
+            )
+    shade_faults(fig, data)
+    fig = _layout(fig, "Transactions per transactional id, by outcome", "", data.end)
+    fig.update_layout(height=200 + 30 * len(ids))
+    fig.update_yaxes(categoryorder="array", categoryarray=ids)
+    return fig

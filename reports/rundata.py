@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.history import F_METADATA, F_SEND, read_events
+from kchaos.harness.rundir.history import (
+    F_DRAIN_END,
+    F_METADATA,
+    F_SEND,
+    F_TXN,
+    F_TXN_INIT,
+    read_events,
+)
 from kchaos.harness.rundir.names import HISTORY_JSONL, RUN_JSON
 from kchaos.harness.rundir.results import FaultWindow, FullIsr, OfflineWindow
 from kchaos.harness.rundir.rundir import RunDir
@@ -64,6 +71,11 @@ class RunData:
     events: int = 0
     torn_lines: int = 0
     totals: dict[str, int] = field(default_factory=lambda: {"ok": 0, "fail": 0, "info": 0})
+    # history format 1.2: each transactional id's completed transactions, (seconds since
+    # the run started, outcome, txn), in history order; and the drain's last stable
+    # offsets ("t/0" -> (high watermark, last stable offset)) where it reported them
+    txn_outcomes: dict[str, list[tuple[float, str, str]]] = field(default_factory=dict)
+    drain_lso: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def run_id(self) -> str:
@@ -104,6 +116,8 @@ class _Scanner:
     def __init__(self, data: RunData) -> None:
         self.d = data
         self.invokes: dict[str, float] = {}
+        self.txn_ids: dict[str, str] = {}  # txn -> transactional id (its invoke names it)
+        self.process_ids: dict[Any, str] = {}  # process -> its last txn-init's id
         self.marker_values, self.marker_indices = _example_targets(data.results)
         self.marked: set[tuple[str, str]] = set()
 
@@ -131,6 +145,27 @@ class _Scanner:
         elif f == F_METADATA:
             part = f"{e.get('topic')}/{e.get('partition')}"
             self.d.isr.setdefault(part, []).append((t, len(e.get("isr") or [])))
+        elif f == F_TXN:
+            self.txn(e, t, typ)
+        elif f == F_TXN_INIT and isinstance(e.get("transactional_id"), str):
+            self.process_ids[e.get("process")] = e["transactional_id"]
+        elif f == F_DRAIN_END and isinstance(e.get("last_stable_offset"), int):
+            part = f"{e.get('topic')}/{e.get('partition')}"
+            hwm = e.get("high_watermark")
+            if isinstance(hwm, int):
+                self.d.drain_lso[part] = (hwm, e["last_stable_offset"])
+
+    def txn(self, e: dict[str, Any], t: float, typ: Any) -> None:
+        name = str(e.get("txn"))
+        tid = e.get("transactional_id")
+        if typ == "invoke":
+            if not isinstance(tid, str):
+                tid = self.process_ids.get(e.get("process"), "?")
+            self.txn_ids[name] = tid
+            return
+        if typ in ("ok", "fail", "info"):
+            owner = self.txn_ids.pop(name, tid if isinstance(tid, str) else "?")
+            self.d.txn_outcomes.setdefault(owner, []).append((t, str(typ), name))
 
     def send(self, e: dict[str, Any], t: float, typ: Any) -> None:
         value = str(e.get("value"))
