@@ -16,8 +16,8 @@ KIND = "live-broker-fenced"
 FIXTURES = Path(__file__).parent / "fixtures"
 DRAFT = (
     Path(__file__).resolve().parents[3]
-    / "docs"
-    / "tickets-drafts"
+    / "harness"
+    / "scenarios"
     / "kafka-15489-controller-split-brain.yaml"
 )
 
