@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.names import HISTORY_JSONL
+from kchaos.harness.rundir.names import HISTORY_JSONL, RUN_JSON
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.runjson import load_run
 
@@ -151,7 +151,7 @@ def txn_timeout_ms(path: Path) -> int:
         except (TypeError, ValueError):
             raise HistoryError(
                 f"{key}: expected an integer number of ms, got {value!r}",
-                file=str(path / "run.json"),
+                file=str(path / RUN_JSON),
                 field=key,
             ) from None
     return max(found) if found else DEFAULT_TXN_TIMEOUT_MS
