@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from kchaos.harness.rundir.history import READ_COMMITTED
 from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.workloads.clients import ConsumerClient, TopicPartition
 from kchaos.workloads.consumer import record_dicts
@@ -33,7 +34,6 @@ from kchaos.workloads.metrics import HarnessMetrics
 log = logging.getLogger(__name__)
 
 PROCESS = "drain"
-READ_COMMITTED = "read_committed"
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kchaos.harness.errors import ConfigError
+from kchaos.harness.rundir.history import ISOLATIONS
 
 ClientLib = Literal["confluent", "kafka-python", "java"]
 CLIENT_LIBS: tuple[str, ...] = ("confluent", "kafka-python", "java")
 Isolation = Literal["read_uncommitted", "read_committed"]
-ISOLATIONS: tuple[str, ...] = ("read_uncommitted", "read_committed")
 
 
 @dataclass(frozen=True)

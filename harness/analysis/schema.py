@@ -61,10 +61,12 @@ TXN_SEND_OPTIONAL: dict[str, tuple[type, ...]] = {
     "copy_of": (str,),
 }
 TYPES = HISTORY_TYPES
-#: A reader's ``isolation`` (assign and drain-end lines); absent on assign: read_uncommitted.
-READ_COMMITTED = "read_committed"
-READ_UNCOMMITTED = "read_uncommitted"
-ISOLATIONS: frozenset[str] = frozenset((READ_COMMITTED, READ_UNCOMMITTED))
+#: A reader's ``isolation`` (assign and drain-end lines): the history vocabulary's own.
+from kchaos.harness.rundir.history import (  # noqa: E402, F401 - re-exported for the job
+    ISOLATIONS,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+)
 
 
 def history_schema(with_corrupt: bool = True) -> StructType:

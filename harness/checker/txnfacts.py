@@ -12,11 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kchaos.harness.rundir.history import FAIL, INFO, OK
-
-READ_COMMITTED = "read_committed"
-READ_UNCOMMITTED = "read_uncommitted"
-ISOLATIONS: frozenset[str] = frozenset((READ_COMMITTED, READ_UNCOMMITTED))
+from kchaos.harness.rundir.history import (  # noqa: F401 - the isolations, re-exported
+    FAIL,
+    INFO,
+    ISOLATIONS,
+    OK,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+)
 
 #: A transaction whose invoke has no completion in the history (judged like ``info``).
 OPEN = "open"

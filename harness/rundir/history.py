@@ -45,6 +45,12 @@ FS: frozenset[str] = frozenset(
     (F_SEND, F_POLL, F_ASSIGN, F_DRAIN, F_DRAIN_END, F_FAULT, F_METADATA, F_TXN_INIT, F_TXN)
 )
 
+# ``isolation`` on assign and drain-end lines (version 1.2); absent on an assign line:
+# read_uncommitted
+READ_UNCOMMITTED = "read_uncommitted"
+READ_COMMITTED = "read_committed"
+ISOLATIONS: tuple[str, ...] = (READ_UNCOMMITTED, READ_COMMITTED)
+
 # ``process``: a client worker's integer id, or one of these.
 NEMESIS = "nemesis"
 MONITOR = "monitor"

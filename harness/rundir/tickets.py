@@ -130,8 +130,8 @@ class Ticket:
         """ConfigError when ``version`` is outside the scenario's range."""
         if not self.covers(version):
             raise ConfigError(
-                f"scenario {scenario!r} reproduces {self.id} on Kafka {self.affected_from} and "
-                f"later (fixed in {', '.join(self.fixed_in)}); {version} is outside that range",
+                f"{scenario} reproduces {self.id} from Kafka {self.affected_from} on (fixed "
+                f"in {', '.join(self.fixed_in)}); Kafka {version} is outside that range",
                 field="kafka-version",
             )
 

@@ -300,12 +300,10 @@ def _ticket(src: Source, d: dict[str, Any], kafka_version: str | None) -> Ticket
     from kchaos.harness.images.versions import parse_kafka_version
 
     version = str(parse_kafka_version(kafka_version))
-    if not ticket.covers(version):
-        raise src.error(
-            ("cluster", "kafka_version"),
-            f"{d['name']} reproduces {ticket.id} from Kafka {ticket.affected_from} on (fixed "
-            f"in {', '.join(ticket.fixed_in)}); Kafka {version} is outside that range",
-        )
+    try:
+        ticket.check_release(version, str(d["name"]))
+    except ConfigError as exc:  # the same message, with the file and line of the version
+        raise src.error(("cluster", "kafka_version"), exc.detail) from None
     return ticket
 
 
