@@ -32,7 +32,14 @@ from kchaos.workloads.values import value_of
 log = logging.getLogger(__name__)
 
 ConsumerFactory = Callable[[], ConsumerClient]
-_PARTITIONS_TIMEOUT_S = 10.0
+_PARTITIONS_TIMEOUT_S = 10.0  # one metadata request
+# How long a reader keeps asking for a topic's partitions. Brokers learn of a new topic
+# from the metadata log, each a little after the controller created it, so the broker a
+# reader asks first may not know it yet (UNKNOWN_TOPIC_OR_PART) although the harness saw
+# the topic ready on another one. kchaos never deletes a topic during a run, so a topic
+# still unknown after this long is a real error.
+_PARTITIONS_WAIT_S = 30.0
+_PARTITIONS_RETRY_S = 0.5
 
 
 def record_dicts(records: Sequence[Any]) -> list[dict[str, Any]]:
@@ -174,12 +181,27 @@ class ConsumerWorker:
             return
         wanted: list[TopicPartition] = []
         for topic in self.topics:
-            parts = client.partitions_for(topic, _PARTITIONS_TIMEOUT_S)
+            parts = self._partitions_of(client, topic)
             if self.spec.partitions is not None:
                 parts = [p for p in parts if p in self.spec.partitions]
             wanted.extend((topic, p) for p in parts)
         client.assign([(t, p, None) for t, p in wanted])
         self._assigned(wanted)
+
+    def _partitions_of(self, client: ConsumerClient, topic: str) -> list[int]:
+        """The topic's partitions, asked again while the broker asked does not know it yet
+        (see ``_PARTITIONS_WAIT_S``); the last error once that time has passed."""
+        deadline = self._clock() + _PARTITIONS_WAIT_S
+        while True:
+            try:
+                return client.partitions_for(topic, _PARTITIONS_TIMEOUT_S)
+            except Exception as exc:
+                if self._clock() >= deadline:
+                    raise
+                log.info("consumer %s: partitions of %s not known yet (%s)", self.process,
+                         topic, exc)  # fmt: skip
+            if self._stop.wait(_PARTITIONS_RETRY_S):
+                return []
 
     def _run(self) -> None:
         try:

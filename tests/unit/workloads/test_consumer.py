@@ -154,3 +154,40 @@ def test_make_consumer_passes_the_isolation_level(monkeypatch: pytest.MonkeyPatc
                         lambda *args: seen.update(extra=args[-1]))  # fmt: skip
     clients.make_consumer("confluent", "h:1", group_id="g", isolation="read_committed")
     assert seen["extra"] == {"isolation.level": "read_committed"}
+
+
+def test_a_topic_not_yet_known_to_the_broker_asked_is_asked_for_again(
+    run_worker: Callable[..., ListSink], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the CI failure of 2026-11-25: the broker a reader asked did not know the new topic
+    # yet, and the reader died with UNKNOWN_TOPIC_OR_PART.
+    monkeypatch.setattr("kchaos.workloads.consumer._PARTITIONS_RETRY_S", 0.01)
+    fake = FakeConsumer(LOGS)
+    fake.partitions_failures = 3
+    sink = run_worker(ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0), fake)
+    assert fake.partitions_failures == 0
+    assert sink.events[0]["partitions"] == [["t", 0], ["t", 1]]
+
+
+def test_a_topic_unknown_past_the_wait_is_the_readers_error(
+    monkeypatch: pytest.MonkeyPatch, eventually: Callable[..., None]
+) -> None:
+    monkeypatch.setattr("kchaos.workloads.consumer._PARTITIONS_RETRY_S", 0.01)
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 1.0  # every look at the clock is a second later
+        return now[0]
+
+    fake = FakeConsumer(LOGS)
+    fake.partitions_failures = 1000
+    worker = ConsumerWorker(
+        9, ["t"], ConsumerSpec(mode="assign", poll_timeout_s=0.01), ListSink(), lambda: fake,
+        clock=clock,
+    )  # fmt: skip
+    worker.start()
+    eventually(lambda: worker.error is not None, "the reader's error")
+    worker.stop()
+    assert "Unknown topic" in str(worker.error)
+    # the deadline is read at 1 s (so 31 s); each failure reads the clock once more
+    assert 1000 - fake.partitions_failures == 30

@@ -60,6 +60,7 @@ class FakeConsumer:
         self.on_assign: AssignCallback | None = None
         self.watermark_failures: dict[tuple[str, int], int] = {}
         self.poll_failures = 0
+        self.partitions_failures = 0  # partitions_for raises this many times first
         self.stuck: set[tuple[str, int]] = set()
         self.commits = 0
         self.closed = False
@@ -111,6 +112,9 @@ class FakeConsumer:
         return self.low.get(tp, 0), high
 
     def partitions_for(self, topic: str, timeout: float) -> list[int]:
+        if self.partitions_failures > 0:
+            self.partitions_failures -= 1
+            raise RuntimeError("Broker: Unknown topic or partition")
         return sorted(p for t, p in self.logs if t == topic)
 
     def fetch_sources(self) -> dict[tuple[str, int], tuple[int, int]]:
