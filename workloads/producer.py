@@ -138,7 +138,7 @@ class ProducerWorker:
         inflight, lock, stop = self._inflight, self._lock, self._stop
         invokes = [self.sink.recorder(_invoke_template(process, t, keyed=keys > 0)) for t in topics]
         rate = None if spec.rate is None else self._rate
-        make_payload = padder(spec.message_size)
+        make_payload = padder(spec.message_size, random=spec.padding == "random")
         clock = _clock_ns  # one reading per send: the invoke line and the latency
         n = 0
         while True:

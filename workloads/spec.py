@@ -13,6 +13,7 @@ from typing import Literal
 
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.history import ISOLATIONS
+from kchaos.workloads.values import PADDINGS
 
 ClientLib = Literal["confluent", "kafka-python", "java"]
 CLIENT_LIBS: tuple[str, ...] = ("confluent", "kafka-python", "java")
@@ -33,6 +34,7 @@ class ProducerSpec:
     compression: str = "none"
     max_in_flight: int | None = None
     message_size: int = 100  # bytes per record, value and padding
+    padding: str = "repeated"  # "repeated" or "random" (see values.padder)
     keys: int = 0  # distinct keys; 0 = no key (the client's partitioner spreads records)
     rate: float | None = None  # sends per second per worker; None = as fast as possible
     max_in_flight_sends: int = 10000  # application-side cap on unacknowledged sends
@@ -48,6 +50,11 @@ class ProducerSpec:
             raise ConfigError(f"acks must be all, 1 or 0, not {self.acks!r}", field=where)
         if self.message_size < 1:
             raise ConfigError("message_size must be at least 1", field=where)
+        if self.padding not in PADDINGS:
+            raise ConfigError(
+                f"padding must be one of {', '.join(PADDINGS)}, not {self.padding!r}",
+                field=where,
+            )
         if self.rate is not None and self.rate <= 0:
             raise ConfigError("rate must be positive (or absent for max)", field=where)
         if self.idempotence and self.retries == 0:

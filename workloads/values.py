@@ -7,16 +7,33 @@ padding up to the configured message size; :func:`value_of` recovers the value.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
 
 SEPARATOR = b"|"
 _PAD = b"x"
+PADDINGS = ("repeated", "random")  # what follows each value (see padder)
+# every byte value to one of 16 letters (never the separator)
+_LETTERS = bytes(b"abcdefghijklmnop"[i % 16] for i in range(256))
 
 
-def padder(size: int) -> Callable[[str], bytes]:
-    """A fast ``payload(value, size)`` for one size (the padding is built once)."""
+def padder(size: int, *, random: bool = False) -> Callable[[str], bytes]:
+    """A fast ``payload(value, size)`` for one size.
+
+    The padding is one repeated byte, built once; with ``random``, fresh random letters of
+    a 16-letter alphabet for every record. Those compress to about half, slowly: no two
+    records share a run a compressor could match, so a broker that recompresses batches
+    (topic ``compression.type`` other than the producer's) spends real CPU on each.
+    """
+    if random:
+
+        def make_random(value: str) -> bytes:
+            head = value.encode() + SEPARATOR
+            return head + os.urandom(max(0, size - len(head))).translate(_LETTERS)
+
+        return make_random
     pad = _PAD * size
 
     def make(value: str) -> bytes:

@@ -119,13 +119,13 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     required = tuple(expect.get("anomalies") or ())
     allowed = set(expect.get("allowed") or ()) | set(required) | INFORMATIONAL | permitted
     reasons: list[str] = []
-    unknown = False
+    unknowns = 0  # reasons that are "could not tell", not "it went wrong"
     judged = verdict  # an allowed kind is found "without failing the run":
     if want_valid is not False:
         judged = _excused(verdict, found, set(expect.get("allowed") or ()) | permitted)
     if want_valid is not None and judged != want_valid:
         reasons.append(f"verdict {verdict_text(judged)}, expected {verdict_text(want_valid)}")
-        unknown = judged == "unknown"
+        unknowns += judged == "unknown"
     missing = [k for k in required if k not in found]
     if missing:
         reasons.append(f"expected anomalies not found: {', '.join(missing)}")
@@ -143,16 +143,40 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     failed = [name for name, ok in slo.items() if not ok]
     if failed:
         reasons.append(f"SLO failed: {', '.join(failed)}")
+    at_least = expect.get("offline_at_least")
+    if isinstance(at_least, int | float) and not isinstance(at_least, bool):
+        longest = longest_offline(results)
+        if longest is None:
+            reasons.append("offline windows unknown (results.json has none)")
+            unknowns += 1
+        elif longest < at_least:
+            reasons.append(
+                f"longest offline window {longest:.1f} s, expected at least {at_least:g} s"
+            )
     not_measured = slo_unknown(results)
     if not_measured:
         reasons.append(f"SLO unknown (could not be measured): {', '.join(not_measured)}")
+        unknowns += 1
     if not reasons:
         return Outcome(True, EXIT_EXPECTED, verdict, (), found, slo)
-    only_unknown = (unknown or bool(not_measured)) and len(reasons) == 1 + bool(
-        unknown and not_measured
-    )
-    code = EXIT_UNKNOWN if only_unknown else EXIT_UNEXPECTED
+    code = EXIT_UNKNOWN if unknowns == len(reasons) else EXIT_UNEXPECTED
     return Outcome(False, code, verdict, tuple(reasons), found, slo)
+
+
+def longest_offline(results: Mapping[str, Any]) -> float | None:
+    """The longest offline window of a run in seconds (0 when there was none), None when
+    results.json does not say (``stats.availability.offline_windows``)."""
+    stats = results.get("stats")
+    availability = stats.get("availability") if isinstance(stats, Mapping) else None
+    windows = availability.get("offline_windows") if isinstance(availability, Mapping) else None
+    if not isinstance(windows, list):
+        return None
+    lengths = [
+        float(w["length_s"])
+        for w in windows
+        if isinstance(w, Mapping) and isinstance(w.get("length_s"), int | float)
+    ]
+    return max(lengths, default=0.0)
 
 
 def _excused(verdict: Any, found: tuple[str, ...], allowed: set[str]) -> Any:

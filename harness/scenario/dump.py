@@ -56,7 +56,9 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
     if w.get("topics"):
         workload["topics"] = list(w["topics"])
     workload["producers"] = {
-        **_present(p, "count", "rate", "acks", "keys", "message_size", "max_in_flight"),
+        **_present(
+            p, "count", "rate", "acks", "keys", "message_size", "padding", "max_in_flight"
+        ),  # fmt: skip
         "configs": dict(p.get("configs") or {}),
     }
     workload["consumers"] = {
@@ -128,6 +130,8 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
             out["expect"]["allowed_causes"] = list(e["allowed_causes"])
         if e.get("forbid"):
             out["expect"]["forbid"] = list(e["forbid"])
+        if e.get("offline_at_least") is not None:
+            out["expect"]["offline_at_least"] = e["offline_at_least"]
     return out
 
 

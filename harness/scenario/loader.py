@@ -214,6 +214,7 @@ def _build(src: Source, seed: int | None) -> Scenario:
             acks="all" if acks == "-1" else acks,
             keys=p.get("keys", 16),
             message_size=p.get("message_size", 100),
+            padding=p.get("padding", "repeated"),
             max_in_flight=p.get("max_in_flight", 100),
             configs=_props(p.get("configs")),
         ),
@@ -267,6 +268,9 @@ def _build(src: Source, seed: int | None) -> Scenario:
         allowed=tuple(e.get("allowed", ())),
         allowed_causes=tuple(e.get("allowed_causes", ())),
         forbid=tuple(e.get("forbid", ())),
+        offline_at_least=_durations(src, ("expect",), e, ("offline_at_least",)).get(
+            "offline_at_least"
+        ),
         section=dict(d["expect"]) if (d.get("expect") or {}).get("before") else {},
     )
     return Scenario(

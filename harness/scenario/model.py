@@ -51,6 +51,10 @@ class ProducerConfig:
     acks: str = "all"
     keys: int = 16  # distinct keys (spread over partitions); 0 = no key
     message_size: int = 100
+    # the bytes after each value: "repeated" (one byte, cheap to compress) or "random"
+    # (fresh random letters per record, costly to compress: a broker that recompresses
+    # works hard on them)
+    padding: Literal["repeated", "random"] = "repeated"
     max_in_flight: int = 100  # outstanding sends per producer
     configs: Mapping[str, str] = field(default_factory=dict)
 
@@ -174,6 +178,9 @@ class ExpectConfig:
     # kinds that must NOT be found: the way to fail a run on a reported-only kind (an
     # offline window, a live broker fenced) that ``valid`` alone never judges
     forbid: tuple[str, ...] = ()
+    # the longest offline window must last at least this long (seconds): the way to fail
+    # a run on an outage that did NOT happen (KIP-501 before eligible leader replicas)
+    offline_at_least: float | None = None
     # The file's whole section when it has per-release entries (``before``): kept so
     # that a replay on another release resolves it again (``kchaos replay
     # --kafka-version``); empty when the section has none. Not part of the judgement.

@@ -164,6 +164,7 @@ def producer_fields(p: ProducerConfig, client: str = "confluent-kafka") -> dict[
     fields: dict[str, Any] = {
         "acks": p.acks,
         "message_size": p.message_size,
+        "padding": p.padding,
         "keys": p.keys,
         "rate": p.rate if p.rate > 0 else None,
         "max_in_flight_sends": p.max_in_flight,

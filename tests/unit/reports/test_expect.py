@@ -152,3 +152,50 @@ def test_anomaly_text_names_the_causes():
         "duplicate 10 (producer-epoch-bump 9, unknown 1), offline 3"
     )
     assert anomaly_text({}, None) == ""
+
+
+def _offline(*lengths: float) -> dict:
+    windows = [{"topic": "t", "partition": 0, "length_s": n} for n in lengths]
+    return {
+        "valid": True,
+        "anomalies": {"offline": {"count": len(windows)}} if windows else {},
+        "stats": {"availability": {"offline_windows": windows}},
+    }
+
+
+@pytest.mark.parametrize(
+    "results, code, reason",
+    [
+        (_offline(4.0, 25.5), EXIT_EXPECTED, None),
+        (
+            _offline(4.0, 12.0),
+            EXIT_UNEXPECTED,
+            "longest offline window 12.0 s, expected at least 20 s",
+        ),
+        (_offline(), EXIT_UNEXPECTED, "longest offline window 0.0 s"),
+        ({"valid": True, "anomalies": {}, "stats": {}}, EXIT_UNKNOWN, "offline windows unknown"),
+    ],
+)
+def test_offline_at_least_fails_a_run_whose_outage_is_missing_or_short(results, code, reason):
+    out = evaluate({"valid": True, "offline_at_least": 20}, results)
+    assert out.exit_code == code
+    if reason is None:
+        assert out.expected and not out.reasons
+    else:
+        assert any(reason in r for r in out.reasons), out.reasons
+
+
+def test_an_unknown_verdict_and_unknown_windows_together_are_still_unknown():
+    out = evaluate(
+        {"valid": True, "offline_at_least": 20},
+        {"valid": "unknown", "anomalies": {"unseen": 3}, "stats": {}},
+    )
+    assert out.exit_code == EXIT_UNKNOWN and len(out.reasons) == 2
+
+
+def test_unknown_windows_beside_a_real_failure_are_a_failure():
+    out = evaluate(
+        {"valid": True, "offline_at_least": 20},
+        {"valid": False, "anomalies": {"lost-write": 1}, "stats": {}},
+    )
+    assert out.exit_code == EXIT_UNEXPECTED

@@ -125,6 +125,34 @@ def test_forbid_and_reported_only_kinds_in_a_valid_expectation():
     assert (new.anomalies, new.forbid) == ((), ("live-broker-fenced",))
 
 
+def test_offline_at_least_per_release():
+    per_release = GOOD.replace(
+        "  valid: false\n  anomalies: [lost-write]",
+        "  valid: true\n  forbid: [offline]\n  before:\n"
+        '    "4.0.0": {valid: true, anomalies: [offline], offline_at_least: 20s}',
+    )
+    old = load(per_release, kafka_version="3.9.1").expect
+    new = load(per_release, kafka_version="4.4.0").expect
+    assert (old.offline_at_least, old.anomalies, old.forbid) == (20.0, ("offline",), ())
+    assert (new.offline_at_least, new.forbid) == (None, ("offline",))
+    flat = GOOD.replace("  valid: false\n  anomalies: [lost-write]", "  offline_at_least: 1m")
+    assert load(flat).to_dict()["expect"]["offline_at_least"] == 60.0
+    err = error_of(flat.replace("offline_at_least: 1m", "offline_at_least: soon"))
+    assert err.field is not None and "offline_at_least" in err.field
+
+
+def test_producer_padding_reaches_the_workload_and_bad_values_are_named():
+    import re
+
+    text = re.sub(r"(\n  producers:\n)", r"\1    padding: random\n", GOOD, count=1)
+    assert text != GOOD
+    sc = load(text)
+    assert sc.workload.producers.padding == "random"
+    assert sc.to_dict()["workload"]["producers"]["padding"] == "random"
+    err = error_of(text.replace("padding: random", "padding: zeros"))
+    assert err.field is not None and "padding" in err.field
+
+
 def test_missing_required_section():
     err = error_of(GOOD.replace("workload:", "workloads:"))
     assert "workloads" in str(err) or "workload" in str(err)

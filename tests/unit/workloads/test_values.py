@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import threading
+import zlib
 
 import pytest
 from hypothesis import given
@@ -73,3 +74,15 @@ def test_unlimited_rate_never_sleeps_and_honours_stop() -> None:
 def test_rate_must_be_positive() -> None:
     with pytest.raises(ValueError):
         RateLimiter(0)
+
+
+def test_random_padding_is_fresh_per_record_and_keeps_the_value() -> None:
+    make = padder(20000, random=True)
+    one, two = make("3-1"), make("3-2")
+    assert len(one) == len(two) == 20000
+    assert value_of(one) == "3-1" and value_of(two) == "3-2"
+    assert one[4:] != two[4:]  # no padding shared between records
+    assert b"|" not in one[4:]
+    # repeated padding compresses to almost nothing; random letters only to about half
+    assert len(zlib.compress(padder(20000)("3-1"))) < 200
+    assert 0.4 < len(zlib.compress(one + two, 9)) / len(one + two) < 0.7
