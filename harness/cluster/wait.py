@@ -21,7 +21,7 @@ from typing import Any
 
 from testcontainers.core.waiting_utils import WaitStrategy
 
-from kchaos.harness.errors import ReadinessTimeout
+from kchaos.harness.errors import WaitTimeout
 
 # A check returns None when the condition holds, else what it saw instead.
 Check = Callable[[], "str | None"]
@@ -69,14 +69,6 @@ class Until(WaitStrategy):
             time.sleep(self._poll_interval)
 
 
-class WaitTimeout(ReadinessTimeout):
-    """A wait strategy ran out of time; ``last`` is what it observed last."""
-
-    def __init__(self, what: str, timeout: float, last: str) -> None:
-        self.what, self.timeout, self.last = what, timeout, last
-        super().__init__(f"{what}: not reached after {timeout:.0f}s; last seen: {last}")
-
-
 def http_answers(url: str, timeout: float = 2.0) -> Check:
     """A check that holds once ``url`` answers with a 2xx status."""
     import requests
@@ -91,4 +83,4 @@ def http_answers(url: str, timeout: float = 2.0) -> Check:
     return check
 
 
-__all__ = ["Check", "Until", "WaitTimeout", "http_answers"]
+__all__ = ["Check", "Until", "http_answers"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kchaos.harness.cluster.wait import Until, WaitTimeout
-from kchaos.harness.errors import BrokerStartError, ReadinessTimeout
+from kchaos.harness.cluster.wait import Until
+from kchaos.harness.errors import BrokerStartError, ReadinessTimeout, WaitTimeout
 
 
 def test_returns_once_the_check_holds() -> None:
