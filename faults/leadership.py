@@ -1,8 +1,8 @@
-"""Planned leadership changes as nemesis operations: preferred elections, reassignments.
+"""The leadership family: planned leadership changes, preferred elections and reassignments.
 
-Not faults in the crash sense, but the nemesis schedules them like faults, so they are
-registered in the faults registry (importing this module registers them) and recorded as
-``fault`` lines. Both use Kafka's admin protocol through the client proxies (no JVM tool
+Not faults in the crash sense, but the nemesis schedules them like faults, so they are a
+family of the faults registry and are recorded as ``fault`` lines. They leave nothing to
+heal. Both use Kafka's admin protocol through the client proxies (no JVM tool
 to start, so they take effect within a second of their scheduled time).
 
 ``preferred-election``  elect every partition's preferred leader (ElectLeaders,
@@ -52,6 +52,8 @@ def rotated(replicas: list[int]) -> list[int]:
 
 @register
 class PreferredElection(Fault):
+    """Elect the preferred leader of every partition (or of ``params.topic``'s)."""
+
     name = "preferred-election"
     family = "leadership"
     summary = "elect every partition's preferred leader"
@@ -72,6 +74,9 @@ class PreferredElection(Fault):
 
 @register
 class Reassign(Fault):
+    """Rotate the replica list of every partition of ``params.topic``, wait until Kafka
+    has moved them, then elect the preferred leaders: every leader moves."""
+
     name = "reassign"
     family = "leadership"
     summary = "rotate every partition's replica order, then elect preferred leaders"
