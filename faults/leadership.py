@@ -15,12 +15,12 @@ to start, so they take effect within a second of their scheduled time).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from kchaos.faults.base import Fault, register
 from kchaos.faults.params import Param
-from kchaos.harness.errors import FaultError
+from kchaos.harness.cluster.wait import Until
+from kchaos.harness.errors import FaultError, WaitTimeout
 
 TIMEOUT_S = 30.0
 
@@ -118,13 +118,17 @@ class Reassign(Fault):
         return {p: rotated(list(pm.replicas)) for p, pm in sorted(meta.partitions.items())}
 
     def _wait_done(self, admin: Any, topic: str) -> None:
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline:
+        def moving() -> str | None:
             pending = admin.list_partition_reassignments()
-            if not any(getattr(tp, "topic", None) == topic for tp in pending or {}):
-                return
-            time.sleep(0.2)
-        raise FaultError(f"reassign: still in progress after {TIMEOUT_S:.0f} s")
+            count = sum(1 for tp in pending or {} if getattr(tp, "topic", None) == topic)
+            return f"{count} partition(s) moving" if count else None
+
+        try:
+            Until(
+                f"reassignment of {topic}", moving, timeout=TIMEOUT_S, interval=0.2
+            ).wait_until_ready()
+        except WaitTimeout:
+            raise FaultError(f"reassign: still in progress after {TIMEOUT_S:.0f} s") from None
 
     def _stop(self) -> None:
         return None
