@@ -17,7 +17,6 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from types import TracebackType
 from typing import Any, ClassVar
 
@@ -139,27 +138,18 @@ def register(cls: type[Fault]) -> type[Fault]:
     return cls
 
 
-ENTRY_POINT_GROUP = "kchaos.faults"
-_entry_points_loaded = False
-
-
 def registry() -> dict[str, type[Fault]]:
-    """Every fault family by name: kchaos.faults' own families, and the faults other
-    packages declare in the ``kchaos.faults`` entry-point group (``name = "module:Class"``,
-    e.g. the runner's leadership operations), loaded on first use."""
-    from kchaos.faults import controller_hold, crash, disk, network, partition, pause  # noqa: F401
+    """Every fault by name (importing a family's module registers its faults)."""
+    from kchaos.faults import (  # noqa: F401
+        controller_hold,
+        crash,
+        disk,
+        leadership,
+        network,
+        partition,
+        pause,
+    )
 
-    global _entry_points_loaded
-    if not _entry_points_loaded:  # scanning the installed packages costs ~30 ms a call
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name not in _REGISTRY:
-                cls = ep.load()
-                if not (isinstance(cls, type) and issubclass(cls, Fault) and cls.name == ep.name):
-                    raise TypeError(
-                        f"entry point {ep.name} = {ep.value}: not a Fault named {ep.name}"
-                    )
-                register(cls)
-        _entry_points_loaded = True
     return dict(_REGISTRY)
 
 

@@ -19,11 +19,14 @@ Common params: ``wait`` (on stop, wait until the node is registered / cluster re
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from kchaos.faults import hostfs
 from kchaos.faults.base import Fault, register
+from kchaos.faults.heal import HealContext, register_heal
 from kchaos.faults.params import Param
 from kchaos.harness.cluster.api import NodeHandle
 from kchaos.harness.errors import FaultError, HealError
@@ -201,3 +204,35 @@ class RollingRestart(Fault):
         halt = getattr(self, "_halt", None)
         if halt is not None:
             halt.set()
+
+
+@register_heal(60, "crash", "mount again the filesystem of a node left mid-reboot")
+def _remount_every_node(ctx: HealContext) -> None:
+    cluster = ctx.cluster
+    for node in ctx.nodes:
+        if not hostfs.loop_backs_image(node) or hostfs.is_healthy(cluster, node):
+            continue  # torn down (nothing to mount) or fine
+        if node in ctx.running:
+            ok, _ = ctx.attempt(f"stop {node.name}", partial(cluster.stop_node, node, hard=True))
+            if ok:
+                ctx.running.remove(node)
+                ctx.stopped.append(node)
+        if node in ctx.stopped:
+            ok, _ = ctx.attempt(f"remount {node.name}", partial(hostfs.remount, cluster, node))
+            if ok and hostfs.is_healthy(cluster, node):
+                ctx.done.append(f"remounted the filesystem of {node.name} (left mid-reboot)")
+
+
+@register_heal(70, "crash", "start every stopped node, then wait until the cluster is ready")
+def _start_every_stopped_node(ctx: HealContext) -> None:
+    if not (ctx.restart_stopped and ctx.stopped):
+        return
+    for node in ctx.stopped:
+        ok, _ = ctx.attempt(f"start {node.name}", partial(ctx.cluster.start_node, node, wait=False))
+        if ok:
+            ctx.done.append(f"started stopped node {node.name}")
+    if ctx.wait_ready:
+        t0 = time.monotonic()
+        ok, _ = ctx.attempt("wait_ready", lambda: ctx.cluster.wait_ready(timeout=ctx.timeout))
+        if ok:
+            ctx.done.append(f"cluster ready after {time.monotonic() - t0:.1f}s")

@@ -13,9 +13,12 @@ A frozen filesystem makes its writers unkillable: every exit path thaws first.
 
 from __future__ import annotations
 
+from functools import partial
+
 from kchaos.faults import hostfs
 from kchaos.faults.base import Fault, register
 from kchaos.faults.cycle import DutyCycle
+from kchaos.faults.heal import HealContext, register_heal
 from kchaos.faults.params import Param
 from kchaos.harness.cluster.api import NodeHandle
 from kchaos.harness.errors import HealError
@@ -152,3 +155,18 @@ class DiskFull(Fault):
         except Exception:  # noqa: BLE001 - no log: leave the node to the final heal
             return False
         return HALT_MARKER in tail
+
+
+@register_heal(10, "disk", "thaw every frozen filesystem")
+def _thaw_every_node(ctx: HealContext) -> None:
+    for node in ctx.nodes:
+        ok, thawed = ctx.attempt(f"thaw {node.name}", partial(hostfs.thaw, ctx.cluster, node))
+        if ok and thawed:
+            ctx.done.append(f"thawed filesystem of {node.name} ({node.mount_path})")
+
+
+@register_heal(50, "disk", "delete disk-fill files")
+def _unfill_every_node(ctx: HealContext) -> None:
+    for node in ctx.nodes:
+        ok, removed = ctx.attempt(f"unfill {node.name}", partial(hostfs.unfill, ctx.cluster, node))
+        ctx.done.extend(f"deleted disk-fill file {path}" for path in removed or [])

@@ -48,11 +48,10 @@ from kchaos.faults.trigger import (
     ClusterState,
     HandleState,
     TriggerContext,
-    TriggerTimeout,
     wait_for,
 )
 from kchaos.harness.cluster.api import ClusterHandle
-from kchaos.harness.errors import FaultError
+from kchaos.harness.errors import FaultError, TriggerTimeout
 from kchaos.harness.rundir.files import jsonable
 
 log = logging.getLogger(__name__)

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from kchaos.faults.base import Fault, register
+from kchaos.faults.heal import HealContext, register_heal
 from kchaos.faults.params import Param
 from kchaos.harness.cluster.api import LINK_CLASSES, NodeHandle
 from kchaos.harness.errors import FaultError
@@ -199,3 +200,13 @@ class SlowClose(ToxicFault):
         *COMMON,
         Param("delay_ms", "int", 1000, "delay before the close, ms", minimum=0),
     )
+
+
+@register_heal(30, "network", "reset Toxiproxy: no toxics, every proxy enabled")
+def _reset_toxiproxy(ctx: HealContext) -> None:
+    api = ctx.cluster.toxiproxy
+    ok, found = ctx.attempt("toxiproxy", api.leftovers)
+    if ok and found:
+        ok, _ = ctx.attempt("toxiproxy reset", api.reset)
+        if ok:
+            ctx.done.extend(f"toxiproxy: removed {item}" for item in found)

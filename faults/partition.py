@@ -20,10 +20,12 @@ Families:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import ClassVar
 
 from kchaos.faults import iptables
 from kchaos.faults.base import Fault, register
+from kchaos.faults.heal import HealContext, register_heal
 from kchaos.faults.network import TOXIC_PREFIX, proxy_names
 from kchaos.faults.params import Param
 from kchaos.faults.targets import resolve
@@ -199,3 +201,15 @@ class ClientCut(Fault):
             else:
                 for stream in ("upstream", "downstream"):
                     api.remove_toxic(proxy, self._toxic(stream))
+
+
+@register_heal(40, "partition", "remove every KCHAOS iptables chain of the running nodes")
+def _remove_every_chain(ctx: HealContext) -> None:
+    for node in ctx.running:
+        ok, out = ctx.attempt(
+            f"iptables {node.name}",
+            partial(iptables.run_script, ctx.cluster, node, iptables.heal_script(), heal=True),
+        )
+        for line in str(out or "").splitlines():
+            if line.startswith("removed "):
+                ctx.done.append(f"iptables on {node.name}: {line}")

@@ -14,8 +14,11 @@ freezer (``docker pause``) of the whole container.
 
 from __future__ import annotations
 
+from functools import partial
+
 from kchaos.faults.base import Fault, register
 from kchaos.faults.cycle import DutyCycle
+from kchaos.faults.heal import HealContext, register_heal
 from kchaos.faults.params import Param
 from kchaos.harness.cluster.api import NodeHandle
 from kchaos.harness.errors import HealError
@@ -88,3 +91,22 @@ class Pause(Fault):
     def abort(self) -> None:
         if getattr(self, "_cycle", None) is not None:
             self._cycle.abort()  # type: ignore[union-attr]
+
+
+@register_heal(20, "pause", "unpause frozen containers, SIGCONT stopped JVMs")
+def _resume_every_node(ctx: HealContext) -> None:
+    for node in ctx.nodes:
+        state = ctx.state(node)
+        if state is None:
+            # Paused (cgroup freezer) or stopped: try unpausing, then look again.
+            try:
+                ctx.cluster.unpause(node)
+            except Exception:  # noqa: BLE001 - not paused: not an error
+                continue
+            state = ctx.state(node)
+            if state is not None:
+                ctx.done.append(f"unpaused container of {node.name}")
+        if state in ("T", "t"):
+            ok, _ = ctx.attempt(f"SIGCONT {node.name}", partial(ctx.cluster.signal, node, "CONT"))
+            if ok:
+                ctx.done.append(f"sent SIGCONT to the stopped JVM of {node.name}")

@@ -65,7 +65,7 @@ from typing import Any, Protocol
 from kchaos.faults.coordinators import coordinator_partition, parse_key
 from kchaos.faults.params import Where
 from kchaos.harness.cluster.api import ClusterHandle
-from kchaos.harness.errors import ClusterError, FaultError
+from kchaos.harness.errors import ClusterError, FaultError, TriggerCancelled, TriggerTimeout
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_POLL_S = 0.15
@@ -90,18 +90,6 @@ _KINDS = {
     "coordinator": "str",
 }
 _MINIMUM = {"broker": 0, "partition": 0, "size": 1}
-
-
-class TriggerTimeout(FaultError):
-    """A trigger's condition did not hold within its timeout."""
-
-    def __init__(self, message: str, last_observed: str = "") -> None:
-        super().__init__(message)
-        self.last_observed = last_observed
-
-
-class TriggerCancelled(FaultError):
-    """The nemesis was stopped while a trigger was waiting."""
 
 
 @dataclass(frozen=True)

@@ -6,16 +6,35 @@ that base class, prints ``str(error)`` (no traceback) and exits with ``error.exi
     KchaosError                      exit 4 unless stated
     ├── InputError                   exit 3: bad input named by file, line and field
     │   ├── ConfigError              a scenario, broker config or CLI value is wrong
-    │   └── HistoryError             a history / run directory cannot be read
+    │   ├── HistoryError             a history / run directory cannot be read
+    │   ├── DumpError                kafka-dump-log's text of a data segment is not understood
+    │   └── MetadataDumpError        kafka-dump-log's text of the metadata log is not understood
     ├── SetupError                   Docker engine, images, jars, tools
     │   └── ImageBuildError
     ├── ClusterError                 the cluster could not be brought up or driven
     │   ├── BrokerStartError         a broker refused its config (carries its log tail)
     │   └── ReadinessTimeout         not ready in time (carries every container's state)
+    │       └── WaitTimeout          a wait strategy ran out of time (carries what it saw last)
     ├── FaultError                   a fault could not be started
-    │   └── HealError                a fault could not be healed (cleanup must follow)
+    │   ├── HealError                a fault could not be healed (cleanup must follow)
+    │   ├── TriggerTimeout           a trigger's condition did not hold in time
+    │   └── TriggerCancelled         the nemesis stopped while a trigger waited
     ├── WorkloadError                a client worker failed outside Kafka's own errors
-    └── AnalysisError                the Spark job failed (message, not a JVM trace)
+    ├── AnalysisError                the Spark job failed (message, not a JVM trace)
+    └── RunInterrupted               exit 130: SIGTERM or Ctrl-C cut the run short
+
+Signals passed between two parts of kchaos, caught by the caller and never shown to a
+user, derive from ``Exception`` directly, so that a CLI's ``except KchaosError`` cannot
+swallow one by mistake:
+
+    Exception
+    ├── BudgetExhausted              the shrinker has no run left in its budget
+    ├── SendRefused                  a Kafka client refused a record synchronously
+    ├── ClientFatal                  a Kafka client can send no more
+    └── TxnError                     a transactional call failed (classified)
+
+tests/unit/test_errors_module.py checks that this drawing matches the classes below and
+that no product module defines an exception class of its own.
 """
 
 from __future__ import annotations
@@ -119,3 +138,88 @@ class WorkloadError(KchaosError):
 
 class AnalysisError(KchaosError):
     """The Spark analysis failed."""
+
+
+class DumpError(InputError):
+    """kafka-dump-log's text of a data segment is not what the parser knows (names the line)."""
+
+
+class MetadataDumpError(InputError):
+    """kafka-dump-log's text of the metadata log cannot be read; names the source and line."""
+
+
+class WaitTimeout(ReadinessTimeout):
+    """A wait strategy ran out of time; ``last`` is what it observed last."""
+
+    def __init__(self, what: str, timeout: float, last: str) -> None:
+        self.what, self.timeout, self.last = what, timeout, last
+        super().__init__(f"{what}: not reached after {timeout:.0f}s; last seen: {last}")
+
+
+class TriggerTimeout(FaultError):
+    """A trigger's condition did not hold within its timeout."""
+
+    def __init__(self, message: str, last_observed: str = "") -> None:
+        super().__init__(message)
+        self.last_observed = last_observed
+
+
+class TriggerCancelled(FaultError):
+    """The nemesis was stopped while a trigger was waiting."""
+
+
+class RunInterrupted(KchaosError):
+    """SIGTERM or Ctrl-C: the run was cut short (after healing and teardown)."""
+
+    exit_code = 130
+
+
+class BudgetExhausted(Exception):
+    """The shrinker's prober has no run left in its budget."""
+
+
+class SendRefused(Exception):
+    """The client refused the record synchronously: it was never enqueued."""
+
+    def __init__(self, name: str, detail: str = "") -> None:
+        super().__init__(f"{name}: {detail}" if detail else name)
+        self.name = name
+
+
+class ClientFatal(Exception):
+    """The client can send no more (librdkafka's fatal errors, e.g. an idempotent
+    producer whose acknowledged sequence the new leader does not have: the broker lost
+    acknowledged writes). The producer stops sending; its in-flight sends end as info."""
+
+    def __init__(self, name: str, detail: str = "") -> None:
+        super().__init__(f"{name}: {detail}" if detail else name)
+        self.name = name
+
+
+class TxnError(Exception):
+    """A transactional call failed: the error's canonical name and what the client says
+    may be done next (librdkafka's and Kafka's own classification)."""
+
+    def __init__(
+        self,
+        name: str,
+        detail: str = "",
+        *,
+        retriable: bool = False,
+        abortable: bool = False,
+        fatal: bool = False,
+    ) -> None:
+        super().__init__(f"{name}: {detail}" if detail else name)
+        self.name = name
+        self.retriable = retriable
+        self.abortable = abortable
+        self.fatal = fatal
+
+    @property
+    def fenced(self) -> bool:
+        """Another producer took this ``transactional.id`` (a newer epoch)."""
+        return self.name in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "FENCED")
+
+    @property
+    def timed_out(self) -> bool:
+        return self.name in ("TIMED_OUT", "MSG_TIMED_OUT", "REQUEST_TIMED_OUT")

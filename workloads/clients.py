@@ -29,54 +29,7 @@ class SendResult(NamedTuple):
     error: str | None = None
 
 
-class SendRefused(Exception):
-    """The client refused the record synchronously: it was never enqueued."""
-
-    def __init__(self, name: str, detail: str = "") -> None:
-        super().__init__(f"{name}: {detail}" if detail else name)
-        self.name = name
-
-
-class ClientFatal(Exception):
-    """The client can send no more (librdkafka's fatal errors, e.g. an idempotent
-    producer whose acknowledged sequence the new leader does not have: the broker lost
-    acknowledged writes). The producer stops sending; its in-flight sends end as info."""
-
-    def __init__(self, name: str, detail: str = "") -> None:
-        super().__init__(f"{name}: {detail}" if detail else name)
-        self.name = name
-
-
 SendCallback = Callable[[str, SendResult], None]  # (value, result)
-
-
-class TxnError(Exception):
-    """A transactional call failed: the error's canonical name and what the client says
-    may be done next (librdkafka's and Kafka's own classification)."""
-
-    def __init__(
-        self,
-        name: str,
-        detail: str = "",
-        *,
-        retriable: bool = False,
-        abortable: bool = False,
-        fatal: bool = False,
-    ) -> None:
-        super().__init__(f"{name}: {detail}" if detail else name)
-        self.name = name
-        self.retriable = retriable
-        self.abortable = abortable
-        self.fatal = fatal
-
-    @property
-    def fenced(self) -> bool:
-        """Another producer took this ``transactional.id`` (a newer epoch)."""
-        return self.name in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "FENCED")
-
-    @property
-    def timed_out(self) -> bool:
-        return self.name in ("TIMED_OUT", "MSG_TIMED_OUT", "REQUEST_TIMED_OUT")
 
 
 class TxnProducerClient(Protocol):

@@ -10,14 +10,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
+from kchaos.harness.errors import ClientFatal, SendRefused
 from kchaos.workloads.classify import canonical_name
 from kchaos.workloads.client_log import LIBRDKAFKA_LOG  # where a `debug` config logs
 from kchaos.workloads.clients import (
     AssignCallback,
-    ClientFatal,
     Record,
     SendCallback,
-    SendRefused,
     SendResult,
     TopicPartition,
 )

@@ -17,8 +17,9 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
+from kchaos.harness.errors import SendRefused, TxnError
 from kchaos.workloads.client_log import LIBRDKAFKA_LOG
-from kchaos.workloads.clients import SendCallback, SendRefused, SendResult, TxnError
+from kchaos.workloads.clients import SendCallback, SendResult
 from kchaos.workloads.confluent_client import error_name
 from kchaos.workloads.values import value_of
 

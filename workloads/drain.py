@@ -24,7 +24,9 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
+from kchaos.harness.cluster.wait import retry_call
 from kchaos.harness.rundir.history import READ_COMMITTED
 from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.workloads.clients import ConsumerClient, TopicPartition
@@ -86,16 +88,14 @@ def drain(
     end = clock() + deadline_s
     failed: dict[TopicPartition, str] = {}
     drained: dict[TopicPartition, tuple[int, int, int]] = {}
-    client: ConsumerClient | None = None
-    last_error = ""
-    while client is None and clock() < end:
-        try:
-            client = factory()
-        except Exception as exc:
-            last_error = f"could not create the drain consumer: {exc!r}"
-            time.sleep(0.5)
+    made = retry_call(factory, end, clock=clock)
+    client = made.value
     if client is None:
-        reason = last_error or "deadline before the drain consumer existed"
+        reason = (
+            f"could not create the drain consumer: {made.last_error}"
+            if made.last_error
+            else "deadline before the drain consumer existed"
+        )
         log.error("drain: %s", reason)
         return DrainResult(failed={(t, -1): reason for t in topics})
     try:
@@ -142,17 +142,11 @@ def _partitions(
 ) -> list[TopicPartition]:
     found: list[TopicPartition] = []
     for topic in topics:
-        error = ""
-        while clock() < end:
-            try:
-                found.extend((topic, p) for p in client.partitions_for(topic, timeout))
-                error = ""
-                break
-            except Exception as exc:
-                error = repr(exc)
-                time.sleep(0.5)
+        got = retry_call(partial(client.partitions_for, topic, timeout), end, clock=clock)
+        if got.done:
+            found.extend((topic, p) for p in got.value or ())
         else:
-            failed[(topic, -1)] = f"partitions unknown at the deadline: {error}"
+            failed[(topic, -1)] = f"partitions unknown at the deadline: {got.last_error}"
     return found
 
 
@@ -166,17 +160,12 @@ def _watermarks(
 ) -> dict[TopicPartition, _Progress]:
     result: dict[TopicPartition, _Progress] = {}
     for tp in partitions:
-        error = "deadline"
-        while clock() < end:
-            try:
-                low, high = client.watermarks(tp[0], tp[1], timeout)
-                result[tp] = _Progress(low, high, low, last_progress=clock())
-                break
-            except Exception as exc:
-                error = repr(exc)
-                time.sleep(0.5)
+        got = retry_call(partial(client.watermarks, tp[0], tp[1], timeout), end, clock=clock)
+        if got.value is not None:
+            low, high = got.value
+            result[tp] = _Progress(low, high, low, last_progress=clock())
         else:
-            failed[tp] = f"watermarks unavailable: {error}"
+            failed[tp] = f"watermarks unavailable: {got.last_error or 'deadline'}"
     return result
 
 

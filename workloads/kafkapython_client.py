@@ -15,12 +15,12 @@ import kafka.errors as kerrors
 from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTopicPartition
 
+from kchaos.harness.errors import SendRefused
 from kchaos.workloads.classify import canonical_name
 from kchaos.workloads.clients import (
     AssignCallback,
     Record,
     SendCallback,
-    SendRefused,
     SendResult,
     TopicPartition,
 )

@@ -15,13 +15,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kchaos.harness.errors import ClientFatal, SendRefused
 from kchaos.harness.rundir.history_writer import HistorySink, LineTemplate, json_text, line_template
 from kchaos.workloads.classify import classify
 from kchaos.workloads.clients import (
-    ClientFatal,
     ProducerClient,
     SendCallback,
-    SendRefused,
     SendResult,
     make_producer,
 )

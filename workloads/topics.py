@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kchaos.harness.errors import WorkloadError
+from kchaos.harness.cluster.wait import Until
+from kchaos.harness.errors import WaitTimeout, WorkloadError
 
 
 def create_new_topics(
@@ -28,8 +28,9 @@ def create_new_topics(
     _settle(futures, timeout, "create", fine="TOPIC_ALREADY_EXISTS")
     names = [t.topic for t in new]
     want = dict(full_isr or {})
-    deadline = time.monotonic() + timeout
-    while True:
+    what = "leader and full ISR" if want else "a leader"
+
+    def unready() -> str | None:
         meta = admin.list_topics(timeout=10)
         pending = []
         for name in names:
@@ -45,12 +46,12 @@ def create_new_topics(
             )
             if not ready:
                 pending.append(name)
-        if not pending:
-            return
-        if time.monotonic() > deadline:
-            what = "leader and full ISR" if want else "a leader"
-            raise WorkloadError(f"topics without {what} after {timeout:.0f} s: {pending}")
-        time.sleep(0.5)
+        return str(pending) if pending else None
+
+    try:
+        Until(f"topics with {what}", unready, timeout=timeout, interval=0.5).wait_until_ready()
+    except WaitTimeout as exc:
+        raise WorkloadError(f"topics without {what} after {timeout:.0f} s: {exc.last}") from None
 
 
 def ensure_topics(

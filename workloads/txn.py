@@ -33,13 +33,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from kchaos.harness.errors import SendRefused, TxnError
 from kchaos.workloads.clients import (
     ConsumerClient,
     Record,
     SendCallback,
-    SendRefused,
     SendResult,
-    TxnError,
     TxnProducerClient,
 )
 from kchaos.workloads.spec import TxnSpec

@@ -62,8 +62,14 @@ from kchaos.harness.cluster.topology import (
     run_dir,
     toxiproxy_ip,
 )
-from kchaos.harness.cluster.wait import Check, Until, WaitTimeout, http_answers
-from kchaos.harness.errors import BrokerStartError, ClusterError, ReadinessTimeout, SetupError
+from kchaos.harness.cluster.wait import Check, Until, http_answers
+from kchaos.harness.errors import (
+    BrokerStartError,
+    ClusterError,
+    ReadinessTimeout,
+    SetupError,
+    WaitTimeout,
+)
 from kchaos.harness.labels import new_run_id
 
 METRICS_PORT = 7071

@@ -26,7 +26,8 @@ from typing import Any
 import requests
 
 from kchaos.harness.cluster.topology import run_dir
-from kchaos.harness.errors import ClusterError, SetupError
+from kchaos.harness.cluster.wait import Until, http_answers
+from kchaos.harness.errors import ClusterError, SetupError, WaitTimeout
 from kchaos.harness.paths import COMPOSE_DIR
 from kchaos.harness.rundir.names import PROMETHEUS_YML
 
@@ -116,32 +117,49 @@ class PrometheusServer:
             )
         (self.home / PID_FILE).write_text(f"{self._proc.pid}\n", encoding="utf-8")
         self.started_unix = time.time()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
+        proc, answers = self._proc, http_answers(f"{self.url}/-/ready")
+
+        def ready() -> str | None:
+            if proc.poll() is not None:
                 tail = log_path.read_text(errors="replace").splitlines()[-5:]
                 self.stop()
                 raise ClusterError(f"prometheus exited at start: {' / '.join(tail)}")
-            with contextlib.suppress(requests.RequestException):
-                if requests.get(f"{self.url}/-/ready", timeout=2).status_code == 200:
-                    return self.url
-            time.sleep(0.2)
-        self.stop()
-        raise ClusterError(f"prometheus not ready within {timeout_s:.0f} s (log: {log_path})")
+            return answers()
+
+        try:
+            Until("prometheus ready", ready, timeout=timeout_s, interval=0.2).wait_until_ready()
+        except WaitTimeout:
+            self.stop()
+            raise ClusterError(
+                f"prometheus not ready within {timeout_s:.0f} s (log: {log_path})"
+            ) from None
+        return self.url
 
     def wait_scraping(self, jobs: Sequence[str], timeout_s: float = 30.0) -> float:
         """Wait until every job in ``jobs`` has been scraped once (its ``up`` series
         exists: Prometheus applies its targets a few seconds after it starts); the
         seconds waited. A target that does not answer still counts (``up`` 0)."""
         began = time.monotonic()
-        while True:
-            with contextlib.suppress(requests.RequestException, ClusterError, ValueError):
-                seen = {r["metric"].get("job") for r in self.query("up")}
-                if set(jobs) <= seen:
-                    return time.monotonic() - began
-            if time.monotonic() - began > timeout_s:
-                raise ClusterError(f"prometheus scraped no {'/'.join(jobs)} within {timeout_s} s")
-            time.sleep(0.2)
+
+        def scraped() -> str | None:
+            seen = {r["metric"].get("job") for r in self.query("up")}
+            missing = sorted(set(jobs) - seen)
+            return f"not scraped: {', '.join(missing)}" if missing else None
+
+        wait = Until(
+            "prometheus scraping",
+            scraped,
+            timeout=timeout_s,
+            interval=0.2,
+            transient=(requests.RequestException, ClusterError, ValueError),
+        )
+        try:
+            wait.wait_until_ready()
+        except WaitTimeout:
+            raise ClusterError(
+                f"prometheus scraped no {'/'.join(jobs)} within {timeout_s} s"
+            ) from None
+        return time.monotonic() - began
 
     def _api(self, path: str, params: Mapping[str, Any]) -> Any:
         resp = requests.get(f"{self.url}/api/v1/{path}", params=dict(params), timeout=10)
@@ -190,11 +208,14 @@ def stop_leftover(home: Path) -> str | None:
         pid_path.unlink(missing_ok=True)
         return None
     os.kill(pid, signal.SIGTERM)
-    for _ in range(50):
-        if not _alive(pid):
-            break
-        time.sleep(0.1)
-    else:
+    try:
+        Until(
+            f"prometheus {pid} gone",
+            lambda: "still running" if _alive(pid) else None,
+            timeout=5.0,
+            interval=0.1,
+        ).wait_until_ready()
+    except WaitTimeout:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     pid_path.unlink(missing_ok=True)

@@ -22,12 +22,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kchaos.harness.run.metadata_records import (
-    MetadataDumpError,
-    convert,
-    parse_dump,
-    snapshot_to_read,
-)
+from kchaos.harness.errors import MetadataDumpError
+from kchaos.harness.run.metadata_records import convert, parse_dump, snapshot_to_read
 from kchaos.harness.run.record import record_step
 from kchaos.harness.rundir.names import (
     CONTROLLER_JSONL,

@@ -22,6 +22,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from kchaos.harness.errors import BudgetExhausted
+
 T = TypeVar("T")
 X = TypeVar("X")
 
@@ -32,10 +34,6 @@ class Trial:
 
     reproduced: bool | None
     detail: Any = None
-
-
-class BudgetExhausted(Exception):
-    """No run is left in the budget."""
 
 
 class Prober(Generic[T]):

@@ -52,7 +52,7 @@ from typing import Any
 
 import orjson
 
-from kchaos.harness.errors import InputError
+from kchaos.harness.errors import MetadataDumpError
 from kchaos.harness.rundir.controller import (
     BrokerLine,
     ControllerLine,
@@ -74,10 +74,6 @@ _BATCH = re.compile(r"^baseOffset: (-?\d+) lastOffset: (-?\d+)\b.*?\bCreateTime:
 _RECORD = re.compile(r"^\| offset: (\S+) (?:CreateTime: (-?\d+) )?")
 _PAYLOAD = " payload: "
 _CHECKPOINT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
-
-
-class MetadataDumpError(InputError):
-    """The dump text cannot be read; names the source and the line."""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any
 
 from rich.console import Console
 
-from kchaos.harness.errors import ConfigError, KchaosError
+from kchaos.harness.errors import ConfigError, KchaosError, RunInterrupted
 from kchaos.harness.labels import new_run_id
 from kchaos.harness.paths import runs_dir
 from kchaos.harness.run import record, reread
@@ -34,12 +34,6 @@ from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.plan import image_source, plan_of
 
 log = logging.getLogger(__name__)
-
-
-class RunInterrupted(KchaosError):
-    """SIGTERM or Ctrl-C: the run was cut short (after healing and teardown)."""
-
-    exit_code = 130
 
 
 @dataclass(frozen=True)

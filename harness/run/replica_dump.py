@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from kchaos.harness.errors import InputError
+from kchaos.harness.errors import DumpError
 from kchaos.workloads.values import value_of
 
 NO_PRODUCER = -1  # producerId of a batch written without idempotence
@@ -72,10 +72,6 @@ class Batch:
             "segment": self.segment,
             "records": [[r.offset, r.sequence, r.value] for r in self.records],
         }
-
-
-class DumpError(InputError):
-    """The tool's text is not what this parser knows (names the line)."""
 
 
 def partition_of(path: str) -> tuple[str, int]:
@@ -167,4 +163,4 @@ def parse_segments(text: str | Iterable[str], *, source: str = "dump") -> Iterat
         yield done
 
 
-__all__ = ["NO_PRODUCER", "Batch", "DumpError", "Record", "parse_segments", "partition_of"]
+__all__ = ["NO_PRODUCER", "Batch", "Record", "parse_segments", "partition_of"]

@@ -37,9 +37,9 @@ import click
 import orjson
 
 from kchaos.harness.cli_options import out_option, prometheus_option
-from kchaos.harness.errors import HistoryError, KchaosError
+from kchaos.harness.errors import BudgetExhausted, HistoryError, KchaosError, RunInterrupted
 from kchaos.harness.run import progress
-from kchaos.harness.run.ddmin import BudgetExhausted, Prober, Trial, ddmin, greedy
+from kchaos.harness.run.ddmin import Prober, Trial, ddmin, greedy
 from kchaos.harness.run.replay import load_data, read_run_json, scenario_data
 from kchaos.harness.rundir.anomalies import INVALIDATING
 from kchaos.harness.rundir.files import write_json
@@ -264,8 +264,6 @@ class Search:
         return bool(candidate) and self.scenario(candidate) is not None
 
     def probe(self, candidate: Candidate) -> Trial:
-        from kchaos.harness.run.orchestrate import RunInterrupted
-
         sc = self.scenario(candidate)
         assert sc is not None  # admissible() ran first
         number = len(self.attempts) + 1

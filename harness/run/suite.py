@@ -10,9 +10,9 @@ from typing import Any
 
 from rich.console import Console
 
-from kchaos.harness.errors import ConfigError, KchaosError
+from kchaos.harness.errors import ConfigError, KchaosError, RunInterrupted
 from kchaos.harness.paths import runs_dir
-from kchaos.harness.run.orchestrate import RunInterrupted, run_scenario
+from kchaos.harness.run.orchestrate import run_scenario
 from kchaos.harness.run.progress import Batch, each, run_guess
 from kchaos.harness.scenario.loader import load_scenario
 from kchaos.harness.scenario.model import Scenario

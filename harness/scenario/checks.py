@@ -1,9 +1,9 @@
 """Checks a JSON Schema cannot express: references between parts of a scenario.
 
 Fault names, targets, parameters and triggers are validated by the faults package itself
-(its registry, entry-point faults included, parameter specs and trigger parser) when the
-loader builds the scenario's plan (:mod:`kchaos.harness.scenario.plan`), once; the error
-keeps this file's line. This module adds what it knows itself (topics, node ids, times).
+(its registry, parameter specs and trigger parser) when the loader builds the scenario's
+plan (:mod:`kchaos.harness.scenario.plan`), once; the error keeps this file's line. This
+module adds what it knows itself (topics, node ids, times).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 * ``cluster`` (session): one 3-broker KRaft cluster shared by every Docker test: short
   Kafka timeouts, small heaps, racks set, rack-aware replica selector. A test that harms
   it should use ``healthy_cluster`` (heals and waits first) or heal in its own finally.
-* ``healthy_cluster``: the shared cluster after :func:`kchaos.harness.cluster.health.ensure_healthy`
+* ``healthy_cluster``: the shared cluster after :func:`cluster_health.ensure_healthy`
   (every fault healed, stopped nodes started, ready).
 * ``cluster_factory``: ``make(**spec_overrides) -> Cluster`` for tests that need a cluster
   of their own (removed at the end of the test).
@@ -20,9 +20,9 @@ from typing import Any
 
 import docker
 import pytest
+from cluster_health import ensure_healthy
 
 from kchaos.harness.cluster import Cluster, ClusterSpec
-from kchaos.harness.cluster.health import ensure_healthy
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 

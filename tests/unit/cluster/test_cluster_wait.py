@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kchaos.harness.cluster.wait import Until, WaitTimeout
-from kchaos.harness.errors import BrokerStartError, ReadinessTimeout
+from kchaos.harness.cluster.wait import Tried, Until, retry_call
+from kchaos.harness.errors import BrokerStartError, ReadinessTimeout, WaitTimeout
 
 
 def test_returns_once_the_check_holds() -> None:
@@ -44,3 +44,51 @@ def test_transient_errors_are_observations_others_end_the_wait() -> None:
 
     with pytest.raises(BrokerStartError):
         Until("cluster ready", exited, timeout=10).wait_until_ready()
+
+
+def _ticks(step: float = 1.0):  # type: ignore[no-untyped-def]
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += step
+        return now[0]
+
+    return clock
+
+
+def test_retry_call_returns_the_first_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    answers = iter([ConnectionError("down"), ConnectionError("still down"), 42])
+
+    def call() -> int:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    got = retry_call(call, end=10.0, clock=_ticks())
+    assert got == Tried(True, 42)
+
+
+def test_retry_call_gives_the_last_error_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    calls = 0
+
+    def call() -> int:
+        nonlocal calls
+        calls += 1
+        raise TimeoutError(f"attempt {calls}")
+
+    got = retry_call(call, end=3.5, clock=_ticks())
+    assert got == Tried(False, None, "TimeoutError('attempt 3')") and calls == 3
+    assert retry_call(call, end=0.0, clock=_ticks()) == Tried(False, None, "")
+
+
+def test_retry_call_lets_other_errors_through(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("time.sleep", lambda s: None)
+
+    def call() -> int:
+        raise KeyError("bug")
+
+    with pytest.raises(KeyError):
+        retry_call(call, end=10.0, clock=_ticks(), retry_on=(ConnectionError,))

@@ -14,12 +14,11 @@ from kchaos.faults import active_faults, build_nemesis, from_spec
 from kchaos.faults.trigger import (
     HandleState,
     TriggerContext,
-    TriggerTimeout,
     parse_trigger,
     wait_for,
 )
 from kchaos.harness.cluster.observe import EpochReader, LogFollower, last_registration
-from kchaos.harness.errors import ConfigError
+from kchaos.harness.errors import ConfigError, TriggerTimeout
 from kchaos.harness.scenario.loader import load_scenario
 
 IN_ISR = {"in_isr": {"broker": 2, "topic": "t", "partition": 0}}

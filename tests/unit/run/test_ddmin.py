@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from kchaos.harness.run.ddmin import BudgetExhausted, Prober, Trial, ddmin, greedy
+from kchaos.harness.errors import BudgetExhausted
+from kchaos.harness.run.ddmin import Prober, Trial, ddmin, greedy
 
 Cand = tuple[int, ...]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from kchaos.harness.checker.controller import read_controller
+from kchaos.harness.errors import MetadataDumpError
 from kchaos.harness.run.metadata_records import (
     BrokerLine,
-    MetadataDumpError,
     PartitionLine,
     convert,
     parse_dump,

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from kchaos.faults.leadership import rotated
 from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.run import orchestrate, record
-from kchaos.harness.run.moves import rotated
 from kchaos.harness.scenario import library
 from kchaos.reports.sample import make_run
 

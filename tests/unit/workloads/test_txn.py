@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from workload_fakes import FakeConsumer
 
+from kchaos.harness.errors import TxnError
 from kchaos.harness.rundir.history_writer import ListSink
-from kchaos.workloads.clients import SendCallback, SendResult, TxnError
+from kchaos.workloads.clients import SendCallback, SendResult
 from kchaos.workloads.spec import CopierSpec, TxnSpec
 from kchaos.workloads.txn import TxnCopier, TxnProducer
 from kchaos.workloads.values import payload

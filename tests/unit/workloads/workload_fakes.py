@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kchaos.harness.errors import ClientFatal, SendRefused
 from kchaos.workloads.clients import (
     AssignCallback,
-    ClientFatal,
     Record,
     SendCallback,
-    SendRefused,
     SendResult,
 )
 

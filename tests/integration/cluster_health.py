@@ -1,4 +1,8 @@
-"""Bring a shared cluster back to health between tests or scenarios."""
+"""Bring the shared test cluster back to health between Docker tests.
+
+Only the tests use this (``healthy_cluster`` in conftest.py), so it lives beside them
+rather than in kchaos.harness.cluster, whose layer may not import the faults.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import contextlib
 
 import docker.errors
 
+from kchaos.faults.heal import heal_everything
 from kchaos.harness.cluster.cluster import Cluster
 from kchaos.harness.errors import ClusterError, HealError
 
@@ -37,8 +42,6 @@ def _own_heal(cluster: Cluster) -> list[str]:
 def ensure_healthy(cluster: Cluster, timeout: float = 120.0) -> list[str]:
     """Heal every fault (``kchaos.faults.heal_everything``), start stopped nodes and wait
     until the cluster is ready; returns what was done."""
-    from kchaos.faults.heal import heal_everything
-
     try:
         done = list(heal_everything(cluster))
     except docker.errors.APIError as exc:

@@ -1,8 +1,8 @@
-"""Planned leadership changes as nemesis operations: preferred elections, reassignments.
+"""The leadership family: planned leadership changes, preferred elections and reassignments.
 
-Not faults in the crash sense, but the nemesis schedules them like faults, so they are
-registered in the faults registry (importing this module registers them) and recorded as
-``fault`` lines. Both use Kafka's admin protocol through the client proxies (no JVM tool
+Not faults in the crash sense, but the nemesis schedules them like faults, so they are a
+family of the faults registry and are recorded as ``fault`` lines. They leave nothing to
+heal. Both use Kafka's admin protocol through the client proxies (no JVM tool
 to start, so they take effect within a second of their scheduled time).
 
 ``preferred-election``  elect every partition's preferred leader (ElectLeaders,
@@ -15,12 +15,12 @@ to start, so they take effect within a second of their scheduled time).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from kchaos.faults.base import Fault, register
 from kchaos.faults.params import Param
-from kchaos.harness.errors import FaultError
+from kchaos.harness.cluster.wait import Until
+from kchaos.harness.errors import FaultError, WaitTimeout
 
 TIMEOUT_S = 30.0
 
@@ -52,6 +52,8 @@ def rotated(replicas: list[int]) -> list[int]:
 
 @register
 class PreferredElection(Fault):
+    """Elect the preferred leader of every partition (or of ``params.topic``'s)."""
+
     name = "preferred-election"
     family = "leadership"
     summary = "elect every partition's preferred leader"
@@ -72,6 +74,9 @@ class PreferredElection(Fault):
 
 @register
 class Reassign(Fault):
+    """Rotate the replica list of every partition of ``params.topic``, wait until Kafka
+    has moved them, then elect the preferred leaders: every leader moves."""
+
     name = "reassign"
     family = "leadership"
     summary = "rotate every partition's replica order, then elect preferred leaders"
@@ -113,13 +118,17 @@ class Reassign(Fault):
         return {p: rotated(list(pm.replicas)) for p, pm in sorted(meta.partitions.items())}
 
     def _wait_done(self, admin: Any, topic: str) -> None:
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline:
+        def moving() -> str | None:
             pending = admin.list_partition_reassignments()
-            if not any(getattr(tp, "topic", None) == topic for tp in pending or {}):
-                return
-            time.sleep(0.2)
-        raise FaultError(f"reassign: still in progress after {TIMEOUT_S:.0f} s")
+            count = sum(1 for tp in pending or {} if getattr(tp, "topic", None) == topic)
+            return f"{count} partition(s) moving" if count else None
+
+        try:
+            Until(
+                f"reassignment of {topic}", moving, timeout=TIMEOUT_S, interval=0.2
+            ).wait_until_ready()
+        except WaitTimeout:
+            raise FaultError(f"reassign: still in progress after {TIMEOUT_S:.0f} s") from None
 
     def _stop(self) -> None:
         return None
