@@ -2,11 +2,11 @@
 
 Inputs (format v1, see history-format.md), each read through the run-directory package
 :mod:`kchaos.harness.rundir`: ``run.json``, ``history.jsonl``, ``results.json`` and, when
-present, ``analysis/summary.json`` and the monitor's last-stable-offset samples. The history is never held in memory: sends are
-counted into fine time buckets (0.1 s) with a capped latency sample per bucket, and only
-the send times of values named in the verdict's examples are kept. Fault windows, offline
-windows and the time to full ISR after each fault are the checker's (results.json), never
-recomputed here.
+present, ``analysis/summary.json`` and the monitor's last-stable-offset samples. The
+history is never held in memory: sends are counted into fine time buckets (0.1 s) with a
+capped latency sample per bucket, and only the send times of values named in the
+verdict's examples are kept. Fault windows, offline windows and the time to full ISR
+after each fault are the checker's (results.json), never recomputed here.
 """
 
 from __future__ import annotations

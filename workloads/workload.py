@@ -35,8 +35,8 @@ from kchaos.workloads.clients import QUIET_LOG_LEVEL, make_consumer
 from kchaos.workloads.consumer import ConsumerWorker
 from kchaos.workloads.drain import DrainResult, drain
 from kchaos.workloads.java_client import JavaConsumerWorker, JavaProducerWorker, JavaRuntime
-from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.lso import ConsumerStableOffsetSource
+from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.monitor import AdminMetadataSource, Monitor, StableOffsetSampling
 from kchaos.workloads.producer import ProducerWorker, producer_factory
 from kchaos.workloads.spec import WorkloadSpec
@@ -138,8 +138,10 @@ class Workload:
         quiet = {"log_level": QUIET_LOG_LEVEL} if lib == "confluent" else None
 
         def consumer(isolation: str) -> Any:
-            return make_consumer(lib, servers, group_id=None, extra=quiet, isolation=isolation,
-                                 client_id=f"kchaos-monitor-{isolation.replace('_', '-')}")  # fmt: skip
+            name = "kchaos-monitor-" + isolation.replace("_", "-")
+            return make_consumer(
+                lib, servers, group_id=None, client_id=name, extra=quiet, isolation=isolation
+            )
 
         return StableOffsetSampling(
             source_factory=lambda: ConsumerStableOffsetSource(consumer, topics),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_monitor import FakeSource
 
 from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.harness.rundir.rundir import RunDir
@@ -16,8 +17,6 @@ from kchaos.workloads import workload as wl
 from kchaos.workloads.lso import ConsumerStableOffsetSource, StableOffsets
 from kchaos.workloads.monitor import Monitor, StableOffsetSampling
 from kchaos.workloads.spec import ConsumerSpec, CopierSpec, TxnSpec, WorkloadSpec
-
-from test_monitor import FakeSource
 
 TP = tuple[str, int]
 
