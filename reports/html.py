@@ -240,10 +240,11 @@ def files_section(run_dir: Path) -> str:
     return "<h2>Kafka's own records</h2><ul>" + "".join(links) + "</ul>"
 
 
-def transactions_section(data: RunData, figure: str) -> str:
+def transactions_section(data: RunData, figure: str, lag_figure: str = "") -> str:
     """History format 1.2: outcomes per transactional id (counted from the history, and
-    the anomalies the checker pinned on each id), the figure, and each partition's last
-    stable offset against its high watermark when the drain ended."""
+    the anomalies the checker pinned on each id), the figure, the last-stable-offset lag
+    while the run lasted (where the monitor sampled it) and each partition's last stable
+    offset against its high watermark when the drain ended."""
     stats = ((data.results or {}).get("stats") or {}).get("transactions") or {}
     by_id = stats.get("anomalies_by_transactional_id") or {}
     rows, classes = [], []
@@ -259,6 +260,12 @@ def transactions_section(data: RunData, figure: str) -> str:
     out.append(
         table(["transactional id", "committed", "aborted", "unknown", "anomalies"], rows, classes)
     )
+    if lag_figure:
+        out.append(lag_figure)
+    if data.lso_note:
+        out.append(
+            f"<p class='muted'>Last-stable-offset samples not shown: {escape(data.lso_note)}</p>"
+        )
     if data.drain_lso:
         lag_rows, lag_classes = [], []
         for part in sorted(data.drain_lso):
@@ -299,7 +306,9 @@ def render_run(data: RunData, outcome: Outcome | None = None) -> str:
     if any(r.seconds is not None for r in data.recovery):
         parts.append(figure_div(plots.recovery(data), "recovery"))
     if data.txn_outcomes:
-        parts.append(transactions_section(data, figure_div(plots.transactions(data), "txns")))
+        lag = figure_div(plots.stable_offset_lag(data), "lso-lag") if data.lso_lag else ""
+        txns = figure_div(plots.transactions(data), "txns")
+        parts.append(transactions_section(data, txns, lag))
     parts.append(prometheus.section(data, figure_div))
     parts += ["<h2>Faults</h2>", fault_table(data)]
     parts.append(timeline.render(data.run_dir, data.faults))

@@ -1,5 +1,6 @@
-"""Plotly figures of one run: throughput, latency, ISR, offline windows, recovery, and
-each transactional id's outcomes (history format 1.2)."""
+"""Plotly figures of one run: throughput, latency, ISR, offline windows, recovery, each
+transactional id's outcomes (history format 1.2) and each partition's last-stable-offset
+lag."""
 
 from __future__ import annotations
 
@@ -215,3 +216,28 @@ def transactions(data: RunData) -> go.Figure:
     fig.update_layout(height=200 + 30 * len(ids))
     fig.update_yaxes(categoryorder="array", categoryarray=ids)
     return fig
+
+
+def stable_offset_lag(data: RunData) -> go.Figure:
+    """Per partition, the monitor's high watermark minus last stable offset over time
+    (offsets written by transactions still open), over the fault windows."""
+    fig = go.Figure()
+    for part in sorted(data.lso_lag):
+        points = data.lso_lag[part]
+        fig.add_trace(
+            go.Scatter(
+                x=[p[0] for p in points],
+                y=[p[1] for p in points],
+                name=part,
+                mode="lines",
+                line={"shape": "hv"},
+                hovertemplate=part + ": lag %{y} at %{x:.2f}s<extra></extra>",
+            )
+        )
+    shade_faults(fig, data)
+    return _layout(
+        fig,
+        "Last stable offset lag per partition (high watermark minus LSO)",
+        "offsets not yet stable",
+        data.end,
+    )

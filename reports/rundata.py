@@ -2,11 +2,11 @@
 
 Inputs (format v1, see history-format.md), each read through the run-directory package
 :mod:`kchaos.harness.rundir`: ``run.json``, ``history.jsonl``, ``results.json`` and, when
-present, ``analysis/summary.json``. The history is never held in memory: sends are
-counted into fine time buckets (0.1 s) with a capped latency sample per bucket, and only
-the send times of values named in the verdict's examples are kept. Fault windows, offline
-windows and the time to full ISR after each fault are the checker's (results.json), never
-recomputed here.
+present, ``analysis/summary.json`` and the monitor's last-stable-offset samples. The
+history is never held in memory: sends are counted into fine time buckets (0.1 s) with a
+capped latency sample per bucket, and only the send times of values named in the
+verdict's examples are kept. Fault windows, offline windows and the time to full ISR
+after each fault are the checker's (results.json), never recomputed here.
 """
 
 from __future__ import annotations
@@ -76,6 +76,11 @@ class RunData:
     # offsets ("t/0" -> (high watermark, last stable offset)) where it reported them
     txn_outcomes: dict[str, list[tuple[float, str, str]]] = field(default_factory=dict)
     drain_lso: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # the monitor's samples while the run lasted (stable-offsets.jsonl, runs with
+    # transactions only): "t/0" -> (seconds since the run started, high watermark minus
+    # last stable offset), in the order sampled; and why they could not be read, if so
+    lso_lag: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    lso_note: str = ""
 
     @property
     def run_id(self) -> str:
@@ -210,6 +215,7 @@ def load_run(run_dir: str | Path) -> RunData:
         data.faults = tuple(sorted(checked.fault_windows or (), key=lambda w: w.start_s))
         data.offline = checked.offline_windows or ()
         data.recovery = checked.full_isr or ()
+    _stable_offsets(rd, data)
     if history.is_file():
         scanner = _Scanner(data)
 
@@ -223,6 +229,19 @@ def load_run(run_dir: str | Path) -> RunData:
             data.events += 1
             scanner.feed(event)
     return data
+
+
+def _stable_offsets(rd: RunDir, data: RunData) -> None:
+    """The LSO lag per partition from the monitor's samples; a run without them (no
+    transactions, or from before they were taken) has none. Unreadable samples do not
+    stop the page: the reason is kept for it to show."""
+    try:
+        samples = rd.read_stable_offsets()
+    except HistoryError as exc:
+        data.lso_note = str(exc)
+        return
+    for s in samples:
+        data.lso_lag.setdefault(f"{s.topic}/{s.partition}", []).append((s.time / NS, s.lag))
 
 
 @dataclass(frozen=True)

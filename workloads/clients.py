@@ -159,10 +159,11 @@ def make_consumer(
     isolation: str = "read_uncommitted",
 ) -> ConsumerClient:
     """A consumer of ``lib``; ``isolation`` is Kafka's isolation.level (a config of the
-    same name in ``extra`` wins)."""
+    same name in ``extra`` wins). It is always set: librdkafka's own default is
+    read_committed (confluent-kafka 1.2 on), Kafka's and kafka-python's read_uncommitted,
+    so a reader left to its library's default would not read as its ``assign`` lines say."""
     extra = dict(extra or {})
-    if isolation != "read_uncommitted":
-        extra.setdefault("isolation.level" if lib == "confluent" else "isolation_level", isolation)
+    extra.setdefault("isolation.level" if lib == "confluent" else "isolation_level", isolation)
     if lib == "confluent":
         from kchaos.workloads.confluent_client import ConfluentConsumer
 

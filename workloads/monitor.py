@@ -15,6 +15,15 @@ paused broker therefore costs one late sample, not a silence for the length of t
 Every line carries ``observe_ms``, how long its observation took; ``late`` counts the
 abandoned ones and ``late_ms`` keeps how long each really took once it ended.
 
+In a run with transactions it also samples, every ``interval`` seconds, each
+transactional partition's last stable offset and high watermark (``stable_offsets``,
+:class:`StableOffsetSampling`; the client is :mod:`kchaos.workloads.lso`) into the run
+directory's stable-offset samples (:mod:`kchaos.harness.rundir.stable_offsets`, not the
+history: format 1.2 defines no such line). That observation runs in a loop of its own,
+with its own client, under the same deadline and the same abandon-and-replace rule, so a
+slow LSO question never delays a metadata observation. A partition that does not answer
+is left out of that sample; the others are written.
+
 Separately, every ``metrics_interval`` seconds it scrapes each broker's Prometheus
 endpoint (:7071, straight to the node, not through Toxiproxy) and appends the
 replication-health samples (under-replicated, under-min-ISR, at-min-ISR, offline
@@ -30,6 +39,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,6 +48,8 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from kchaos.harness.rundir.history_writer import HistorySink
+from kchaos.harness.rundir.stable_offsets import StableOffsetSample
+from kchaos.workloads.lso import StableOffsetSource
 
 log = logging.getLogger(__name__)
 
@@ -161,11 +173,47 @@ class AdminMetadataSource:
         self._admin.close()
 
 
+class SampleWriter(Protocol):
+    """Where stable-offset samples go (:class:`rundir.stable_offsets.StableOffsetsWriter`)."""
+
+    def write(self, samples: Sequence[StableOffsetSample]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class StableOffsetSampling:
+    """The monitor's second observation, in runs with transactions: each transactional
+    partition's last stable offset next to its high watermark, every interval, under the
+    same deadline as the metadata and in a thread of its own (a slow answer delays
+    neither). ``clock`` gives nanoseconds since the run started on the history's clock;
+    ``writer`` appends the samples (``rundir.stable_offsets``)."""
+
+    source_factory: Callable[[], StableOffsetSource]
+    writer: SampleWriter
+    clock: Callable[[], int]
+
+
+class _Track:
+    """One kind of observation: its current client and its counters."""
+
+    def __init__(self, name: str, factory: Callable[[], Any]) -> None:
+        self.name = name
+        self.factory = factory
+        self.source: Any = None
+        self.observations = 0
+        self.failures = 0
+        self.late = 0
+        self.late_ms: list[float] = []
+        self.abandoned_running = 0
+
+
 class Monitor:
     """Background observer; ``start()`` / ``stop()`` (idempotent)."""
 
-    #: At most this many abandoned observations may still be running; past it the monitor
-    #: waits for one to end before it starts another (each holds a client and a thread).
+    #: At most this many abandoned observations (of each kind) may still be running; past
+    #: it the monitor waits for one to end before it starts another (each holds a client
+    #: and a thread).
     MAX_ABANDONED = 8
 
     def __init__(
@@ -180,8 +228,8 @@ class Monitor:
         metrics_interval: float = 2.0,
         min_insync_every: int = 1,
         deadline: float | None = None,
+        stable_offsets: StableOffsetSampling | None = None,
     ) -> None:
-        self._source_factory = source_factory
         self.topics = tuple(topics)
         self.sink = sink
         self.interval = interval
@@ -189,19 +237,55 @@ class Monitor:
         self.metrics_urls = dict(metrics_urls or {})
         self.metrics_path = metrics_path
         self.metrics_interval = metrics_interval
+        self.stable_offsets = stable_offsets
         self._min_insync_every = max(1, min_insync_every)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
-        self._abandoned_running = 0
-        self.observations = 0
-        self.failures = 0
-        self.late = 0
-        self.late_ms: list[float] = []
+        self._metadata = _Track("metadata", source_factory)
+        self._lso = _Track(
+            "stable offsets", stable_offsets.source_factory if stable_offsets else _none
+        )
+        #: partitions left out of a stable-offset observation that answered otherwise
+        self.lso_missing = 0
         self.scrapes = 0
+
+    # the metadata observation's counters
+    @property
+    def observations(self) -> int:
+        return self._metadata.observations
+
+    @property
+    def failures(self) -> int:
+        return self._metadata.failures
+
+    @property
+    def late(self) -> int:
+        return self._metadata.late
+
+    @property
+    def late_ms(self) -> list[float]:
+        return self._metadata.late_ms
+
+    # the stable-offset observation's counters
+    @property
+    def lso_observations(self) -> int:
+        return self._lso.observations
+
+    @property
+    def lso_failures(self) -> int:
+        return self._lso.failures
+
+    @property
+    def lso_late(self) -> int:
+        return self._lso.late
 
     def start(self) -> None:
         self._threads = [threading.Thread(target=self._metadata_loop, name="monitor", daemon=True)]
+        if self.stable_offsets is not None:
+            self._threads.append(
+                threading.Thread(target=self._lso_loop, name="monitor-lso", daemon=True)
+            )
         if self.metrics_urls and self.metrics_path is not None:
             self._threads.append(
                 threading.Thread(target=self._scrape_loop, name="monitor-metrics", daemon=True)
@@ -213,6 +297,8 @@ class Monitor:
         self._stop.set()
         for thread in self._threads:
             thread.join(30)
+        if self.stable_offsets is not None:
+            self.stable_offsets.writer.close()
 
     # -- partition state ---------------------------------------------------------------
     def observe_once(
@@ -238,55 +324,93 @@ class Monitor:
         return len(states)
 
     def _metadata_loop(self) -> None:
-        source: MetadataSource | None = None
         min_insync: dict[str, int] = {}
+        topics = self.topics
         tick = 0
         while not self._stop.is_set():
             started = time.monotonic()
-            with self._lock:
-                crowded = self._abandoned_running >= self.MAX_ABANDONED
-            if not crowded:
-                want_min_insync = tick % self._min_insync_every == 0 or not min_insync
-                attempt = _Attempt(self, source, want_min_insync)
-                attempt.thread.start()
-                attempt.done.wait(self.deadline)
-                with self._lock:
-                    finished = attempt.done.is_set()
-                    if not finished:
-                        attempt.abandoned = True
-                        self._abandoned_running += 1
-                if not finished:
-                    # the attempt keeps its client and closes it when it ends
-                    self.late += 1
-                    source = None
-                    log.info("monitor: observation abandoned after %.1f s", self.deadline)
-                elif attempt.error is not None:
-                    self.failures += 1
-                    log.info("monitor: observation failed: %r", attempt.error)
-                    # A client whose request went to a paused broker keeps sending there:
-                    # drop it (closed aside, a close can wait on the same broker).
-                    if attempt.source is not None:
-                        _close_aside(attempt.source)
-                    source = None
-                else:
-                    source = attempt.source
-                    min_insync.update(attempt.min_insync)
-                    self._write(attempt.states, min_insync, attempt.took_ms)
-                    self.observations += 1
+            want_min_insync = tick % self._min_insync_every == 0 or not min_insync
+
+            def observe(source: MetadataSource, want: bool = want_min_insync) -> Any:
+                found = dict(source.min_insync(topics)) if want else {}
+                return found, source.describe(topics)
+
+            got = self._observe(self._metadata, observe)
+            if got is not None:
+                (found, states), took_ms = got
+                min_insync.update(found)
+                self._write(states, min_insync, took_ms)
+                self._metadata.observations += 1
             tick += 1
             self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
-        if source is not None:
-            try:
-                source.close()
-            except Exception:
-                log.debug("monitor: close failed", exc_info=True)
+        _close_now(self._metadata)
+
+    def _lso_loop(self) -> None:
+        sampling = self.stable_offsets
+        assert sampling is not None
+        while not self._stop.is_set():
+            started = time.monotonic()
+            got = self._observe(self._lso, lambda source: source.stable_offsets())
+            if got is not None:
+                (answered, missing), took_ms = got
+                now = sampling.clock()
+                try:
+                    sampling.writer.write(
+                        [
+                            StableOffsetSample(
+                                now, a.topic, a.partition, a.high_watermark,
+                                a.last_stable_offset, took_ms,
+                            )
+                            for a in answered
+                        ]
+                    )  # fmt: skip
+                except Exception:  # the samples are context: losing them must not stop the run
+                    log.exception("monitor: writing stable offsets failed; sampling stops")
+                    break
+                self._lso.observations += 1
+                self.lso_missing += len(missing)
+            self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+        _close_now(self._lso)
+
+    def _observe(self, track: _Track, work: Callable[[Any], Any]) -> tuple[Any, float] | None:
+        """Run ``work(client)`` in a thread of its own and wait at most the deadline for it;
+        (its result, how long it took in ms), or None when it failed, was abandoned or
+        could not start (too many abandoned ones still running)."""
+        with self._lock:
+            if track.abandoned_running >= self.MAX_ABANDONED:
+                return None
+        attempt = _Attempt(self, track, work)
+        attempt.thread.start()
+        attempt.done.wait(self.deadline)
+        with self._lock:
+            finished = attempt.done.is_set()
+            if not finished:
+                attempt.abandoned = True
+                track.abandoned_running += 1
+        if not finished:
+            # the attempt keeps its client and closes it when it ends
+            track.late += 1
+            track.source = None
+            log.info("monitor: %s observation abandoned after %.1f s", track.name, self.deadline)
+            return None
+        if attempt.error is not None:
+            track.failures += 1
+            log.info("monitor: %s observation failed: %r", track.name, attempt.error)
+            # A client whose request went to a paused broker keeps sending there: drop it
+            # (closed aside, a close can wait on the same broker).
+            if attempt.source is not None:
+                _close_aside(attempt.source)
+            track.source = None
+            return None
+        track.source = attempt.source
+        return attempt.result, attempt.took_ms
 
     def _attempt_ended(self, attempt: _Attempt) -> bool:
         """Called by an attempt when it ends; True when the monitor had abandoned it."""
         with self._lock:
             if attempt.abandoned:
-                self._abandoned_running -= 1
-                self.late_ms.append(round(attempt.took_ms, 1))
+                attempt.track.abandoned_running -= 1
+                attempt.track.late_ms.append(round(attempt.took_ms, 1))
             attempt.done.set()
             return attempt.abandoned
 
@@ -307,12 +431,12 @@ class Monitor:
 class _Attempt:
     """One observation in a thread of its own, which the monitor may abandon."""
 
-    def __init__(self, monitor: Monitor, source: MetadataSource | None, min_insync: bool) -> None:
+    def __init__(self, monitor: Monitor, track: _Track, work: Callable[[Any], Any]) -> None:
         self.monitor = monitor
-        self.source = source
-        self.want_min_insync = min_insync
-        self.states: list[dict[str, Any]] = []
-        self.min_insync: dict[str, int] = {}
+        self.track = track
+        self.source: Any = track.source
+        self.work = work
+        self.result: Any = None
         self.error: BaseException | None = None
         self.took_ms = 0.0
         self.abandoned = False
@@ -323,10 +447,8 @@ class _Attempt:
         started = time.monotonic()
         try:
             if self.source is None:
-                self.source = self.monitor._source_factory()
-            if self.want_min_insync:
-                self.min_insync = dict(self.source.min_insync(self.monitor.topics))
-            self.states = self.source.describe(self.monitor.topics)
+                self.source = self.track.factory()
+            self.result = self.work(self.source)
         except Exception as exc:  # noqa: BLE001 - reported by the monitor loop
             self.error = exc
         self.took_ms = (time.monotonic() - started) * 1000
@@ -334,7 +456,20 @@ class _Attempt:
             _close_aside(self.source)
 
 
-def _close_aside(source: MetadataSource) -> None:
+def _none() -> Any:
+    raise RuntimeError("no stable-offset sampling configured")
+
+
+def _close_now(track: _Track) -> None:
+    if track.source is not None:
+        try:
+            track.source.close()
+        except Exception:
+            log.debug("monitor: close failed", exc_info=True)
+        track.source = None
+
+
+def _close_aside(source: Any) -> None:
     def close() -> None:
         try:
             source.close()

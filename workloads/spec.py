@@ -148,6 +148,13 @@ class TxnSpec:
         out = self.copier.output if self.copier is not None else None
         return tuple(t for t in topics if t != out)
 
+    def written_topics(self, topics: tuple[str, ...]) -> tuple[str, ...]:
+        """The topics transactions write: the producers' and the copier's output."""
+        found = list(self.producer_topics(topics)) if self.producers else []
+        if self.copier is not None and self.copier.output not in found:
+            found.append(self.copier.output)
+        return tuple(found)
+
 
 @dataclass(frozen=True)
 class WorkloadSpec:
@@ -180,6 +187,12 @@ class WorkloadSpec:
             process = first + tx.producers
             out.append((process, "copier", f"{tx.id_prefix}-{process}"))
         return out
+
+    def transactional_topics(self) -> tuple[str, ...]:
+        """The topics written by transactions (none without ``transactions``): where a
+        last stable offset can fall behind the high watermark."""
+        tx = self.transactions
+        return () if tx is None else tx.written_topics(self.topics)
 
     def consumer_groups(self) -> set[str]:
         """The consumer groups the workload's readers and copier join."""

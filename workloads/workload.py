@@ -35,8 +35,9 @@ from kchaos.workloads.clients import QUIET_LOG_LEVEL, make_consumer
 from kchaos.workloads.consumer import ConsumerWorker
 from kchaos.workloads.drain import DrainResult, drain
 from kchaos.workloads.java_client import JavaConsumerWorker, JavaProducerWorker, JavaRuntime
+from kchaos.workloads.lso import ConsumerStableOffsetSource
 from kchaos.workloads.metrics import HarnessMetrics
-from kchaos.workloads.monitor import AdminMetadataSource, Monitor
+from kchaos.workloads.monitor import AdminMetadataSource, Monitor, StableOffsetSampling
 from kchaos.workloads.producer import ProducerWorker, producer_factory
 from kchaos.workloads.spec import WorkloadSpec
 from kchaos.workloads.txn_process import TxnProcessWorker, TxnThreadWorker, TxnWorkerConfig
@@ -115,12 +116,38 @@ class Workload:
                 metrics_urls=metrics_urls,
                 metrics_path=None if run_dir is None else RunDir(run_dir).broker_metrics,
                 metrics_interval=spec.metrics_interval_s,
+                stable_offsets=self._stable_offset_sampling(),
             )
         self._started = False
         self._stopped = False
         # librdkafka's `debug` log, when a client config asks for one
         self._client_log_path = None if run_dir is None else RunDir(run_dir).librdkafka_log
         self._client_log: logging.Handler | None = None
+
+    def _stable_offset_sampling(self) -> StableOffsetSampling | None:
+        """The monitor's last-stable-offset samples: only in a run with transactions and
+        a run directory, on the history's clock (a sink without one gets none)."""
+        topics = self.spec.transactional_topics()
+        clock = getattr(self.sink, "elapsed_ns", None)
+        if not topics or self._run_dir is None:
+            return None
+        if clock is None:
+            log.warning("monitor: the history sink has no clock: no stable-offset samples")
+            return None
+        lib, servers = _python_lib(self.spec.client), self.bootstrap_servers
+        quiet = {"log_level": QUIET_LOG_LEVEL} if lib == "confluent" else None
+
+        def consumer(isolation: str) -> Any:
+            name = "kchaos-monitor-" + isolation.replace("_", "-")
+            return make_consumer(
+                lib, servers, group_id=None, client_id=name, extra=quiet, isolation=isolation
+            )
+
+        return StableOffsetSampling(
+            source_factory=lambda: ConsumerStableOffsetSource(consumer, topics),
+            writer=RunDir(self._run_dir).stable_offsets_writer(),
+            clock=clock,
+        )
 
     def _python_workers(self) -> None:
         spec, sink, metrics, servers = self.spec, self.sink, self.metrics, self.bootstrap_servers

@@ -24,6 +24,8 @@ WINDOWS_PARQUET = "windows.parquet"
 REPLICAS_JSONL = "replicas.jsonl"
 REREAD_JSONL = "reread.jsonl"
 BROKER_METRICS_JSONL = "broker-metrics.jsonl"
+#: the monitor's last stable offsets and high watermarks during a transactional run
+STABLE_OFFSETS_JSONL = "stable-offsets.jsonl"
 PROMETHEUS_YML = "prometheus.yml"
 PROMETHEUS_JSON = "prometheus.json"
 HISTORY_PARQUET = "history.parquet"
@@ -59,6 +61,7 @@ FILE_NAMES: tuple[str, ...] = (
     REPLICAS_JSONL,
     REREAD_JSONL,
     BROKER_METRICS_JSONL,
+    STABLE_OFFSETS_JSONL,
     PROMETHEUS_YML,
     PROMETHEUS_JSON,
     HISTORY_PARQUET,

@@ -35,6 +35,11 @@ from kchaos.harness.rundir.history_writer import HistoryWriter
 from kchaos.harness.rundir.prometheus import load_prometheus
 from kchaos.harness.rundir.results import Results, load_results
 from kchaos.harness.rundir.runjson import RunJson, load_run, write_run
+from kchaos.harness.rundir.stable_offsets import (
+    StableOffsetSample,
+    StableOffsetsWriter,
+    read_stable_offsets,
+)
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,10 @@ class RunDir:
     @property
     def broker_metrics(self) -> Path:
         return self._file(names.BROKER_METRICS_JSONL)
+
+    @property
+    def stable_offsets(self) -> Path:
+        return self._file(names.STABLE_OFFSETS_JSONL)
 
     @property
     def prometheus_yml(self) -> Path:
@@ -219,6 +228,18 @@ class RunDir:
 
     def write_reread(self) -> contextlib.AbstractContextManager[Callable[[Any], None]]:
         return self.write_lines(self.reread)
+
+    # -- stable-offsets.jsonl: the monitor's LSO samples (rundir.stable_offsets) --------
+    def stable_offsets_writer(self) -> StableOffsetsWriter:
+        """The appending writer of the monitor's last-stable-offset samples."""
+        return StableOffsetsWriter(self.stable_offsets)
+
+    def read_stable_offsets(
+        self, *, on_torn: Callable[[str], None] | None = None
+    ) -> tuple[StableOffsetSample, ...]:
+        """The samples in file order; () when the run has none (no transactions, or a
+        run from before the file existed)."""
+        return read_stable_offsets(self.stable_offsets, on_torn=on_torn)
 
     # -- prometheus.yml, prometheus.json --------------------------------------------------
     def write_prometheus_config(self, text: str) -> None:

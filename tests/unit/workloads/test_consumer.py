@@ -146,14 +146,27 @@ def test_assign_lines_state_the_readers_isolation(
     assert assigns and all(e["isolation"] == isolation for e in assigns)
 
 
-def test_make_consumer_passes_the_isolation_level(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kchaos.workloads import clients, confluent_client
+@pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
+def test_make_consumer_passes_the_isolation_level(
+    monkeypatch: pytest.MonkeyPatch, isolation: str
+) -> None:
+    """read_uncommitted too: librdkafka's default is read_committed, so a confluent reader
+    left to it would read (and answer ListOffsets) read_committed."""
+    from kchaos.workloads import clients, confluent_client, kafkapython_client
 
     seen: dict[str, object] = {}
     monkeypatch.setattr(confluent_client, "ConfluentConsumer",
                         lambda *args: seen.update(extra=args[-1]))  # fmt: skip
-    clients.make_consumer("confluent", "h:1", group_id="g", isolation="read_committed")
-    assert seen["extra"] == {"isolation.level": "read_committed"}
+    clients.make_consumer("confluent", "h:1", group_id="g", isolation=isolation)
+    assert seen["extra"] == {"isolation.level": isolation}
+    monkeypatch.setattr(kafkapython_client, "KafkaPythonConsumer",
+                        lambda *args: seen.update(extra=args[-1]))  # fmt: skip
+    clients.make_consumer("kafka-python", "h:1", group_id="g", isolation=isolation)
+    assert seen["extra"] == {"isolation_level": isolation}
+    # a config the scenario set itself wins
+    clients.make_consumer("kafka-python", "h:1", group_id="g", isolation=isolation,
+                          extra={"isolation_level": "read_committed"})  # fmt: skip
+    assert seen["extra"] == {"isolation_level": "read_committed"}
 
 
 def test_a_topic_not_yet_known_to_the_broker_asked_is_asked_for_again(
