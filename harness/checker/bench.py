@@ -105,6 +105,12 @@ class TxnBenchResult:
         return self._per(self.txn.lines, self.plain.lines)
 
     @property
+    def cpu_ratio(self) -> float:
+        """CPU seconds per line, transactional / plain."""
+        t, p = self.txn, self.plain
+        return (t.cpu / t.lines) / (p.cpu / p.lines)
+
+    @property
     def per_mb(self) -> float:
         return self._per(self.txn.mb, self.plain.mb)
 
@@ -142,7 +148,10 @@ def txn_report(r: TxnBenchResult) -> list[str]:
             f"check {s.seconds:7.2f} s (cpu {s.cpu:.2f} s); verdict {s.verdict}"
         )
     met = "met" if r.ratio <= TXN_GOAL else "NOT met"
-    out.append(f"ratio transactional/plain per line: {r.ratio:.2f}; goal <= {TXN_GOAL} {met}")
+    out.append(
+        f"ratio transactional/plain per line: {r.ratio:.2f} (cpu {r.cpu_ratio:.2f}); "
+        f"goal <= {TXN_GOAL} {met}"
+    )
     out.append(f"per MB: {r.per_mb:.2f}; per value: {r.per_value:.2f}")
     return out
 

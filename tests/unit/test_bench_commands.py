@@ -50,4 +50,5 @@ def test_the_transactional_ratios_are_per_line_per_mb_and_per_value() -> None:
     )
     assert (r.ratio, r.per_mb, r.per_value) == pytest.approx((1.5, 0.75, 0.75))
     text = "\n".join(txn_report(r))
-    assert "per line: 1.50; goal <= 1.3 NOT met" in text and "per MB: 0.75" in text
+    assert r.cpu_ratio == pytest.approx((2.9 / 1000) / (1.0 / 500))
+    assert "per line: 1.50 (cpu 1.45); goal <= 1.3 NOT met" in text and "per MB: 0.75" in text
