@@ -11,7 +11,7 @@ reads past it and the last stable offset is the log end between operations:
   those committed, half not); now and then a producer initialises its own id again,
   which fences nobody;
 - process 0 writes plain sends to the copier's input (``<topic>-in``, one partition);
-- a copier (``kchaos-copier``, group ``kchaos-copier``) copies chunks of that input to
+- a copier (``kchaos-t-copier``, group ``kchaos-copier``) copies chunks of that input to
   ``<topic>-out`` with the consumed offsets in the same transaction; an aborted or
   undecided copy is read again from the group's position;
 - a ``read_committed`` and a ``read_uncommitted`` reader, each assigned every partition,
