@@ -9,16 +9,21 @@ On one 3-broker cluster, for each record size, side by side:
 
 for each client library. Prints recording / perf-test (goal >= 0.8) and recording / bare
 (goal >= 0.9). Each case uses a fresh topic (3 partitions, RF 3, min.insync.replicas 2).
+
+``--transactional`` runs :mod:`kchaos.workloads.txnbench` instead: the transactional
+producer, recording and bare, against the plain idempotent recording producer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -50,7 +55,7 @@ BENCH_IN_FLIGHT = 100_000
 
 @dataclass(frozen=True)
 class Case:
-    kind: str  # perf-test | recording | bare
+    kind: str  # perf-test | recording | bare; txnbench: idempotent | txn-recording | txn-bare
     client: str  # java | confluent | kafka-python
     size: int
     records: int
@@ -246,9 +251,89 @@ def _ratio(values: list[float | None]) -> float | None:
     return round(statistics.median(known), 3) if known else None
 
 
+@dataclass(frozen=True)
+class ProduceArgs:
+    """``kchaos bench produce``'s options, checked."""
+
+    sizes: tuple[int, ...]
+    libs: tuple[str, ...]
+    records: dict[int, int]
+    perf_props: tuple[str, ...]
+    transactional: bool = False
+    max_sends: int = 50
+
+
+def parse_produce_args(
+    sizes: str,
+    clients: str | None,
+    records: int | None,
+    perf_props: str = "",
+    transactional: bool = False,
+    max_sends: int = 50,
+) -> ProduceArgs:
+    """The options as values; bad ones are a ConfigError naming the option (exit 3)."""
+    try:
+        size_list = tuple(int(s) for s in sizes.split(",") if s.strip())
+    except ValueError:
+        message = f"comma-separated byte counts expected, got {sizes!r}"
+        raise ConfigError(message, field="--sizes") from None
+    if not size_list or min(size_list) < 1:
+        raise ConfigError("at least one positive size is needed", field="--sizes")
+    if clients is None:
+        clients = "confluent" if transactional else "confluent,kafka-python"
+    libs = tuple(c.strip() for c in clients.split(",") if c.strip())
+    unknown = [c for c in libs if c not in CLIENT_LIBS]
+    if unknown or not libs:
+        raise ConfigError(
+            f"clients are {', '.join(CLIENT_LIBS)}; got {clients!r}", field="--clients"
+        )
+    if records is not None and records < 1:
+        raise ConfigError("must be at least 1", field="--records")
+    props = tuple(p.strip() for p in perf_props.split(",") if p.strip())
+    if transactional:
+        if libs != ("confluent",):
+            raise ConfigError(
+                f"the transactional producer runs on confluent only; got {clients!r}",
+                field="--clients",
+            )
+        if props:
+            raise ConfigError("no perf-test runs with --transactional", field="--perf-props")
+        if max_sends < 1:
+            raise ConfigError("must be at least 1", field="--max-sends")
+    per_size = {s: records or (200_000 if s <= 200 else 60_000) for s in size_list}
+    return ProduceArgs(size_list, libs, per_size, props, transactional, max_sends)
+
+
+@contextlib.contextmanager
+def bench_cluster(args: ProduceArgs) -> Iterator[Any]:
+    """The bench's own 3-broker cluster, disks sized for the records asked for."""
+    from kchaos.harness.cluster import Cluster, ClusterSpec
+    from kchaos.harness.images import ensure_images
+
+    images = ensure_images()
+    spec = ClusterSpec(
+        brokers=3, images=images, heap="512m",
+        disk_size_mb=disk_mb(list(args.sizes), args.records),
+        server_properties=BENCH_SERVER_PROPERTIES,
+    )  # fmt: skip
+    with Cluster(spec) as cluster:
+        yield cluster
+
+
+def log_case(case: Case) -> None:
+    click.echo(
+        f"  {case.kind:13} {case.client:13} {case.size:5} B  {case.records:7} records"
+        f"  {case.seconds:7.2f} s  {case.rate:10.0f} records/s"
+    )
+
+
 @click.command("produce")
 @click.option("--sizes", default="100,1024", show_default=True, help="Record sizes in bytes.")
-@click.option("--clients", default="confluent,kafka-python", show_default=True)
+@click.option(
+    "--clients",
+    default=None,
+    help="Client libraries [default: confluent,kafka-python; confluent with --transactional].",
+)
 @click.option("--records", type=int, default=None, help="Records per case (default by size).")
 @click.option("--repeat", type=int, default=1, show_default=True, help="Rounds; medians.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write JSON here.")
@@ -257,43 +342,40 @@ def _ratio(values: list[float | None]) -> float | None:
     default="",
     help="Extra perf-test producer props, comma-separated (e.g. batch.size=1000000).",
 )
+@click.option(
+    "--transactional",
+    is_flag=True,
+    help="The transactional producer, recording and bare, against the plain idempotent "
+    "recording producer (no perf-test).",
+)
+@click.option(
+    "--max-sends",
+    type=int,
+    default=50,
+    show_default=True,
+    help="With --transactional: values per transaction, 1 to this many.",
+)
 def produce_cmd(
-    sizes: str, clients: str, records: int | None, repeat: int, out: Path | None, perf_props: str
+    sizes: str,
+    clients: str | None,
+    records: int | None,
+    repeat: int,
+    out: Path | None,
+    perf_props: str,
+    transactional: bool,
+    max_sends: int,
 ) -> int:
-    """Recording producer vs kafka-producer-perf-test, with and without recording."""
-    from kchaos.harness.cluster import Cluster, ClusterSpec
-    from kchaos.harness.images import ensure_images
-
-    try:
-        size_list = [int(s) for s in sizes.split(",") if s.strip()]
-    except ValueError:
-        message = f"comma-separated byte counts expected, got {sizes!r}"
-        raise ConfigError(message, field="--sizes") from None
-    if not size_list or min(size_list) < 1:
-        raise ConfigError("at least one positive size is needed", field="--sizes")
-    libs = [c.strip() for c in clients.split(",") if c.strip()]
-    unknown = [c for c in libs if c not in CLIENT_LIBS]
-    if unknown or not libs:
-        raise ConfigError(
-            f"clients are {', '.join(CLIENT_LIBS)}; got {clients!r}", field="--clients"
-        )
-    per_size = {s: records or (200_000 if s <= 200 else 60_000) for s in size_list}
-    images = ensure_images()
-    spec = ClusterSpec(
-        brokers=3, images=images, heap="512m", disk_size_mb=disk_mb(size_list, per_size),
-        server_properties=BENCH_SERVER_PROPERTIES,
-    )  # fmt: skip
-
-    def log(case: Case) -> None:
-        click.echo(
-            f"  {case.kind:10} {case.client:13} {case.size:5} B  {case.records:7} records"
-            f"  {case.seconds:7.2f} s  {case.rate:10.0f} records/s"
-        )
-
-    with Cluster(spec) as cluster:
+    """Recording producer vs kafka-producer-perf-test, with and without recording;
+    with --transactional, the transactional producer vs the idempotent one."""
+    args = parse_produce_args(sizes, clients, records, perf_props, transactional, max_sends)
+    if repeat < 1:
+        raise ConfigError("must be at least 1", field="--repeat")
+    if transactional:
+        return _produce_transactional(args, repeat, out)
+    with bench_cluster(args) as cluster:
         click.echo(f"cluster {cluster.run_id} ready; bootstrap {cluster.bootstrap_servers}")
-        props = tuple(p.strip() for p in perf_props.split(",") if p.strip())
-        cases = run_bench(cluster, size_list, libs, per_size, repeat, log, props)
+        cases = run_bench(cluster, list(args.sizes), list(args.libs), args.records, repeat,
+                          log_case, args.perf_props)  # fmt: skip
     rows = ratios(cases)
     click.echo("")
     click.echo("client        size   perf-test/s  recording/s   bare/s   rec/perf  rec/bare")
@@ -305,4 +387,22 @@ def produce_cmd(
     click.echo("goals: rec/perf >= 0.8, rec/bare >= 0.9")
     if out is not None:
         out.write_text(json.dumps({"cases": [c.__dict__ for c in cases], "ratios": rows}, indent=2))
+    return 0
+
+
+def _produce_transactional(args: ProduceArgs, repeat: int, out: Path | None) -> int:
+    from kchaos.workloads import txnbench
+
+    with bench_cluster(args) as cluster, tempfile.TemporaryDirectory(prefix="kchaos-bench-") as tmp:
+        click.echo(f"cluster {cluster.run_id} ready; bootstrap {cluster.bootstrap_servers}")
+        run_case = txnbench.real_cases(cluster.bootstrap_servers, args.max_sends, Path(tmp))
+        cases = txnbench.txn_rounds(list(args.sizes), args.records, repeat, run_case, log_case)
+    rows = txnbench.txn_ratios(cases)
+    click.echo("")
+    for line in txnbench.report_lines(rows):
+        click.echo(line)
+    if out is not None:
+        body = {"transactional": True, "max_sends": args.max_sends,
+                "cases": [c.__dict__ for c in cases], "ratios": rows}  # fmt: skip
+        out.write_text(json.dumps(body, indent=2))
     return 0

@@ -4,6 +4,11 @@ Both run side by side on the same generated history, alternately, ``--repeat`` t
 the best time of each is kept and the ratio check / json is printed (goal: <= 1).
 ``--memory-events N`` also checks an N-event history in a child process and prints its
 peak resident memory (goal at 10 million events: <= 2 GB).
+
+``--transactional``: the check of a transactional history (format 1.2, from
+``histgen.generate_txn``) against the check of a plain one with as many lines (from
+``histgen.generate``), side by side, alternately, best of ``--repeat``; the ratio is of
+the cost per line (goal: <= 1.3), with the cost per MB and per value beside it.
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ from pathlib import Path
 import click
 
 from kchaos.harness.checker.api import check_history
-from kchaos.harness.histgen import generate
+from kchaos.harness.histgen import GeneratedHistory, generate, generate_txn
+
+#: issue 20: checking a transactional history costs at most this much more per line
+TXN_GOAL = 1.3
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,83 @@ def compare(path: Path, repeat: int = 3) -> BenchResult:
     return BenchResult(events, size, best_j, best_c, best_jc, best_cc, verdict)
 
 
+@dataclass(frozen=True)
+class Side:
+    """One history of the transactional comparison: its size and its best check."""
+
+    lines: int
+    mb: float
+    values: int  # sent values (a transaction's values one by one)
+    seconds: float
+    cpu: float
+    verdict: object
+
+
+@dataclass(frozen=True)
+class TxnBenchResult:
+    txn: Side
+    plain: Side
+
+    def _per(self, txn_size: float, plain_size: float) -> float:
+        return (self.txn.seconds / txn_size) / (self.plain.seconds / plain_size)
+
+    @property
+    def ratio(self) -> float:
+        """Seconds per line, transactional / plain: the goal's measure."""
+        return self._per(self.txn.lines, self.plain.lines)
+
+    @property
+    def cpu_ratio(self) -> float:
+        """CPU seconds per line, transactional / plain."""
+        t, p = self.txn, self.plain
+        return (t.cpu / t.lines) / (p.cpu / p.lines)
+
+    @property
+    def per_mb(self) -> float:
+        return self._per(self.txn.mb, self.plain.mb)
+
+    @property
+    def per_value(self) -> float:
+        return self._per(self.txn.values, self.plain.values)
+
+
+def compare_txn(txn: GeneratedHistory, plain: GeneratedHistory, repeat: int = 3) -> TxnBenchResult:
+    """Both checks alternately, ``repeat`` times each; the best wall and CPU time kept."""
+    best = {"txn": [float("inf"), float("inf")], "plain": [float("inf"), float("inf")]}
+    verdicts: dict[str, object] = {}
+    lines: dict[str, int] = {}
+    for _ in range(repeat):
+        for name, gen in (("txn", txn), ("plain", plain)):
+            w, c, res = _timed(check_history, gen.path)
+            best[name] = [min(best[name][0], w), min(best[name][1], c)]
+            verdicts[name] = res.valid  # type: ignore[attr-defined]
+            lines[name] = res.stats["history"]["lines"]  # type: ignore[attr-defined]
+
+    def side(name: str, gen: GeneratedHistory) -> Side:
+        wall, cpu = best[name]
+        mb = gen.path.stat().st_size / 1e6
+        return Side(lines[name], mb, gen.sends, wall, cpu, verdicts[name])
+
+    return TxnBenchResult(side("txn", txn), side("plain", plain))
+
+
+def txn_report(r: TxnBenchResult) -> list[str]:
+    """What ``kchaos bench check --transactional`` prints."""
+    out = []
+    for name, s in (("transactional", r.txn), ("plain", r.plain)):
+        out.append(
+            f"{name:13}: {s.lines} lines, {s.mb:.0f} MB, {s.values} values; "
+            f"check {s.seconds:7.2f} s (cpu {s.cpu:.2f} s); verdict {s.verdict}"
+        )
+    met = "met" if r.ratio <= TXN_GOAL else "NOT met"
+    out.append(
+        f"ratio transactional/plain per line: {r.ratio:.2f} (cpu {r.cpu_ratio:.2f}); "
+        f"goal <= {TXN_GOAL} {met}"
+    )
+    out.append(f"per MB: {r.per_mb:.2f}; per value: {r.per_value:.2f}")
+    return out
+
+
 def peak_memory(path: Path) -> tuple[float, float, str]:
     """Check ``path`` in a child process: (seconds, peak RSS in MB, verdict)."""
     code = (
@@ -95,6 +180,11 @@ def peak_memory(path: Path) -> tuple[float, float, str]:
 @click.option("--seed", default=1, show_default=True)
 @click.option("--memory-events", default=0, help="Also measure peak RSS at this size.")
 @click.option(
+    "--transactional",
+    is_flag=True,
+    help="A transactional history (format 1.2) against a plain one of as many lines.",
+)
+@click.option(
     "--dir",
     "workdir",
     type=click.Path(path_type=Path),
@@ -102,26 +192,43 @@ def peak_memory(path: Path) -> tuple[float, float, str]:
     help="Where to write the generated histories (default: a temp dir).",
 )
 def bench_check_cmd(
-    events: int, repeat: int, seed: int, memory_events: int, workdir: Path | None
+    events: int,
+    repeat: int,
+    seed: int,
+    memory_events: int,
+    transactional: bool,
+    workdir: Path | None,
 ) -> int:
-    """Checker speed vs json.loads of every line (ratio), and peak memory."""
+    """Checker speed vs json.loads of every line (ratio), and peak memory; with
+    --transactional, a transactional history vs a plain one of the same size."""
     with tempfile.TemporaryDirectory(prefix="kchaos-bench-check-") as tmp:
         base = workdir or Path(tmp)
         base.mkdir(parents=True, exist_ok=True)
         path = base / "bench-history.jsonl"
+        make = _txn_history if transactional else _plain_history
         t0 = time.perf_counter()
-        gen = generate(path, events=events, seed=seed, partitions=6, producers=4, consumers=3)
+        gen = make(path, events, seed)
         click.echo(f"generated {gen.events} events in {time.perf_counter() - t0:.1f} s")
-        r = compare(path, repeat)
-        click.echo(f"history: {r.events} lines, {r.file_mb:.0f} MB; verdict {r.verdict}")
-        click.echo(f"json.loads every line: {r.json_seconds:7.2f} s  (cpu {r.json_cpu:.2f} s)")
-        click.echo(f"kchaos check         : {r.check_seconds:7.2f} s  (cpu {r.check_cpu:.2f} s)")
-        met = "met" if r.ratio <= 1.0 else "NOT met"
-        click.echo(f"ratio check/json: {r.ratio:.2f} (cpu {r.cpu_ratio:.2f}); goal <= 1.0 {met}")
+        if transactional:
+            plain = _plain_history(base / "bench-history-plain.jsonl", gen.events, seed)
+            click.echo(f"generated a plain history of {plain.events} events")
+            for line in txn_report(compare_txn(gen, plain, repeat)):
+                click.echo(line)
+        else:
+            r = compare(path, repeat)
+            click.echo(f"history: {r.events} lines, {r.file_mb:.0f} MB; verdict {r.verdict}")
+            click.echo(f"json.loads every line: {r.json_seconds:7.2f} s  (cpu {r.json_cpu:.2f} s)")
+            click.echo(
+                f"kchaos check         : {r.check_seconds:7.2f} s  (cpu {r.check_cpu:.2f} s)"
+            )
+            met = "met" if r.ratio <= 1.0 else "NOT met"
+            click.echo(
+                f"ratio check/json: {r.ratio:.2f} (cpu {r.cpu_ratio:.2f}); goal <= 1.0 {met}"
+            )
         if memory_events:
             big = base / "bench-history-big.jsonl"
             t0 = time.perf_counter()
-            generate(big, events=memory_events, seed=seed, partitions=6, producers=4, consumers=3)
+            make(big, memory_events, seed)
             click.echo(f"generated {memory_events} events in {time.perf_counter() - t0:.1f} s")
             seconds, mb, verdict = peak_memory(big)
             click.echo(
@@ -131,3 +238,11 @@ def bench_check_cmd(
             )
             big.unlink()
     return 0
+
+
+def _plain_history(path: Path, events: int, seed: int) -> GeneratedHistory:
+    return generate(path, events=events, seed=seed, partitions=6, producers=4, consumers=3)
+
+
+def _txn_history(path: Path, events: int, seed: int) -> GeneratedHistory:
+    return generate_txn(path, events=events, seed=seed, partitions=6, producers=4)

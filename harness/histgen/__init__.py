@@ -1,4 +1,5 @@
-"""Synthetic histories (format v1) from a simulated Kafka log, for tests and benchmarks.
+"""Synthetic histories (format v1, and 1.2 with transactions) from a simulated Kafka
+log, for tests and benchmarks.
 
 ``generate(path, events=..., inject=(...))`` simulates producers, consumers, a monitor,
 a nemesis and a final drain over an in-memory log per partition, and writes the history
@@ -10,6 +11,12 @@ leaders elected from the ELR, and (optionally) a log start offset above zero.
 Each name in ``inject`` adds exactly one instance of that anomaly kind (for ``unseen``:
 the sends of one undrained partition that no consumer saw), and
 ``GeneratedHistory.expected`` states the count a correct checker reports per kind.
+
+``generate_txn(path, events=..., inject=(...))`` (:mod:`kchaos.harness.histgen.txn`) writes
+a transactional history instead: producers of transactions, a copier, read_committed and
+read_uncommitted readers and a read_committed drain, with the kinds of
+:data:`TXN_INJECTABLE` on request. ``generate_run(..., transactional=True)`` writes one
+into a run directory.
 """
 
 from __future__ import annotations
@@ -20,9 +27,18 @@ from typing import Any, Literal
 
 from kchaos.harness.histgen.model import INJECTABLE, INVALIDATING, GeneratedHistory, Injection
 from kchaos.harness.histgen.sim import Sim, drain
+from kchaos.harness.histgen.txn import TXN_INJECTABLE, generate_txn
 from kchaos.harness.rundir.rundir import RunDir
 
-__all__ = ["INJECTABLE", "GeneratedHistory", "Injection", "generate", "generate_run"]
+__all__ = [
+    "INJECTABLE",
+    "TXN_INJECTABLE",
+    "GeneratedHistory",
+    "Injection",
+    "generate",
+    "generate_run",
+    "generate_txn",
+]
 
 
 def generate(
@@ -88,20 +104,25 @@ def generate(
 
 
 def generate_run(run_dir: str | Path, **kwargs: Any) -> GeneratedHistory:
-    """``generate`` into ``run_dir/history.jsonl`` and write a matching ``run.json``."""
+    """``generate`` (``transactional=True``: ``generate_txn``) into
+    ``run_dir/history.jsonl`` and write a matching ``run.json``."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     run_json = kwargs.pop("run_json", None)
-    gen = generate(RunDir(run_dir).history, **kwargs)
+    if kwargs.pop("transactional", False):
+        gen = generate_txn(RunDir(run_dir).history, **kwargs)
+        names = [(gen.topic, gen.partitions), (f"{gen.topic}-in", 1)]
+        names.append((f"{gen.topic}-out", gen.partitions))
+    else:
+        gen = generate(RunDir(run_dir).history, **kwargs)
+        names = [(gen.topic, gen.partitions)]
+    min_insync = str(kwargs.get("min_insync", 2))
     config: dict[str, Any] = {
         "generated_by": "kchaos.harness.histgen",
         "seed": gen.seed,
         "topics": [
-            {
-                "name": gen.topic,
-                "partitions": gen.partitions,
-                "configs": {"min.insync.replicas": str(kwargs.get("min_insync", 2))},
-            }
+            {"name": name, "partitions": n, "configs": {"min.insync.replicas": min_insync}}
+            for name, n in names
         ],
         "producer": {"acks": "all"},
     }

@@ -13,7 +13,7 @@ from kchaos.harness.rundir.anomalies import KINDS, TXN_KINDS
 # last-known-leader election of format 1.1 and a broker fenced while no fault touched it
 # exist only in controller.jsonl, and a replica
 # divergence only in replicas.jsonl, which the generator does not write.
-# The transactional kinds of format 1.2 are not generated yet.
+# The transactional kinds of format 1.2 come from histgen.txn (TXN_INJECTABLE) instead.
 NOT_IN_HISTORY = (
     "last-known-leader-election",
     "live-broker-fenced",

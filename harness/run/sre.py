@@ -14,7 +14,8 @@ this fault?", so the run is rebuilt around the SRE's settings (:func:`sre_scenar
   set by the SRE's file, so the broker value applies;
 - producers: the delivery settings (:data:`PROFILE_KEYS`) come from a named profile
   (:data:`PROFILES`, default ``safe``: acks=all, idempotent); the scenario's timeouts and
-  rates stay;
+  rates stay; the ``transactional`` profile turns the plain producers into transactional
+  ones (:func:`transactional`);
 - the judgement: no SLO thresholds; the run must be valid, where an offline window, an
   unclean or last-known-leader election is reported but not red (what such an election
   costs shows up as lost writes, which are red), and so is a duplicate the replicas' logs
@@ -32,7 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.harness.errors import ConfigError, shown
-from kchaos.harness.scenario.model import ChecksConfig, ExpectConfig, Scenario
+from kchaos.harness.rundir.history import READ_COMMITTED
+from kchaos.harness.scenario.model import (
+    ChecksConfig,
+    ExpectConfig,
+    ReadersConfig,
+    Scenario,
+    TransactionsConfig,
+    WorkloadConfig,
+)
 from kchaos.harness.scenario.properties import load_properties_lines
 
 #: Broker settings that decide whether acknowledged writes survive: in a validation run
@@ -65,6 +74,9 @@ TOPIC_SYNONYMS: Mapping[str, str] = {
     "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
     "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
 }
+
+#: The client library of transactional workers (the only one that has them).
+TXN_CLIENT = "confluent-kafka"
 
 #: Producer settings a profile decides (the scenario's own values are dropped).
 PROFILE_KEYS: tuple[str, ...] = (
@@ -99,6 +111,8 @@ class Profile:
     configs: Mapping[str, str]
     allowed: tuple[str, ...]  # kinds Kafka does not promise to avoid with these settings
     summary: str
+    # the scenario's plain producers become transactional ones (:func:`transactional`)
+    transactional: bool = False
 
 
 PROFILES: Mapping[str, Profile] = {
@@ -120,8 +134,26 @@ PROFILES: Mapping[str, Profile] = {
         "acks=1, not idempotent: acknowledged once the leader has it; a retried send may "
         "be written twice (duplicates are reported, not red)",
     ),
+    "transactional": Profile(
+        "transactional",
+        "all",
+        {"enable.idempotence": "true", "delivery.timeout.ms": "120000"},
+        (),
+        "transactions (KIP-98; transaction version 2 from Kafka 4.0): the scenario's plain "
+        "producers become as many transactional producers, each in a process of its own, "
+        "transactions of 1 to 4 values, a fifth aborted on purpose, read by read_committed "
+        "consumers; Kafka promises every committed transaction whole and every aborted one "
+        "invisible to them, and that a fenced producer cannot commit",
+        transactional=True,
+    ),
 }
 DEFAULT_PROFILE = "safe"
+#: The transactional producers' transaction.timeout.ms under the ``transactional``
+#: profile: the library's transactional scenarios' own value (a transaction that cannot
+#: finish within it ends ``info`` or ``fail``, which is no anomaly).
+TXN_TIMEOUT_S = 10.0
+#: Values per transaction under the ``transactional`` profile: 1 to this many.
+TXN_MAX_SENDS = 4
 
 
 def profile(name: str) -> Profile:
@@ -280,6 +312,8 @@ def sre_scenario(
         original.workload,
         producers=replace(p, acks=prof.acks, configs=producer_configs),
     )
+    if prof.transactional:
+        workload = transactional(workload, original.workload, prof, overridden)
     sc = replace(
         original,
         cluster=replace(original.cluster, server_properties=server, broker_properties=per_broker),
@@ -295,6 +329,59 @@ def sre_scenario(
         tags=(*original.tags, "sre-validation"),
     )
     return sc, tuple(overridden)
+
+
+def transactional(
+    workload: WorkloadConfig, written: WorkloadConfig, prof: Profile, overridden: list[Override]
+) -> WorkloadConfig:
+    """The ``transactional`` profile's workload: the scenario's plain producers
+    (``written``, as the scenario has them) become as many transactional producers, each
+    in a process of its own, over the same topics; the plain consumers read
+    ``read_committed``, and a scenario without consumers gets one group reader and one
+    assigned reader, both ``read_committed``. A scenario that already runs transactions
+    keeps its transactional workers, process ids and ``coordinator:`` targets as written;
+    its plain producers, if any, stay plain with the profile's settings."""
+    if workload.transactions is not None:
+        return workload
+    by = f"profile {prof.name}"
+    p = written.producers
+    count = max(p.count, 1)
+    # the same rate of values: a transaction carries (1 + max) / 2 values on average
+    rate = p.rate / ((1 + TXN_MAX_SENDS) / 2) if p.rate > 0 else 0.0
+    overridden.append(Override("producer", "count", str(p.count), "0", by))
+    overridden.append(Override("transactions", "producers", "absent", str(count), by))
+    for key, value in sorted(p.configs.items()):
+        # librdkafka's transactional settings (delivery within the transaction timeout)
+        overridden.append(Override("transactions", key, value, None, by))
+    c = workload.consumers
+    consumers = c
+    readers = ReadersConfig()
+    if c.count > 0:
+        if c.isolation != READ_COMMITTED:
+            overridden.append(Override("consumers", "isolation", c.isolation, READ_COMMITTED, by))
+        consumers = replace(c, isolation=READ_COMMITTED)
+    else:
+        readers = ReadersConfig(subscribe=1, assign=1)
+    client = workload.client
+    if client != TXN_CLIENT:
+        overridden.append(Override("workload", "client", client, TXN_CLIENT, by))
+    txn = TransactionsConfig(
+        producers=count,
+        max_sends=TXN_MAX_SENDS,
+        rate=rate,
+        timeout=TXN_TIMEOUT_S,
+        keys=p.keys,
+        message_size=p.message_size,
+        process=True,
+        readers=readers,
+    )
+    return replace(
+        workload,
+        client=TXN_CLIENT,
+        producers=replace(workload.producers, count=0),
+        consumers=consumers,
+        transactions=txn,
+    )
 
 
 def check_min_isr(sc: Scenario, config: SreConfig) -> None:
@@ -346,6 +433,7 @@ def plan(
     scenario loaded (and so checked) as written and with every config merged in."""
     from kchaos.harness.run.suite import SuiteEntry
     from kchaos.harness.scenario.loader import load_scenario
+    from kchaos.harness.scenario.plan import plan_of
 
     entries = []
     seen: set[str] = set()
@@ -366,6 +454,8 @@ def plan(
             )
             sc, overridden = sre_scenario(original, cfg, prof)
             check_min_isr(sc, cfg)
+            # the rebuilt scenario's own checks (workload, targets), before anything runs
+            sc = replace(sc, plan=plan_of(sc))
             label = f"{sc.name}/{cfg.label}"
             entries.append(SuiteEntry(label, sc, extra=run_extra(cfg, prof, overridden)))
     return entries

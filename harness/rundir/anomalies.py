@@ -39,6 +39,9 @@ TXN_KINDS: tuple[str, ...] = (
     "eos-duplicate",
     "eos-lost",
 )
+#: The kinds of version 1 that format 1.2 extends to transactions: a committed value
+#: missing from the drain, an aborted value returned to a read_committed reader.
+TXN_EXTENDED: tuple[str, ...] = ("lost-write", "aborted-read")
 #: Kinds that leave a run's verdict unknown at best: the run cannot show it is valid.
 UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)
 #: Kinds reported and never invalid: offline windows, elections of the last known

@@ -93,7 +93,8 @@ def run_cmd(
     "--profile",
     metavar="NAME",
     help="SRE validation: the producers' delivery settings, `safe` (default: acks=all, "
-    "idempotent) or `acks1`.",
+    "idempotent), `acks1`, or `transactional` (the plain producers become transactional "
+    "ones, read read_committed).",
 )
 @prometheus_option()
 def suite_cmd(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kchaos.harness.cli import BENCH_COMMANDS, cli
@@ -27,3 +28,27 @@ def test_bench_check_runs_small_and_reports_a_valid_verdict(tmp_path: Path) -> N
     assert "; verdict True" in out, out
     assert "ratio check/json: " in out
     assert "check of 2000 events: " in out and "peak RSS" in out and "verdict True" in out
+
+
+def test_bench_check_transactional_runs_small_side_by_side(tmp_path: Path) -> None:
+    args = ["bench", "check", "--transactional", "--events", "3000", "--repeat", "1"]
+    result = CliRunner().invoke(cli, [*args, "--dir", str(tmp_path)], standalone_mode=False)
+    assert result.exception is None, result.output
+    out = result.output
+    # both histories were checked and found valid; a ratio is printed, not judged here
+    assert out.count("; verdict True") == 2, out
+    assert "transactional:" in out and "plain        :" in out
+    assert "ratio transactional/plain per line: " in out and "per value: " in out
+
+
+def test_the_transactional_ratios_are_per_line_per_mb_and_per_value() -> None:
+    from kchaos.harness.checker.bench import Side, TxnBenchResult, txn_report
+
+    r = TxnBenchResult(
+        txn=Side(lines=1000, mb=20.0, values=2000, seconds=3.0, cpu=2.9, verdict=True),
+        plain=Side(lines=500, mb=5.0, values=500, seconds=1.0, cpu=1.0, verdict=True),
+    )
+    assert (r.ratio, r.per_mb, r.per_value) == pytest.approx((1.5, 0.75, 0.75))
+    text = "\n".join(txn_report(r))
+    assert r.cpu_ratio == pytest.approx((2.9 / 1000) / (1.0 / 500))
+    assert "per line: 1.50 (cpu 1.45); goal <= 1.3 NOT met" in text and "per MB: 0.75" in text

@@ -670,3 +670,23 @@ def test_the_format_documents_own_example_lines_are_read_and_judged(tmp_path: Pa
     lines[11] = lines[11].replace(',{"topic":"out","partition":0,"offset":0,"value":"4-13-0"}', "")
     path.write_text("\n".join(lines) + "\n")
     assert found(check_history(path)) == {"eos-lost": 1, "lost-write": 1}
+
+
+# -- min_ok_sends (SRE validation's "something was acknowledged") -------------------------
+
+
+def test_committed_transaction_values_count_as_acknowledged_for_min_ok_sends(
+    tmp_path: Path,
+) -> None:
+    """A run of transactional producers only has no plain send: its committed values
+    are what it acknowledged; an aborted transaction's values are not."""
+    h = TH()
+    committed_pair(h)
+    h.begin(1, "t4-2", "tid-a", ("t", "b-0"))
+    h.end(1, "t4-2", "fail")
+    h.drain_tp("t", 0, [(0, "a-0")], 4)
+    h.drain_tp("u", 0, [(0, "a-1")], 2)
+    for threshold, valid in ((2, True), (3, False)):
+        r = h.check(tmp_path, RunConfig(min_ok_sends=threshold))
+        slo = r.stats["availability"]["slo"]["min_ok_sends"]
+        assert (slo["observed"], slo["pass"], r.valid) == (2, valid, valid)

@@ -316,3 +316,84 @@ def test_prometheus_reaches_every_cell_of_the_validation(
     result = CliRunner().invoke(suite_cmd, args, standalone_mode=False)
     assert result.exception is None, result.output
     assert asked == [bool(flag)] * 2
+
+
+# -- the transactional profile -------------------------------------------------------------
+
+
+def test_the_transactional_profile_plans_transactional_workloads(tmp_path: Path) -> None:
+    from kchaos.harness.scenario.plan import plan_of
+
+    safe, unsafe = config(tmp_path, "safe", SAFE), config(tmp_path, "unsafe", UNSAFE)
+    names = ["smoke", "unsafe-acks1-unclean-election", "txn-smoke"]
+    prof = sre.profile("transactional")
+    entries = sre.plan([library.resolve(n) for n in names], [safe, unsafe], prof)
+    # which cells: every scenario under every config
+    assert [e.label for e in entries] == [f"{n}/{c}" for n in names for c in ("safe", "unsafe")]
+    cells = {e.label: e for e in entries}
+    for name in ("smoke", "unsafe-acks1-unclean-election"):
+        original = library.load(name)
+        p = original.workload.producers
+        sc = cells[f"{name}/safe"].scenario
+        w = sc.workload
+        assert w.producers.count == 0 and w.client == "confluent-kafka"
+        tx = w.transactions
+        assert tx is not None and tx.producers == p.count and tx.copier is None
+        assert tx.rate == pytest.approx(p.rate / 2.5) and tx.max_sends == 4
+        assert tx.timeout == 10.0 and tx.process and tx.abort_ratio == 0.2 and tx.configs == {}
+        # the plan the runner gets: transactional workers in processes of their own, and
+        # every reader read_committed (the scenario's consumers, or two added readers)
+        spec = plan_of(sc).workload
+        assert spec.producers == 0 and spec.transactions is not None
+        assert spec.transactions.isolated and spec.transactions.producer_topics(spec.topics)
+        roles = [role for _, role, _ in spec.txn_processes()]
+        assert roles == ["producer"] * p.count
+        assert spec.consumers and {c.isolation for c in spec.consumers} == {"read_committed"}
+        if original.workload.consumers.count == 0:
+            assert (tx.readers.subscribe, tx.readers.assign) == (1, 1)
+            assert sorted(c.mode for c in spec.consumers) == ["assign", "subscribe"]
+        else:
+            assert w.consumers.isolation == "read_committed"
+            assert len(spec.consumers) == original.workload.consumers.count
+        got = overridden_of(cells[f"{name}/safe"])
+        assert got[("producer", "count")] == (str(p.count), "0", "profile transactional")
+        assert got[("transactions", "producers")][1] == str(p.count)
+        for key in p.configs:  # the plain producers' own settings do not carry over
+            assert got[("transactions", key)][1:] == (None, "profile transactional")
+        assert sc.expect.valid is True and set(sc.expect.allowed) == {"offline", "unclean-election"}
+        assert cells[f"{name}/safe"].extra["sre"]["profile"] == "transactional"
+    # a transactional scenario keeps its workers, their ids and its coordinator targets
+    original = library.load("txn-smoke")
+    sc = cells["txn-smoke/unsafe"].scenario
+    assert sc.workload.transactions == original.workload.transactions
+    assert plan_of(sc).workload.txn_processes() == plan_of(original).workload.txn_processes()
+    assert not any(k[0] == "transactions" for k in overridden_of(cells["txn-smoke/unsafe"]))
+
+
+def overridden_of(entry: Any) -> dict[tuple[str, str], tuple[str, Any, str]]:
+    return {(o["where"], o["key"]): (o["scenario"], o["now"], o["by"])
+            for o in entry.extra["sre"]["overridden"]}  # fmt: skip
+
+
+def test_a_transactional_scenario_keeps_its_workload_under_every_profile(tmp_path: Path) -> None:
+    cfg = config(tmp_path, "safe", SAFE)
+    original = library.load("txn-coordinator-failover")
+    for prof in sre.PROFILES.values():
+        sc, _ = sre.sre_scenario(original, cfg, prof)
+        assert sc.workload.transactions == original.workload.transactions, prof.name
+        assert sc.nemesis == original.nemesis
+
+
+def test_a_validation_with_the_transactional_profile_runs_every_cell(tmp_path: Path) -> None:
+    safe = tmp_path / "safe.properties"
+    safe.write_text(SAFE)
+    out = tmp_path / "out"
+    files = [library.resolve("smoke"), library.resolve("txn-smoke")]
+    seen.clear()
+    code = sre.run_validation(
+        "t", files, [safe], profile_name="transactional", out=out, run=fake_run, console=None
+    )
+    assert code == 0 and len(seen) == 2
+    sc, extra = seen[str(out / "smoke" / "safe")]
+    assert sc.workload.transactions is not None and extra["sre"]["profile"] == "transactional"
+    assert "profile transactional" in (out / "report.html").read_text()
