@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from kchaos.harness.errors import ConfigError, shown
 from kchaos.harness.rundir.history import READ_COMMITTED
@@ -76,7 +76,7 @@ TOPIC_SYNONYMS: Mapping[str, str] = {
 }
 
 #: The client library of transactional workers (the only one that has them).
-TXN_CLIENT = "confluent-kafka"
+TXN_CLIENT: Final = "confluent-kafka"
 
 #: Producer settings a profile decides (the scenario's own values are dropped).
 PROFILE_KEYS: tuple[str, ...] = (

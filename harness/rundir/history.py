@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -47,8 +47,8 @@ FS: frozenset[str] = frozenset(
 
 # ``isolation`` on assign and drain-end lines (version 1.2); absent on an assign line:
 # read_uncommitted
-READ_UNCOMMITTED = "read_uncommitted"
-READ_COMMITTED = "read_committed"
+READ_UNCOMMITTED: Final = "read_uncommitted"
+READ_COMMITTED: Final = "read_committed"
 ISOLATIONS: tuple[str, ...] = (READ_UNCOMMITTED, READ_COMMITTED)
 
 # ``process``: a client worker's integer id, or one of these.
