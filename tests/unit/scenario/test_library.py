@@ -24,6 +24,8 @@ REQUIRED = {
     "txn-coordinator-failover",
     "txn-unsafe-unclean-election",
     "kafka-15489-controller-split-brain",
+    "kip-501-busy-leader",
+    "eos-copier-broker-bounces",
 }
 
 
@@ -121,3 +123,14 @@ def test_cli_broker_config_overlay(capsys, tmp_path: Path):
     assert code == 0
     sc = library.load("smoke", broker_config=props)
     assert sc.cluster.server_properties["log.flush.interval.messages"] == "1"
+
+
+def test_kip_501_busy_leader_expects_an_outage_before_elr_and_none_with_it():
+    from kchaos.harness.scenario.loader import load_scenario
+
+    path = library.library_dir() / "kip-501-busy-leader.yaml"
+    before = load_scenario(path, kafka_version="3.9.1").expect
+    after = load_scenario(path, kafka_version="4.4.0").expect
+    assert before.anomalies == ("offline",) and (before.offline_at_least or 0) >= 10
+    assert "offline" not in before.forbid
+    assert after.forbid == ("offline",) and after.offline_at_least is None

@@ -17,7 +17,6 @@ DRAFTS = Path(__file__).resolve().parents[3] / "docs" / "tickets-drafts"
 
 # draft -> (ticket tag, last affected release, first fixed release), as docs/tickets.md says
 RELEASES = {
-    "kip-501-busy-leader": ("kip-501", "3.9.1", "4.4.0"),
     "kafka-15375-failed-start-marker": ("kafka-15375", "3.5.1", "3.5.2"),
 }
 
