@@ -1,0 +1,67 @@
+"""KIP-501 in its own terms on Kafka 4.4.0: a busy leader drops its followers, and ELR
+keeps the partition online when that leader dies.
+
+The library scenario ``kip-501-busy-leader`` makes the leader's one request handler
+recompress every produce with zstd level 19, so the followers' fetches wait behind the
+load and the leader shrinks the ISR to itself; the kill follows the shrink (state
+trigger). On 4.4.0 eligible leader replicas are on: the followers go to the ELR and one
+is elected when the dead leader is fenced, with no offline window (the scenario forbids
+one). Calibrated on 2026-11-25 (docs/incidents.md: the measured seeds). The test shortens
+the workload from 90 s to 45 s: the shrink comes within seconds of the start, the kill
+at 5 s, the election about 9 s later.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kchaos.harness.checker.controller import read_controller
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def test_busy_leader_shrinks_the_isr_and_elr_keeps_the_partition_online(
+    tmp_path: Path, kafka_images: object
+) -> None:
+    out = tmp_path / "440"
+    cmd = [sys.executable, "-m", "kchaos.harness.cli", "run", "kip-501-busy-leader"]
+    cmd += ["--kafka-version", "4.4.0", "--set", "workload.duration=45s"]
+    cmd += ["--out", str(out), "--quiet"]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["valid"] is True
+    assert results["stats"]["availability"]["offline_windows"] == []
+
+    # the controller's record: ISR [1] with the followers in the ELR, then a follower
+    # elected from the ELR, never leader -1
+    states = read_controller(out / "controller.jsonl").partitions[("slow", 0)]
+    shrunk = next(s for s in states if s.isr == (1,))
+    assert shrunk.elr and set(shrunk.elr) <= {2, 3}, shrunk
+    elected = next(s for s in states if s.offset > shrunk.offset and s.leader != 1)
+    assert elected.leader in shrunk.elr
+    assert all(s.leader >= 0 for s in states)
+
+    # the kill was started by the trigger on that shrink
+    faults = [
+        json.loads(line)
+        for line in (out / "history.jsonl").read_text().splitlines()
+        if '"f":"fault"' in line
+    ]
+    kill = next(f for f in faults if f["fault"] == "kill" and f["phase"] == "start")
+    assert kill["targets"] == ["broker-1"]
+    assert not kill["trigger"].get("timed_out"), kill["trigger"]
+
+    # the leader's own line: it dropped both followers for lagging, not a fence
+    logs = "".join(
+        p.read_text(errors="replace") for p in (out / "logs").glob("*broker-1/server.log")
+    )
+    assert re.search(r"\[Partition slow-0 broker=1\] Shrinking ISR from [0-9,]+ to 1\. ", logs)
