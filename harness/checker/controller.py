@@ -40,7 +40,8 @@ BrokerState = BrokerLine
 #: Why a replica left an ISR: the one vocabulary of ``stats.isr.shrinks`` (docs/checker.md).
 #: Read from the controller's record: ``fenced`` (its session expired), ``shutdown`` (it
 #: was shutting down), ``reassigned`` (it left the replica set too), ``other`` (a removal
-#: no leader can have asked for: of the leader itself, or with no leader). The rest came
+#: no leader can have asked for: of the leader itself, with no leader, or in a commit
+#: that changed the leader, which an AlterPartition never does). The rest came
 #: from a leader's AlterPartition: ``leader`` (with the leader's own log line as evidence
 #: where the run kept the nodes' logs, by elimination where it did not) and
 #: ``unexplained`` (the logs were kept, and no leader logged this shrink).
@@ -55,6 +56,7 @@ class ShrinkEvidence:
     log: str  # ``<container>/server.log:<line>``, relative to the run's logs/
     time: int  # the line's time on the history's time base (ns)
     lag_ms: int | None  # the line's time minus the follower's lastCaughtUpTimeMs
+    last_caught_up_ms: int | None  # lastCaughtUpTimeMs as printed; None: absent or unknown
     follower_end_offset: int | None  # None where the leader printed ``unknown``
     leader_end_offset: int
 
@@ -64,6 +66,7 @@ class ShrinkEvidence:
             "log": self.log,
             "time_s": round(self.time / 1e9, 6),
             "lag_ms": self.lag_ms,
+            "last_caught_up_ms": self.last_caught_up_ms,
             "follower_end_offset": self.follower_end_offset,
             "leader_end_offset": self.leader_end_offset,
         }
@@ -79,6 +82,8 @@ class Shrink:
     cause: ShrinkCause
     at: PartitionState
     evidence: ShrinkEvidence | None = None
+    # the partition's line before ``at``: the state a leader must have known to ask
+    before: PartitionState | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -161,7 +166,8 @@ class ControllerRecord:
 
         The controller removes a broker it fenced (its session expired), one that is
         shutting down, and one a reassignment took out of the replicas; a removal of the
-        leader itself, or with no leader, is ``other``. Any other removal came from the
+        leader itself, with no leader, or in a commit that changed the leader is
+        ``other`` (an AlterPartition does none of these). Any other removal came from the
         leader's AlterPartition (the leader judged the follower more than
         ``replica.lag.time.max.ms`` behind: KIP-501's case when the leader itself was the
         slow one), and is ``leader`` here, by elimination: the record does not name the
@@ -177,9 +183,12 @@ class ControllerRecord:
                 for broker in before.isr:
                     if broker in after.isr:
                         continue
-                    yield Shrink(topic, part, broker, self._removal_cause(broker, after), after)
+                    cause = self._removal_cause(broker, before, after)
+                    yield Shrink(topic, part, broker, cause, after, before=before)
 
-    def _removal_cause(self, broker: int, at: PartitionState) -> ShrinkCause:
+    def _removal_cause(
+        self, broker: int, before: PartitionState, at: PartitionState
+    ) -> ShrinkCause:
         state = None
         for candidate in self.brokers.get(broker, ()):
             if candidate.offset > at.offset and candidate.time != at.time:
@@ -191,7 +200,8 @@ class ControllerRecord:
             return "shutdown"
         if broker not in at.replicas:
             return "reassigned"
-        if at.leader != -1 and broker != at.leader:
+        # an AlterPartition never changes the leader, nor drops the leader itself
+        if at.leader != -1 and broker != at.leader and at.leader == before.leader:
             return "leader"
         return "other"
 

@@ -102,7 +102,10 @@ class ShrinkLine:
             broker=self.msg.leader,
             log=self.log,
             time=self.time,
-            lag_ms=None if caught is None else self.unix_ms - caught,
+            # 0 is no time at all (3.9.1 printed it for most followers of a busy-leader
+            # run): no lag to tell; the value as printed stays in the evidence
+            lag_ms=None if caught is None or caught <= 0 else self.unix_ms - caught,
+            last_caught_up_ms=caught,
             follower_end_offset=replica.end_offset,
             leader_end_offset=self.msg.leader_end_offset,
         )
@@ -208,8 +211,9 @@ def explain(shrinks: list[Shrink], log: LeaderLog) -> tuple[list[Shrink], int]:
     A line asks for a committed removal when it is the same partition's, logged by the
     leader of the commit, names the removed broker out of sync, and leaves the ISR the
     commit has (as a set: the leader prints its own order), at most
-    :data:`MATCH_WINDOW_NS` before the commit's time and at most :data:`BATCH_SLACK_NS`
-    after it. The one closest to the commit is taken, and a line explains one commit only
+    :data:`MATCH_WINDOW_NS` before the commit's time and not before the partition's
+    previous line (the leader's request starts from that state), and at most
+    :data:`BATCH_SLACK_NS` after the commit's time. The one closest to the commit is taken, and a line explains one commit only
     (the removals of one commit share it).
     Returns the shrinks and how many lines explained none (AlterPartitions the
     controller refused, or shrinks of partitions the record does not hold).
@@ -232,11 +236,16 @@ def explain(shrinks: list[Shrink], log: LeaderLog) -> tuple[list[Shrink], int]:
 def _line_for(shrink: Shrink, lines: list[ShrinkLine], used: dict[str, int]) -> ShrinkLine | None:
     at = shrink.at
     isr = set(at.isr)
+    earliest = at.time - MATCH_WINDOW_NS
+    if shrink.before is not None:
+        # the AlterPartition names the partition epoch it starts from: a leader asks for
+        # this change only once it knows the state before it, committed at that time
+        earliest = max(earliest, shrink.before.time)
     best: ShrinkLine | None = None
     for line in lines:
         if line.time > at.time + BATCH_SLACK_NS:
             break
-        if at.time - line.time > MATCH_WINDOW_NS:
+        if line.time < earliest:
             continue
         if used.get(line.log, at.offset) != at.offset:
             continue
