@@ -176,7 +176,9 @@ def read_node_log(node: NodeLog, origin_unix_ns: int, into: LeaderLog) -> None:
         if unix_ms is None:
             into.warnings.append(f"{node.where(number)}: field 'timestamp': no [yyyy-MM-dd ...]")
             continue
-        line = ShrinkLine(node.where(number), unix_ms, history_time_ns(unix_ms, origin_unix_ns), msg)
+        line = ShrinkLine(
+            node.where(number), unix_ms, history_time_ns(unix_ms, origin_unix_ns), msg
+        )
         if node.node_id is not None and node.role == "broker" and msg.leader != node.node_id:
             into.warnings.append(
                 f"{line.log}: field 'broker': {msg.leader}, in the log of node {node.node_id}"
@@ -213,8 +215,8 @@ def explain(shrinks: list[Shrink], log: LeaderLog) -> tuple[list[Shrink], int]:
     commit has (as a set: the leader prints its own order), at most
     :data:`MATCH_WINDOW_NS` before the commit's time and not before the partition's
     previous line (the leader's request starts from that state), and at most
-    :data:`BATCH_SLACK_NS` after the commit's time. The one closest to the commit is taken, and a line explains one commit only
-    (the removals of one commit share it).
+    :data:`BATCH_SLACK_NS` after the commit's time. The one closest to the commit is
+    taken, and a line explains one commit only (the removals of one commit share it).
     Returns the shrinks and how many lines explained none (AlterPartitions the
     controller refused, or shrinks of partitions the record does not hold).
     """

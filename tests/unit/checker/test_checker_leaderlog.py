@@ -318,7 +318,8 @@ def test_the_busy_leader_run_reads_its_causes_from_the_leaders_logs(tmp_path: Pa
     assert shrinks["cause_source"] == "logs"
     assert shrinks["by_cause"] == {"leader": 4, "fenced": 1, "unexplained": 1}
     got = [
-        (s["controller_offset"], s["broker"], s["cause"], s.get("evidence")) for s in shrinks["first"]
+        (s["controller_offset"], s["broker"], s["cause"], s.get("evidence"))
+        for s in shrinks["first"]
     ]
     b1 = "kchaos-20261125-230819-7278-broker-1/server.log"
     b2 = "kchaos-20261125-230819-7278-broker-2/server.log"

@@ -46,7 +46,9 @@ def test_a_log_entry_time_is_utc_milliseconds() -> None:
 
 
 def test_lines_without_a_timestamp_have_no_time() -> None:
-    assert entry_unix_ms("[kchaos] server properties in /opt/kafka/config/server.properties:") is None
+    assert (
+        entry_unix_ms("[kchaos] server properties in /opt/kafka/config/server.properties:") is None
+    )
     assert entry_unix_ms("\tat kafka.cluster.Partition.maybeShrinkIsr(Partition.scala:1)") is None
     assert entry_unix_ms("[2026-13-45 99:99:99,000] INFO nonsense") is None
 
