@@ -31,8 +31,8 @@ from kchaos.harness.rundir.rundir import RunDir
 
 #: How long before the controller's commit the leader's line may be: the AlterPartition
 #: goes out right after the line, and the commit was within 31 ms of it on every shrink
-#: of a 4.4.0 busy-leader run; a leader whose request waits on a slow controller is
-#: retried with the same proposal, without a new line, so allow well beyond that.
+#: of 4.4.0 and 3.9.1 busy-leader runs. A request held up on its way to a slow or
+#: unreachable controller can be sent again without a new line, so allow well beyond.
 MATCH_WINDOW_NS = 10_000_000_000
 #: How long after the commit's time the line may be. controller.jsonl's time is the
 #: metadata batch's CreateTime, taken when the controller opens the batch; a change can
