@@ -20,6 +20,7 @@ from kchaos.harness.checker.examples import add_line_indexes
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.fencing import check_fencing
 from kchaos.harness.checker.isr import check_isr
+from kchaos.harness.checker.leaderlog import LeaderLog, load_leader_log
 from kchaos.harness.checker.model import MAX_EXAMPLES, Anomaly, CheckOutcome, Results, combine
 from kchaos.harness.checker.ordering import check_ordering
 from kchaos.harness.checker.parse import read_history
@@ -31,10 +32,11 @@ from kchaos.harness.checker.reread import compare_reread
 from kchaos.harness.checker.transactions import check_transactions
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.files import write_json
-from kchaos.harness.rundir.names import HISTORY_JSONL
+from kchaos.harness.rundir.names import HISTORY_JSONL, RUN_JSON
 from kchaos.harness.rundir.rundir import RunDir
 
 Checker = Callable[[Facts, RunConfig], CheckOutcome]
+LOG_WARNINGS = 20  # unreadable node-log lines named in the warnings; the rest counted
 
 CHECKERS: dict[str, Checker] = {
     "durability": check_durability,
@@ -160,6 +162,7 @@ def check_history(
         facts.controller = read_controller(controller)
     if facts.controller is not None:
         facts.warnings.extend(facts.controller.warnings)
+    facts.leader_log = leader_log(Path(path).parent, facts.warnings)
     parsed = time.perf_counter() - started
     results = check_facts(facts, run_config, checkers)
     results.stats["read_seconds"] = round(parsed, 3)
@@ -176,6 +179,23 @@ def check_history(
                 results.valid = "unknown"
     judge_replicas(results, facts, RunDir(Path(path).parent).replicas)
     return results
+
+
+def leader_log(run_dir: Path, warnings: list[str]) -> LeaderLog | None:
+    """The leaders' ``Shrinking ISR`` lines of the nodes' logs beside the history, where
+    the run kept them; what could not be read goes to ``warnings``."""
+    log = load_leader_log(run_dir)
+    if log is None:
+        if RunDir(run_dir).node_logs():
+            warnings.append(
+                f"the nodes' logs are kept but {RUN_JSON} has no history_start_unix_ns:"
+                " ISR shrink causes are by elimination"
+            )
+        return None
+    warnings.extend(log.warnings[:LOG_WARNINGS])
+    if len(log.warnings) > LOG_WARNINGS:
+        warnings.append(f"... and {len(log.warnings) - LOG_WARNINGS} more unreadable log lines")
+    return log
 
 
 def judge_replicas(results: Results, facts: Facts, path: Path) -> None:

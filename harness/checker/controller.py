@@ -37,7 +37,39 @@ PartitionState = PartitionLine
 BrokerState = BrokerLine
 
 
-ShrinkCause = Literal["fenced", "shutdown", "leader", "other"]
+#: Why a replica left an ISR: the one vocabulary of ``stats.isr.shrinks`` (docs/checker.md).
+#: Read from the controller's record: ``fenced`` (its session expired), ``shutdown`` (it
+#: was shutting down), ``reassigned`` (it left the replica set too), ``other`` (a removal
+#: no leader can have asked for: of the leader itself, with no leader, or in a commit
+#: that changed the leader, which an AlterPartition never does). The rest came
+#: from a leader's AlterPartition: ``leader`` (with the leader's own log line as evidence
+#: where the run kept the nodes' logs, by elimination where it did not) and
+#: ``unexplained`` (the logs were kept, and no leader logged this shrink).
+ShrinkCause = Literal["fenced", "shutdown", "reassigned", "other", "leader", "unexplained"]
+
+
+@dataclass(frozen=True)
+class ShrinkEvidence:
+    """The leader's own ``Shrinking ISR`` line behind one removal (Partition.maybeShrinkIsr)."""
+
+    broker: int  # the leader that logged it: the sender of the AlterPartition
+    log: str  # ``<container>/server.log:<line>``, relative to the run's logs/
+    time: int  # the line's time on the history's time base (ns)
+    lag_ms: int | None  # the line's time minus the follower's lastCaughtUpTimeMs
+    last_caught_up_ms: int | None  # lastCaughtUpTimeMs as printed; None: absent or unknown
+    follower_end_offset: int | None  # None where the leader printed ``unknown``
+    leader_end_offset: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "broker": self.broker,
+            "log": self.log,
+            "time_s": round(self.time / 1e9, 6),
+            "lag_ms": self.lag_ms,
+            "last_caught_up_ms": self.last_caught_up_ms,
+            "follower_end_offset": self.follower_end_offset,
+            "leader_end_offset": self.leader_end_offset,
+        }
 
 
 @dataclass(frozen=True)
@@ -49,9 +81,12 @@ class Shrink:
     broker: int
     cause: ShrinkCause
     at: PartitionState
+    evidence: ShrinkEvidence | None = None
+    # the partition's line before ``at``: the state a leader must have known to ask
+    before: PartitionState | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "topic": self.topic,
             "partition": self.partition,
             "broker": self.broker,
@@ -61,6 +96,9 @@ class Shrink:
             "elr_after": list(self.at.elr),
             "controller_offset": self.at.offset,
         }
+        if self.evidence is not None:
+            out["evidence"] = self.evidence.to_json()
+        return out
 
 
 @dataclass(frozen=True)
@@ -126,10 +164,15 @@ class ControllerRecord:
     def isr_shrinks(self) -> Iterator[Shrink]:
         """Every committed removal of a replica from an ISR, with who caused it.
 
-        The controller removes a broker it fenced (its session expired) or one that is
-        shutting down; any other removal came from the leader's AlterPartition: the leader
-        judged the follower more than ``replica.lag.time.max.ms`` behind (KIP-501's case
-        when the leader itself was the slow one). The broker's state is taken at the
+        The controller removes a broker it fenced (its session expired), one that is
+        shutting down, and one a reassignment took out of the replicas; a removal of the
+        leader itself, with no leader, or in a commit that changed the leader is
+        ``other`` (an AlterPartition does none of these). Any other removal came from the
+        leader's AlterPartition (the leader judged the follower more than
+        ``replica.lag.time.max.ms`` behind: KIP-501's case when the leader itself was the
+        slow one), and is ``leader`` here, by elimination: the record does not name the
+        sender. :func:`kchaos.harness.checker.leaderlog.explain` reads the leader's own
+        log line for it where the run kept the nodes' logs. The broker's state is taken at the
         partition line's offset, and a broker line of the same batch (same CreateTime)
         counts even when it comes after: the controller writes the partition changes
         of a fencing first and the broker's fenced state last (seen on 4.4.0: the ISR
@@ -140,9 +183,12 @@ class ControllerRecord:
                 for broker in before.isr:
                     if broker in after.isr:
                         continue
-                    yield Shrink(topic, part, broker, self._removal_cause(broker, after), after)
+                    cause = self._removal_cause(broker, before, after)
+                    yield Shrink(topic, part, broker, cause, after, before=before)
 
-    def _removal_cause(self, broker: int, at: PartitionState) -> ShrinkCause:
+    def _removal_cause(
+        self, broker: int, before: PartitionState, at: PartitionState
+    ) -> ShrinkCause:
         state = None
         for candidate in self.brokers.get(broker, ()):
             if candidate.offset > at.offset and candidate.time != at.time:
@@ -152,7 +198,10 @@ class ControllerRecord:
             return "fenced"
         if state is not None and state.shutting_down:
             return "shutdown"
-        if at.leader != -1 and broker != at.leader:
+        if broker not in at.replicas:
+            return "reassigned"
+        # an AlterPartition never changes the leader, nor drops the leader itself
+        if at.leader != -1 and broker != at.leader and at.leader == before.leader:
             return "leader"
         return "other"
 

@@ -16,6 +16,7 @@ from kchaos.harness.checker.txnfacts import TxnLog
 
 if TYPE_CHECKING:
     from kchaos.harness.checker.controller import ControllerRecord
+    from kchaos.harness.checker.leaderlog import LeaderLog
 
 # send status per value id; TXN_OPEN: a value of a transaction not completed (yet)
 PENDING, OK, FAIL, INFO, READ_ONLY, TXN_OPEN = 0, 1, 2, 3, 4, 5
@@ -162,6 +163,9 @@ class Facts:
     epoch_latency: list[array] = field(default_factory=lambda: [array("q")])
     # the controller's own record (controller.jsonl), where the run has one
     controller: ControllerRecord | None = None
+    # the leaders' ``Shrinking ISR`` lines (logs/<container>/server.log), where the run
+    # kept the nodes' logs: who asked for each ISR shrink
+    leader_log: LeaderLog | None = None
     # transactions (history format 1.2)
     txn: TxnLog = field(default_factory=TxnLog)
     # bookkeeping

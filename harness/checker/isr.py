@@ -9,6 +9,7 @@ from typing import Any
 from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.controller import ControllerRecord, PartitionState
 from kchaos.harness.checker.facts import Facts
+from kchaos.harness.checker.leaderlog import LeaderLog, explain
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.rundir.names import CONTROLLER_JSONL
 
@@ -44,24 +45,34 @@ def check_isr(facts: Facts, config: RunConfig) -> CheckOutcome:
         elections = _controller_elections(config, out, record)
         allowed += elections["unclean_allowed"]
         out.stats["elections"] = elections
-        out.stats["shrinks"] = _controller_shrinks(record)
+        out.stats["shrinks"] = _controller_shrinks(record, facts.leader_log)
     out.stats["acked_below_min_isr"] = below
     out.stats["unclean_elections_allowed"] = allowed
     return out.settle()
 
 
-def _controller_shrinks(record: ControllerRecord) -> dict[str, Any]:
-    """Who took replicas out of ISRs: the controller (fenced, shutting down) or the
-    leader (a follower it judged too far behind). Informational, never an anomaly."""
+def _controller_shrinks(record: ControllerRecord, log: LeaderLog | None) -> dict[str, Any]:
+    """Who took replicas out of ISRs: the controller (fenced, shutting down, reassigned,
+    other) or a leader (a follower it judged too far behind). Where the run kept the
+    nodes' logs, a leader's shrink is the one its ``Shrinking ISR`` line asked for, with
+    that line as evidence, and ``unexplained`` without one; where it did not, ``leader``
+    is what is left after the controller's causes. Informational, never an anomaly."""
     shrinks = list(record.isr_shrinks())
+    unmatched = None
+    if log is not None:
+        shrinks, unmatched = explain(shrinks, log)
     by_cause: dict[str, int] = {}
     for shrink in shrinks:
         by_cause[shrink.cause] = by_cause.get(shrink.cause, 0) + 1
-    return {
+    out: dict[str, Any] = {
         "count": len(shrinks),
         "by_cause": by_cause,
+        "cause_source": "logs" if log is not None else "elimination",
         "first": [s.to_json() for s in shrinks[:SHRINKS_LISTED]],
     }
+    if log is not None:
+        out["leader_log"] = {"nodes": log.nodes, "lines": log.count(), "unmatched": unmatched}
+    return out
 
 
 def _controller_elections(

@@ -32,6 +32,7 @@ from kchaos.harness.rundir.files import (
 )
 from kchaos.harness.rundir.history import numbered
 from kchaos.harness.rundir.history_writer import HistoryWriter
+from kchaos.harness.rundir.nodelogs import NodeLog, node_logs
 from kchaos.harness.rundir.prometheus import load_prometheus
 from kchaos.harness.rundir.results import Results, load_results
 from kchaos.harness.rundir.runjson import RunJson, load_run, write_run
@@ -140,6 +141,15 @@ class RunDir:
     def node_logs_dir(self, container: str) -> Path:
         """``logs/<container>/``: a node's server.log, controller.log, state-change.log."""
         return self.logs_dir / container
+
+    def server_log(self, container: str) -> Path:
+        """``logs/<container>/server.log``: the node's whole container log."""
+        return self.node_logs_dir(container) / names.SERVER_LOG
+
+    def node_logs(self) -> list[NodeLog]:
+        """Every node's ``server.log`` the run kept, with the node each belongs to
+        (:mod:`kchaos.harness.rundir.nodelogs`); empty when the run kept none."""
+        return node_logs(self.logs_dir)
 
     # the reports' outputs: a run directory's and a batch directory's alike
     @property

@@ -76,6 +76,21 @@ def test_a_fence_later_in_the_same_batch_explains_the_shrink(tmp_path: Path) -> 
     assert r.stats["isr"]["shrinks"]["by_cause"] == {"fenced": 1}
 
 
+def test_a_replica_reassigned_away_left_the_isr_by_the_controllers_hand(tmp_path: Path) -> None:
+    h = H()
+    h.meta(0, 1, [1, 2, 3])
+    _base(h, ["a"])
+    h.drain_all(0, ["a"])
+    c = C()
+    c.part(0, 1, [1, 2, 3])
+    c.part(1 * S, 1, [1, 2], epoch=1, replicas=[1, 2])  # 3 moved off the partition
+    c.part(2 * S, 2, [2], epoch=2, replicas=[1, 2])  # the leader itself dropped: other
+    r = check_with(h, c, tmp_path)
+    shrinks = r.stats["isr"]["shrinks"]
+    assert shrinks["by_cause"] == {"reassigned": 1, "other": 1}
+    assert shrinks["cause_source"] == "elimination"
+
+
 def _fresh(tmp_path: Path, name: str) -> Path:
     d = tmp_path / name
     d.mkdir()
