@@ -3,7 +3,9 @@
 It looks at the cluster as it is and undoes whatever kchaos can have left, in an order
 that cannot deadlock (a frozen filesystem blocks its writers, even ``docker stop``):
 
-1. stop this process's own duty cycles (they would re-apply a fault);
+1. stop this process's own duty cycles (they would re-apply a fault), and SIGCONT the
+   client processes a fault stopped (``zombie``: the pids recorded under the run's state
+   directory by :mod:`kchaos.harness.cluster.clientpids`);
 2. thaw every node's filesystem (FITHAW; EINVAL means it was not frozen);
 3. unpause frozen containers and SIGCONT stopped JVMs (process state T, read on the
    host from /proc);
@@ -27,6 +29,7 @@ from typing import Any
 
 from kchaos.faults import hostfs, iptables
 from kchaos.faults.base import abort_all, forget_healed
+from kchaos.harness.cluster import clientpids
 from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
 from kchaos.harness.errors import HealError
 
@@ -59,6 +62,12 @@ def heal_everything(
             return False, None
 
     abort_all()
+    ok, lines = attempt("paused clients", partial(clientpids.release, cluster.run_id))
+    for line in lines or []:
+        if line.startswith("error: "):
+            errors.append(line[len("error: ") :])
+        else:
+            done.append(line)
     nodes = sorted(cluster.nodes, key=lambda n: n.node_id)
 
     for node in nodes:
