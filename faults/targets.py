@@ -98,10 +98,10 @@ def parse_target(text: str | int, where: Where | None = None) -> TargetSpec:
         return TargetSpec("coordinator", key=str(key))
     if raw.startswith("client:"):
         try:
-            kind, key = parse_client(raw[len("client:") :])
+            client_kind, client_key = parse_client(raw[len("client:") :])
         except ValueError:
             raise where.error(f"expected client:txn:TRANSACTIONAL_ID, got {raw!r}") from None
-        return TargetSpec("client", key=f"{kind}:{key}")
+        return TargetSpec("client", key=f"{client_kind}:{client_key}")
     names = tuple(n.strip() for n in raw.split(",") if n.strip())
     if not names or not all(re.match(r"^[A-Za-z0-9_-]+$", n) for n in names):
         raise where.error(f"not a target spec: {raw!r}")

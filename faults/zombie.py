@@ -113,9 +113,7 @@ class Zombie(Fault):
                     raise FaultError(f"client:{self.client}: its worker has no child process")
                 type(self).sleep(_POLL_S)
                 continue
-            clientpids.record(
-                self.cluster.run_id, pid, f"txn worker {old.process} ({self.client})"
-            )
+            clientpids.record(self.cluster.run_id, pid, f"txn worker {old.process} ({self.client})")
             self._pid = pid
             try:
                 self._send(pid, signal.SIGSTOP)

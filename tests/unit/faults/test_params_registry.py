@@ -12,7 +12,7 @@ def test_registry_has_every_family() -> None:
     # other packages may register their own operations (harness.run.moves): ours only
     reg = {n: c for n, c in registry().items() if c.__module__.startswith("kchaos.faults.")}
     families = {cls.family for cls in reg.values()}
-    assert families == {"network", "partition", "pause", "disk", "crash"}
+    assert families == {"network", "partition", "pause", "disk", "crash", "client"}
     for name in ("latency", "bandwidth", "timeout", "reset-peer", "slow-close"):
         assert reg[name].family == "network"
     for name in ("isolate", "split", "cut", "bridge", "client-cut"):
