@@ -2,7 +2,13 @@
 
 librdkafka classifies every transactional error itself (``retriable()``,
 ``txn_requires_abort()``, ``fatal()``); :class:`TxnError` carries that classification
-to the worker. The producer id and epoch come from librdkafka's statistics (``eos``),
+to the worker. A fatal error (a fenced producer: ``_FENCED``) reaches the error callback
+and is raised by the next call as a :class:`TxnError`: without an error callback
+confluent-kafka 2.16 raised it from ``flush()`` as a ``KafkaError`` (not a
+``KafkaException``, and not an ``Exception`` subclass), which no clause here caught:
+seen in the zombie-fencing runs, where the fenced child crashed instead of recording
+its transaction.
+The producer id and epoch come from librdkafka's statistics (``eos``),
 which it emits from ``poll`` every ``statistics.interval.ms``.
 """
 
@@ -51,17 +57,22 @@ def txn_producer_config(
     return conf
 
 
+def classified(err: KafkaError) -> TxnError:
+    """librdkafka's error as a classified :class:`TxnError`."""
+    return TxnError(
+        error_name(err),
+        err.str(),
+        retriable=err.retriable(),
+        abortable=err.txn_requires_abort(),
+        fatal=err.fatal(),
+    )
+
+
 def txn_error(exc: BaseException) -> TxnError:
     """librdkafka's exception as a classified :class:`TxnError`."""
     err = exc.args[0] if exc.args else None
     if isinstance(err, KafkaError):
-        return TxnError(
-            error_name(err),
-            err.str(),
-            retriable=err.retriable(),
-            abortable=err.txn_requires_abort(),
-            fatal=err.fatal(),
-        )
+        return classified(err)
     return TxnError(type(exc).__name__, str(exc))
 
 
@@ -77,11 +88,21 @@ class ConfluentTxnProducer:
     ) -> None:
         self._on_done = on_done
         self._eos: dict[str, Any] = {}
+        self._fatal: KafkaError | None = None  # the fatal error the callback reported
         conf = txn_producer_config(
             bootstrap_servers, transactional_id, timeout_ms, client_id, extra
         )
         conf["stats_cb"] = self._stats
+        conf["error_cb"] = self._error
         self._producer = Producer(conf)
+
+    def _error(self, err: KafkaError) -> None:
+        if err.fatal():
+            self._fatal = err
+
+    def _raise_fatal(self) -> None:
+        if self._fatal is not None:
+            raise classified(self._fatal)
 
     def _stats(self, raw: str) -> None:
         with contextlib.suppress(ValueError):
@@ -129,9 +150,11 @@ class ConfluentTxnProducer:
 
     def flush(self, timeout: float) -> int:
         try:
-            return int(self._producer.flush(timeout))
+            left = int(self._producer.flush(timeout))
         except KafkaException as exc:
             raise txn_error(exc) from exc
+        self._raise_fatal()  # fenced while sending: say so, not "a send failed"
+        return left
 
     def send_offsets(
         self, offsets: Sequence[tuple[str, int, int]], group_metadata: object, timeout: float
