@@ -241,6 +241,7 @@ class TxnProcessWorker:
         self._log_dir = log_dir
         self._child: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
+        self._superseded = threading.Event()  # another worker holds its id now
         self._supervisor: threading.Thread | None = None
         self.restarts = 0
         self.error: BaseException | None = None
@@ -316,7 +317,7 @@ class TxnProcessWorker:
                     self._tracker.append(event)
                 code = child.wait()
                 self._tracker.close_open(self.process, PROCESS_EXITED)
-                if self._stopping.is_set() or self._tracker.fenced:
+                if self._stopping.is_set() or self._tracker.fenced or self._superseded.is_set():
                     return
                 log.warning("txn worker %s exited (%s) unasked: restarting", self.process, code)
                 self.restarts += 1
@@ -325,6 +326,11 @@ class TxnProcessWorker:
         except BaseException as exc:
             log.exception("txn worker %s: supervisor failed", self.process)
             self.error = exc
+
+    def supersede(self) -> None:
+        """A replacement took over its ``transactional.id``: when this child exits it is
+        not restarted (a restart would initialise the id again and fence the replacement)."""
+        self._superseded.set()
 
     def request_stop(self) -> None:
         self._stopping.set()

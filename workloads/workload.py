@@ -215,6 +215,7 @@ class Workload:
             log_dir = None if self._run_dir is None else self._run_dir / "logs"
             worker = TxnProcessWorker(config, self.sink, log_dir=log_dir)
             self.transactional.append(worker)
+            old.supersede()  # the old instance is the zombie: it must not come back
         log.info(
             "txn worker %s replaces %s with the same transactional.id %s",
             process, old.process, transactional_id,

@@ -230,6 +230,7 @@ def test_a_fault_finds_the_worker_of_an_id_and_gets_a_replacement_with_the_same_
         assert new.config.role == "producer" and new.config.topics == old.config.topics
         eventually(lambda: new.init_result() is not None, "the replacement's txn-init")
         assert workload.txn_client("kchaos-t-3") is new  # the newest holder is the live one
+        assert old._superseded.is_set()  # if its child dies now, it is not restarted
         assert workload.txn_client("kchaos-t-4").process == 4
         with pytest.raises(LookupError, match="kchaos-t-3, kchaos-t-4"):
             workload.txn_client("kchaos-t-9")
