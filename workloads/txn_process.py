@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -402,4 +403,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # no interpreter finalisation: a fenced worker exits with the stdin reader thread
+    # still blocked in a read, and finalisation then aborts on that buffer's lock
+    # ("_enter_buffered_busy", exit -6 instead of 0)
+    os._exit(code)
