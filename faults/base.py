@@ -42,6 +42,9 @@ class Fault(ABC):
     # target spec is refused by fault_spec).
     default_target: ClassVar[str] = "random"
     min_targets: ClassVar[int] = 1
+    # True: the fault acts on a client process and its one target is ``client:KIND:KEY``
+    # (given to it as ``client``); False: a ``client:`` target is refused.
+    takes_client: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -51,6 +54,7 @@ class Fault(ABC):
         *,
         fault_id: str = "f-0",
         rng: random.Random | None = None,
+        client: str | None = None,
     ) -> None:
         if len(targets) < self.min_targets:
             raise FaultError(f"{self.name}: needs at least {self.min_targets} target node(s)")
@@ -59,6 +63,7 @@ class Fault(ABC):
         self.params = dict(params)
         self.id = fault_id
         self.rng = rng or random.Random(0)
+        self.client = client  # "txn:ID" of a client target (takes_client faults)
         # Resolved details worth recording in the history (e.g. both sides of a split).
         self.detail: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -148,6 +153,7 @@ def registry() -> dict[str, type[Fault]]:
         network,
         partition,
         pause,
+        zombie,
     )
 
     return dict(_REGISTRY)
@@ -182,6 +188,11 @@ def refuse_new_faults() -> None:
     """Called on the exit path (signal, atexit): later ``start()`` calls fail at once, so
     no worker thread can put a fault back after the exit heal."""
     _EXITING.set()
+
+
+def exiting() -> bool:
+    """True once the exit path refused new faults (a fault's long start may give up)."""
+    return _EXITING.is_set()
 
 
 def abort_all() -> None:
@@ -230,8 +241,22 @@ def fault_spec(
     if not isinstance(fault, str):
         raise where.child("fault").error(f"must be a fault name, got {fault!r}")
     cls = fault_class(fault, where.child("fault"))
+    if target is None and cls.takes_client:
+        raise where.child("target").error(
+            f"{fault} acts on a client process: give a target {cls.default_target}"
+        )
     target_text = cls.default_target if target is None else str(target)
     parsed = parse_target(target_text, where.child("target"))
+    if cls.takes_client and parsed.kind != "client":
+        raise where.child("target").error(
+            f"{fault} acts on a client process: its target is {cls.default_target}, "
+            f"got {target_text!r}"
+        )
+    if parsed.kind == "client" and not cls.takes_client:
+        raise where.child("target").error(
+            f"{fault} acts on nodes, not on a client process: got {target_text!r} "
+            "(the fault aimed at a transactional client is zombie)"
+        )
     if cls.default_target == NO_TARGET and parsed.kind != NO_TARGET:
         raise where.child("target").error(
             f"{fault} takes no target (it acts on the cluster as a whole): write `none` "
@@ -245,8 +270,10 @@ def instantiate(cluster: ClusterHandle, spec: FaultSpec) -> Fault:
     """Resolve the spec's targets against the cluster as it is now; build the fault."""
     cls = fault_class(spec.fault)
     rng = spec.rng()
-    targets = resolve(cluster, spec.target, rng)
-    return cls(cluster, targets, spec.params, fault_id=spec.id, rng=rng)
+    parsed = parse_target(spec.target)
+    targets = resolve(cluster, parsed, rng)
+    client = parsed.key if parsed.kind == "client" else None
+    return cls(cluster, targets, spec.params, fault_id=spec.id, rng=rng, client=client)
 
 
 def make_fault(

@@ -7,6 +7,8 @@ at a position in one ordered list, which heal_everything walks. The order cannot
 
     order  family     heal
     0      (core)     stop this process's own duty cycles (they would re-apply a fault)
+    5      client     SIGCONT the client processes a fault stopped (the pids recorded
+                      under the run's state directory by harness.cluster.clientpids)
     10     disk       thaw every node's filesystem (FITHAW; EINVAL: it was not frozen)
     20     pause      unpause frozen containers, SIGCONT stopped JVMs (process state T,
                       read on the host from /proc)

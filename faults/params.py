@@ -92,7 +92,8 @@ class Param:
             if self.kind == "target":
                 from kchaos.faults.targets import parse_target
 
-                parse_target(value, where)
+                if parse_target(value, where).kind == "client":
+                    raise where.error(f"must name nodes, not a client process: {value!r}")
             return value
         raise AssertionError(f"unknown param kind {self.kind}")
 

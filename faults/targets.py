@@ -13,6 +13,7 @@ Grammar (one string):
 ``leader:TOPIC:P``     the current leader of partition P of TOPIC
 ``coordinator:txn:ID``  the transaction coordinator of transactional id ID now
 ``coordinator:group:G`` the group coordinator of consumer group G now
+``client:txn:ID``      the workload's transactional worker holding id ID (no node)
 ``none``               no node (faults that take their nodes from params)
 ``broker-2``, ``2``    a named node, by name or id; several joined by commas
 =====================  ==========================================================
@@ -25,6 +26,10 @@ group's state (``kchaos.faults.coordinators``), so it is resolved live like ``le
 The leader and the active controller are the cluster's own reads,
 ``ClusterHandle.partition_leader(topic, partition)`` and ``active_controller_id()``
 (implemented in ``kchaos.harness.cluster.observe``).
+
+A ``client:`` target names a client process, not a node: it resolves to no node, and
+only faults that act on client processes take it (``Fault.takes_client``); they find
+the process through the run's client directory (``kchaos.faults.clients``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kchaos.faults.clients import parse_client
 from kchaos.faults.coordinators import coordinator_node, parse_key
 from kchaos.faults.params import Where
 from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
@@ -45,12 +51,12 @@ _TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 @dataclass(frozen=True)
 class TargetSpec:
-    kind: str  # one of _KEYWORDS, "random", "leader", "coordinator", "named"
+    kind: str  # one of _KEYWORDS, "random", "leader", "coordinator", "client", "named"
     count: int = 1
     topic: str = ""
     partition: int = 0
     names: tuple[str, ...] = ()
-    key: str = ""  # coordinator: "txn:ID" or "group:G"
+    key: str = ""  # coordinator: "txn:ID" or "group:G"; client: "txn:ID"
 
     def __str__(self) -> str:
         if self.kind == "random":
@@ -59,6 +65,8 @@ class TargetSpec:
             return f"leader:{self.topic}:{self.partition}"
         if self.kind == "coordinator":
             return f"coordinator:{self.key}"
+        if self.kind == "client":
+            return f"client:{self.key}"
         if self.kind == "named":
             return ",".join(self.names)
         return self.kind
@@ -88,6 +96,12 @@ def parse_target(text: str | int, where: Where | None = None) -> TargetSpec:
                 f"expected coordinator:txn:TRANSACTIONAL_ID or coordinator:group:GROUP, got {raw!r}"
             ) from None
         return TargetSpec("coordinator", key=str(key))
+    if raw.startswith("client:"):
+        try:
+            client_kind, client_key = parse_client(raw[len("client:") :])
+        except ValueError:
+            raise where.error(f"expected client:txn:TRANSACTIONAL_ID, got {raw!r}") from None
+        return TargetSpec("client", key=f"{client_kind}:{client_key}")
     names = tuple(n.strip() for n in raw.split(",") if n.strip())
     if not names or not all(re.match(r"^[A-Za-z0-9_-]+$", n) for n in names):
         raise where.error(f"not a target spec: {raw!r}")
@@ -103,8 +117,8 @@ def resolve(cluster: ClusterHandle, spec: TargetSpec | str, rng: random.Random) 
     if not isinstance(spec, TargetSpec):
         spec = parse_target(spec)
     nodes = _by_id(cluster.nodes)
-    if spec.kind == "none":
-        return []
+    if spec.kind in ("none", "client"):
+        return []  # a client target names a process, found by the fault itself
     if spec.kind == "all":
         return nodes
     if spec.kind == "brokers":

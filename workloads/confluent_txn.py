@@ -2,7 +2,12 @@
 
 librdkafka classifies every transactional error itself (``retriable()``,
 ``txn_requires_abort()``, ``fatal()``); :class:`TxnError` carries that classification
-to the worker. The producer id and epoch come from librdkafka's statistics (``eos``),
+to the worker. confluent-kafka 2.16 raises a fatal error (a fenced producer:
+``_FENCED``) from ``flush()`` as the ``KafkaError`` object itself, whose class is no
+``BaseException``: only a bare ``except`` catches it (seen in the zombie-fencing runs,
+where the fenced child crashed instead of recording its transaction, with or without an
+``error_cb``). :func:`kafka_call` turns it, and ``KafkaException``, into TxnError.
+The producer id and epoch come from librdkafka's statistics (``eos``),
 which it emits from ``poll`` every ``statistics.interval.ms``.
 """
 
@@ -10,9 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
@@ -23,6 +29,7 @@ from kchaos.workloads.clients import SendCallback, SendResult
 from kchaos.workloads.confluent_client import error_name
 from kchaos.workloads.values import value_of
 
+T = TypeVar("T")
 _STATS_WAIT_S = 1.5  # how long init waits for a statistics report naming the producer id
 
 
@@ -52,17 +59,35 @@ def txn_producer_config(
     return conf
 
 
+def classified(err: KafkaError) -> TxnError:
+    """librdkafka's error as a classified :class:`TxnError`."""
+    return TxnError(
+        error_name(err),
+        err.str(),
+        retriable=err.retriable(),
+        abortable=err.txn_requires_abort(),
+        fatal=err.fatal(),
+    )
+
+
+def kafka_call(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` with librdkafka's errors, raised either way, as :class:`TxnError`."""
+    try:
+        return fn(*args)
+    except KafkaException as exc:
+        raise txn_error(exc) from exc
+    except:  # noqa: E722 - a KafkaError object raised as it is derives from no exception
+        raised = sys.exc_info()[1]
+        if isinstance(raised, KafkaError):
+            raise classified(raised) from None
+        raise
+
+
 def txn_error(exc: BaseException) -> TxnError:
     """librdkafka's exception as a classified :class:`TxnError`."""
     err = exc.args[0] if exc.args else None
     if isinstance(err, KafkaError):
-        return TxnError(
-            error_name(err),
-            err.str(),
-            retriable=err.retriable(),
-            abortable=err.txn_requires_abort(),
-            fatal=err.fatal(),
-        )
+        return classified(err)
     return TxnError(type(exc).__name__, str(exc))
 
 
@@ -110,7 +135,7 @@ class ConfluentTxnProducer:
         self._eos = {}
         end = time.monotonic() + _STATS_WAIT_S
         while time.monotonic() < end and int(self._eos.get("producer_id", -1)) < 0:
-            self._producer.poll(0.1)
+            kafka_call(self._producer.poll, 0.1)
         pid, epoch = int(self._eos.get("producer_id", -1)), int(self._eos.get("producer_epoch", -1))
         return (pid if pid >= 0 else None), (epoch if pid >= 0 and epoch >= 0 else None)
 
@@ -122,17 +147,14 @@ class ConfluentTxnProducer:
 
     def send(self, topic: str, key: bytes | None, data: bytes, value: str) -> None:
         try:
-            self._producer.produce(topic, data, key, on_delivery=self._delivered)
+            kafka_call(
+                lambda: self._producer.produce(topic, data, key, on_delivery=self._delivered)
+            )
         except BufferError as exc:
             raise SendRefused("QUEUE_FULL", str(exc)) from exc
-        except KafkaException as exc:
-            raise txn_error(exc) from exc
 
     def flush(self, timeout: float) -> int:
-        try:
-            return int(self._producer.flush(timeout))
-        except KafkaException as exc:
-            raise txn_error(exc) from exc
+        return int(kafka_call(self._producer.flush, timeout))
 
     def send_offsets(
         self, offsets: Sequence[tuple[str, int, int]], group_metadata: object, timeout: float

@@ -15,9 +15,14 @@ same code runs in a thread of the harness or in a process of its own
     the delivery report gave them;
   - ``fail``: ``abort_transaction()`` returned (``aborted``: ``"planned"`` for the share
     aborted on purpose, ``"error"`` with ``error`` when a send or the commit required
-    it), or ``begin_transaction()`` was refused;
-  - ``info`` with ``error``: a commit that timed out after its retries, a fenced
-    producer, a fatal error, an abort that failed.
+    it), or ``begin_transaction()`` was refused; ``aborted: "fenced"`` with ``error``
+    when the producer found itself fenced before it asked to commit (its sends, its
+    offsets or its abort refused for a newer epoch): only the producer's own
+    ``EndTxn(commit)`` can commit a transaction, and the newer instance's
+    ``init_transactions`` aborted it;
+  - ``info`` with ``error``: a commit that timed out after its retries, a producer
+    fenced in its commit (an earlier attempt of that commit may have gone through), a
+    fatal error, an abort that failed.
 
 After a fatal error or an unfinished commit the worker drops its client and makes a new
 one with the same ``transactional.id`` (a new ``txn-init``), which fences the old epoch.
@@ -52,6 +57,7 @@ INIT_TIMEOUT_S = 30.0
 _INIT_BACKOFF_S = 1.0
 PLANNED = "planned"  # ``aborted`` of a transaction aborted on purpose
 ABORT_ERROR = "error"  # ``aborted`` of one an error made the worker abort
+FENCED = "fenced"  # ``aborted`` of one a newer instance aborted before its commit
 
 
 class EventSink(Protocol):
@@ -180,12 +186,17 @@ class TxnWorkerBase:
                 offsets(client)
         except (TxnError, SendRefused) as exc:
             error = exc
-        if isinstance(error, TxnError) and (error.fatal or error.fenced):
+        # no commit was asked for yet: a fenced producer's transaction is certainly aborted
+        if isinstance(error, TxnError) and error.fenced:
+            return self._end("fail", txn, error=error.name, aborted=FENCED, cause=error)
+        if isinstance(error, TxnError) and error.fatal:
             return self._end("info", txn, error=error.name, cause=error)
         if error is not None or planned_abort:
             try:
                 client.abort(self._timeout_s)
             except TxnError as exc:
+                if exc.fenced:
+                    return self._end("fail", txn, error=exc.name, aborted=FENCED, cause=exc)
                 return self._end("info", txn, error=exc.name, cause=exc, restart=True)
             if error is None:
                 return self._end("fail", txn, aborted=PLANNED)

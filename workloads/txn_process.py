@@ -18,9 +18,10 @@ the child sees its stdin close, finishes its transaction and exits; the lines it
 writes after that are lost with the harness, whose history keeps every complete line
 it had received.
 
-Stop: the harness writes ``stop`` on the child's stdin; the child ends the transaction
-under way (committing or aborting it as planned), closes its client and exits. A child
-that has not exited after ``timeout`` seconds (a paused one) is killed.
+Stop: the harness sends the child SIGCONT (a fault may have stopped it) and writes
+``stop`` on its stdin; the child ends the transaction under way (committing or aborting
+it as planned), closes its client and exits. A child that has not exited after
+``timeout`` seconds is killed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -123,6 +126,7 @@ class _Tracker:
         self.open: dict[str, dict[str, Any]] = {}  # txn -> its invoke (or "init" -> invoke)
         self.next_number = 0
         self.fenced = False
+        self.last_init: dict[str, Any] | None = None  # the last ``ok txn-init`` line
 
     def append(self, event: dict[str, Any]) -> object:
         f, kind = event.get("f"), event.get("type")
@@ -140,7 +144,12 @@ class _Tracker:
                 self.open["\0init"] = event
             else:
                 self.open.pop("\0init", None)
+                if kind == "ok":
+                    self.last_init = event
         return self.sink.append(event)
+
+    def open_transactions(self) -> list[str]:
+        return [key for key in list(self.open) if key != "\0init"]
 
     def close_open(self, process: int, error: str) -> None:
         """``info`` for every operation a dead process left open."""
@@ -175,6 +184,23 @@ class TxnThreadWorker:
     @property
     def pid(self) -> int | None:
         return None
+
+    @property
+    def transactional_id(self) -> str:
+        return self.config.transactional_id
+
+    @property
+    def fenced(self) -> bool:
+        """Another instance took its ``transactional.id``: it stopped for good."""
+        return self.worker.fenced
+
+    def open_transactions(self) -> list[str]:
+        """The ``txn`` names it invoked and has not completed, as its lines say."""
+        return self._tracker.open_transactions()
+
+    def init_result(self) -> dict[str, Any] | None:
+        """Its last ``ok txn-init`` line (None before one)."""
+        return self._tracker.last_init
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"txn-{self.process}", daemon=True)
@@ -216,6 +242,7 @@ class TxnProcessWorker:
         self._log_dir = log_dir
         self._child: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
+        self._superseded = threading.Event()  # another worker holds its id now
         self._supervisor: threading.Thread | None = None
         self.restarts = 0
         self.error: BaseException | None = None
@@ -229,6 +256,23 @@ class TxnProcessWorker:
         """The child's pid now (it changes when the child is restarted)."""
         child = self._child
         return None if child is None else child.pid
+
+    @property
+    def transactional_id(self) -> str:
+        return self.config.transactional_id
+
+    @property
+    def fenced(self) -> bool:
+        """Another instance took its ``transactional.id``: it stopped for good."""
+        return self._tracker.fenced
+
+    def open_transactions(self) -> list[str]:
+        """The ``txn`` names it invoked and has not completed, as its lines say."""
+        return self._tracker.open_transactions()
+
+    def init_result(self) -> dict[str, Any] | None:
+        """Its last ``ok txn-init`` line (None before one)."""
+        return self._tracker.last_init
 
     def start(self) -> None:
         self._supervisor = threading.Thread(
@@ -274,7 +318,7 @@ class TxnProcessWorker:
                     self._tracker.append(event)
                 code = child.wait()
                 self._tracker.close_open(self.process, PROCESS_EXITED)
-                if self._stopping.is_set() or self._tracker.fenced:
+                if self._stopping.is_set() or self._tracker.fenced or self._superseded.is_set():
                     return
                 log.warning("txn worker %s exited (%s) unasked: restarting", self.process, code)
                 self.restarts += 1
@@ -284,9 +328,18 @@ class TxnProcessWorker:
             log.exception("txn worker %s: supervisor failed", self.process)
             self.error = exc
 
+    def supersede(self) -> None:
+        """A replacement took over its ``transactional.id``: when this child exits it is
+        not restarted (a restart would initialise the id again and fence the replacement)."""
+        self._superseded.set()
+
     def request_stop(self) -> None:
         self._stopping.set()
         child = self._child
+        if child is not None and child.poll() is None:
+            # a child a fault stopped (SIGSTOP) could not read "stop": continue it first
+            with contextlib.suppress(OSError):
+                child.send_signal(signal.SIGCONT)
         if child is not None and child.stdin is not None:
             with contextlib.suppress(OSError, ValueError):
                 child.stdin.write(b"stop\n")
@@ -350,4 +403,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # no interpreter finalisation: a fenced worker exits with the stdin reader thread
+    # still blocked in a read, and finalisation then aborts on that buffer's lock
+    # ("_enter_buffered_busy", exit -6 instead of 0)
+    os._exit(code)

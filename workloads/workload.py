@@ -10,15 +10,18 @@
         # leaving the block stops the monitor
 
 Process ids: producers ``first_process ..``, consumers right after them, then the
-transactional producers and the copier (``spec.transactions``); the monitor is
+transactional producers and the copier (``spec.transactions``); a replacement a fault
+asked for (``replace_txn_client``) takes the next free id; the monitor is
 ``"monitor"`` and the drain ``"drain"``. With transactions the drain reads
 read_committed and waits for the last stable offsets (workloads.drain).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -97,6 +100,7 @@ class Workload:
         self.producers: list[Any]
         self.consumers: list[Any]
         self.transactional: list[TxnProcessWorker | TxnThreadWorker] = []
+        self._txn_lock = threading.Lock()  # replacements join self.transactional live
         self._run_dir = None if run_dir is None else Path(run_dir)
         if spec.client == "java":
             if java is None:
@@ -202,6 +206,55 @@ class Workload:
             else:
                 self.transactional.append(TxnThreadWorker(config, self.sink))
 
+    # -- the client directory of faults aimed at clients (kchaos.faults.clients) ---------
+    def txn_client(self, transactional_id: str) -> TxnProcessWorker:
+        """The live worker (a child process) that holds ``transactional_id`` now: the
+        newest one started with it that has not been fenced. LookupError when none."""
+        with self._txn_lock:
+            holders = [w for w in self.transactional if w.transactional_id == transactional_id]
+        if not holders:
+            known = sorted({w.transactional_id for w in self.transactional})
+            raise LookupError(
+                f"no transactional worker uses {transactional_id!r} "
+                f"(the workload's: {', '.join(known) or 'none'})"
+            )
+        live = [w for w in holders if not w.fenced]
+        if not live:
+            raise LookupError(f"every worker of {transactional_id!r} was fenced")
+        worker = live[-1]
+        if not isinstance(worker, TxnProcessWorker):
+            raise LookupError(
+                f"{transactional_id!r} runs in a thread of the harness (transactions.isolated "
+                "false): a client fault needs it in a process of its own"
+            )
+        return worker
+
+    def replace_txn_client(self, transactional_id: str) -> TxnProcessWorker:
+        """Start a second instance of ``transactional_id``'s worker, with the next free
+        process id (so its lines and values are its own): its ``txn-init`` fences the
+        instance that held the id. WorkloadError once the workload is stopping."""
+        old = self.txn_client(transactional_id)
+        with self._txn_lock:
+            if self._stopped or not self._started:
+                raise WorkloadError("the workload is not running: no replacement started")
+            process = self._next_process()
+            config = dataclasses.replace(old.config, process=process, first=0)
+            log_dir = None if self._run_dir is None else self._run_dir / "logs"
+            worker = TxnProcessWorker(config, self.sink, log_dir=log_dir)
+            self.transactional.append(worker)
+            old.supersede()  # the old instance is the zombie: it must not come back
+        log.info(
+            "txn worker %s replaces %s with the same transactional.id %s",
+            process, old.process, transactional_id,
+        )  # fmt: skip
+        worker.start()
+        return worker
+
+    def _next_process(self) -> int:
+        """One more than every integer process id the workload uses."""
+        used = [int(w.process) for w in [*self.producers, *self.consumers, *self.transactional]]
+        return max([self.spec.first_process - 1, *used]) + 1
+
     def _java_workers(self, java: JavaRuntime) -> None:
         """One container per worker; producer i writes topic i mod len(topics) (the tools
         take one topic each), consumer j reads topic j mod len(topics)."""
@@ -289,7 +342,8 @@ class Workload:
         Raises WorkloadError if a worker died on an error outside Kafka's own.
         """
         if not self._stopped:
-            self._stopped = True
+            with self._txn_lock:
+                self._stopped = True  # no replacement starts after this
             for producer in [*self.producers, *self.transactional]:
                 producer.request_stop()  # all stop sending at once, then each flushes
             try:

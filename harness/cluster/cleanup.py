@@ -6,7 +6,8 @@ run id in ``io.kchaos.run``) and mounts, loop devices and files under
 
 1. thaw every filesystem mounted under the run's directory (a writer blocked on a frozen
    filesystem cannot be killed, so this must come before anything else);
-2. SIGCONT every process of the run's containers, and unpause paused containers;
+2. SIGCONT every process of the run's containers, and unpause paused containers; SIGCONT
+   the client processes a fault stopped (recorded by ``kchaos.harness.cluster.clientpids``);
 3. ``kchaos.faults.heal_everything`` on the attached cluster, when the faults package has it;
 4. remove the containers, then the network, and stop the run's Prometheus server (a
    host process, found by its pid file under the run's directory);
@@ -36,7 +37,7 @@ import click
 import docker
 import docker.errors
 
-from kchaos.harness.cluster import filesystem, prometheus
+from kchaos.harness.cluster import clientpids, filesystem, prometheus
 from kchaos.harness.cluster.containers import container_pids, docker_client
 from kchaos.harness.cluster.topology import run_dir
 from kchaos.harness.errors import ClusterError, ConfigError
@@ -243,6 +244,7 @@ def cleanup_run(
     when the caller has thawed every run already."""
     check_run_id(run_id)
     done = thaw_run(run_id, echo, dry_run) if thaw else []
+    done += clientpids.release(run_id, echo, dry_run)
     if client is not None:
         done += release_processes(client, run_id, echo, dry_run)
     if heal and not dry_run:

@@ -128,6 +128,7 @@ def _drive(
 
     With ``metrics`` (HarnessMetrics), the workload counts its sends there and the fault
     and ISR lines of the history update it too (MetricsSink)."""
+    from kchaos.faults import clients
     from kchaos.faults.base import abort_all
     from kchaos.faults.heal import heal_everything
     from kchaos.faults.nemesis import Nemesis
@@ -143,9 +144,12 @@ def _drive(
         rec.update(history_start_unix_ns=time.time_ns() - history.elapsed_ns())
         plan = plan_of(sc)
         sink: Any = history if metrics is None else MetricsSink(history, metrics)
-        with Workload.for_cluster(
-            plan.workload, cluster, sink, run_dir=run_dir, metrics=metrics
-        ) as workload:
+        with (
+            Workload.for_cluster(
+                plan.workload, cluster, sink, run_dir=run_dir, metrics=metrics
+            ) as workload,
+            clients.provide(cluster.run_id, workload),  # client: targets find their worker
+        ):
             try:
                 with progress.phase("clients"):
                     workload.start()

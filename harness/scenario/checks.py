@@ -19,7 +19,7 @@ _NODE = re.compile(r"^(?:broker-|controller-)?(?P<id>[0-9]+)$")
 _KEYWORDS = ("all", "brokers", "controllers", "minority", "majority", "controller", "none")
 _TARGET_HELP = (
     "all, brokers, controllers, random, random:K, minority, majority, controller, none, "
-    "leader:TOPIC:PARTITION, coordinator:txn:ID, coordinator:group:GROUP, broker-N, "
+    "leader:TOPIC:PARTITION, coordinator:txn:ID, coordinator:group:GROUP, client:txn:ID, broker-N, "
     "controller-N, N, or several nodes joined by commas"
 )
 
@@ -43,6 +43,14 @@ def _check_target(src: Source, sc: Scenario, path: Path_, target: str) -> None:
         except ValueError as exc:
             raise src.error(path, f"{target!r}: {exc}") from None
         return  # whether the workload uses that id or group: feasible.check_schedule
+    if target.startswith("client:"):
+        from kchaos.faults.clients import parse_client
+
+        try:
+            parse_client(target[len("client:") :])
+        except ValueError as exc:
+            raise src.error(path, f"{target!r}: {exc}") from None
+        return  # whether a worker holds that id: feasible.check_schedule
     ids = {n for n in range(1, sc.cluster.brokers + 1)}
     ids |= {100 + n for n in range(1, sc.cluster.controllers + 1)}
     if target in _KEYWORDS or re.match(r"^random(:[0-9]+)?$", target):

@@ -92,6 +92,7 @@ def check_schedule(src: Source, sc: Scenario, plan: Plan) -> None:
     cluster = PlannedCluster(sc, plan.cluster)
     for params_path, target_path, spec in plan.probes:
         _check_coordinator(src, plan, str(spec.target), target_path)
+        _check_client(src, plan, str(spec.target), target_path)
         _check_fault(src, sc, cluster, spec, params_path, target_path)
     if sc.nemesis.random is not None:
         _check_random_fits(src, sc, plan.schedule)
@@ -116,6 +117,30 @@ def _check_coordinator(src: Source, plan: Plan, target: str, target_path: Path_)
             target_path,
             f"no worker of this scenario uses the {what} {key.key!r} "
             f"(the workload's: {', '.join(used) or 'none'})",
+        )
+
+
+def _check_client(src: Source, plan: Plan, target: str, target_path: Path_) -> None:
+    """A client target must name the transactional id of a worker that runs in a process
+    of its own: there is no other process to stop."""
+    if not target.startswith("client:"):
+        return
+    from kchaos.faults.clients import parse_client
+
+    _kind, key = parse_client(target[len("client:") :])
+    used = sorted(t for _, _, t in plan.workload.txn_processes())
+    if key not in used:
+        raise src.error(
+            target_path,
+            f"no worker of this scenario uses the transactional id {key!r} "
+            f"(the workload's: {', '.join(used) or 'none'})",
+        )
+    tx = plan.workload.transactions
+    if tx is not None and not tx.isolated:
+        raise src.error(
+            target_path,
+            f"{target!r}: the transactional workers run in threads of the harness "
+            "(workload.transactions.process false); a client fault needs processes of their own",
         )
 
 

@@ -95,3 +95,53 @@ def test_txn_smoke_commits_are_read_and_aborts_are_not(tmp_path: Path, kafka_ima
     assigns = [e for e in events if e["f"] == "assign"]
     assert assigns and all(e["isolation"] == "read_committed" for e in assigns)
     assert took < 180, f"the run took {took:.0f} s"
+
+
+FENCING_ERRORS = {"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "FENCED"}
+
+
+def test_txn_zombie_fencing_fences_the_paused_producer(tmp_path: Path, kafka_images: Any) -> None:
+    """The library's ``txn-zombie-fencing`` as a user runs it: producer 3 (kchaos-t-3)
+    stopped inside a transaction, a replacement (process 5) initialises the same id, then
+    producer 3 is continued. The run must be valid with no zombie-commit; the history must
+    show the replacement's txn-init with a higher epoch and producer 3 ending a
+    transaction with a fencing error after it, and never committing after it."""
+    run_dir = tmp_path / "run"
+    began = time.monotonic()
+    done = _kchaos("run", "txn-zombie-fencing", "--out", str(run_dir), "--quiet")
+    took = time.monotonic() - began
+    print(f"txn-zombie-fencing took {took:.0f} s, exit {done.returncode}")
+    assert (run_dir / "history.jsonl").is_file(), done.stdout + done.stderr
+    results = json.loads((run_dir / "results.json").read_text())
+    assert done.returncode == 0 and results["valid"] is True, results["anomalies"]
+    assert "zombie-commit" not in results["anomalies"]
+    events = _history(run_dir)
+
+    (start,) = [e for e in events if e["f"] == "fault" and e.get("fault") == "zombie"
+                and e["phase"] == "start"]  # fmt: skip
+    (stop,) = [e for e in events if e["f"] == "fault" and e.get("id") == start["id"]
+               and e["phase"] == "stop"]  # fmt: skip
+    assert "error" not in start and start["targets"] == ["client:txn:kchaos-t-3"]
+    detail = start["detail"]
+    assert detail["process"] == 3 and detail["replacement"] == 5, detail
+    assert detail["open_txns"], f"not stopped inside a transaction: {detail}"
+
+    def inits(process: int) -> list[dict[str, Any]]:
+        return [e for e in events if e["f"] == "txn-init" and e["type"] == "ok"
+                and e["process"] == process]  # fmt: skip
+
+    (new_init,) = inits(5)
+    assert new_init["transactional_id"] == "kchaos-t-3" and new_init["index"] < start["index"]
+    old_init = [e for e in inits(3) if e["index"] < new_init["index"]][-1]
+    assert new_init["producer_epoch"] > old_init["producer_epoch"], (old_init, new_init)
+
+    txns = [e for e in events if e["f"] == "txn" and e["process"] == 3]
+    after = [e for e in txns if e["type"] != "invoke" and e["index"] > stop["index"]]
+    fenced = [e for e in after if e.get("error") in FENCING_ERRORS]
+    assert fenced and fenced[0]["type"] in ("fail", "info"), after
+    assert set(detail["open_txns"]) <= {e["txn"] for e in after}, (detail, after)
+    late = [e for e in txns if e["type"] == "invoke" and e["index"] > new_init["index"]]
+    committed = {e["txn"] for e in txns if e["type"] == "ok"}
+    assert not committed & {e["txn"] for e in late}, "producer 3 committed after the fence"
+    assert any(e["type"] == "ok" for e in events if e["f"] == "txn" and e["process"] == 5)
+    assert took < 120, f"the run took {took:.0f} s"

@@ -25,8 +25,11 @@ def test_the_heals_run_in_the_documented_order() -> None:
     registered = [(h.order, h.family) for h in heal.heals()]
     assert registered == _documented()
     # the order that cannot deadlock: thaw before anything that could block on a frozen
-    # filesystem, and nodes sorted into running/stopped before the heals that use that
-    assert registered[:4] == [(0, "core"), (10, "disk"), (20, "pause"), (25, "core")]
+    # filesystem, and nodes sorted into running/stopped before the heals that use that;
+    # stopped client processes (no node involved) are continued first
+    assert registered[:5] == [
+        (0, "core"), (5, "client"), (10, "disk"), (20, "pause"), (25, "core"),
+    ]  # fmt: skip
 
 
 def test_every_family_with_a_fault_has_a_heal() -> None:

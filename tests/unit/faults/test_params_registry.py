@@ -11,7 +11,7 @@ from kchaos.harness.errors import ConfigError
 def test_registry_has_every_family() -> None:
     reg = registry()
     families = {cls.family for cls in reg.values()}
-    assert families == {"network", "partition", "pause", "disk", "crash", "leadership"}
+    assert families == {"network", "partition", "pause", "disk", "crash", "leadership", "client"}
     for name in ("latency", "bandwidth", "timeout", "reset-peer", "slow-close"):
         assert reg[name].family == "network"
     for name in ("isolate", "split", "cut", "bridge", "client-cut"):

@@ -22,6 +22,7 @@ REQUIRED = {
     "smoke",
     "txn-smoke",
     "txn-coordinator-failover",
+    "txn-zombie-fencing",
     "txn-unsafe-unclean-election",
     "kafka-15489-controller-split-brain",
     "kip-501-busy-leader",

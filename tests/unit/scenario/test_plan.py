@@ -230,6 +230,7 @@ def test_the_runner_hands_on_the_loaders_objects(monkeypatch, tmp_path: Path, va
 
     class Cluster:
         bootstrap_servers = "localhost:9092"
+        run_id = "plan-test"  # the client directory of client: targets is kept per run
 
         def wait_ready(self, timeout: float) -> None:
             pass

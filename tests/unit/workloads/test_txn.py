@@ -203,6 +203,36 @@ def test_a_fenced_producer_records_info_and_stops_for_good() -> None:
     assert len(lines(events, "txn", "invoke")) == 2
 
 
+@pytest.mark.parametrize(
+    "script",
+    [
+        {"flush": [TxnError("PRODUCER_FENCED", fatal=True)]},  # fenced while sending
+        {"flush": [TxnError("INVALID_PRODUCER_EPOCH", abortable=True)]},
+        # a send error to abort for, and the abort refused (librdkafka's _FENCED)
+        {"flush": [TxnError("NOT_ENOUGH_REPLICAS", abortable=True)],
+         "abort": [TxnError("FENCED", fatal=True)]},
+    ],
+)  # fmt: skip
+def test_fenced_before_its_commit_the_transaction_is_fail_and_the_worker_stops(
+    script: dict[str, list[TxnError | None]],
+) -> None:
+    h = Harness(3, script)
+    events = h.run()
+    ends = [e for e in lines(events, "txn") if e["type"] != "invoke"]
+    assert len(ends) == 1 and ends[0]["type"] == "fail"  # never asked to commit: aborted
+    assert ends[0]["aborted"] == "fenced" and ends[0]["error"] in {
+        "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "FENCED"
+    }  # fmt: skip
+    assert h.worker.fenced and "commit" not in h.clients[0].calls
+    assert h.worker.counts["fail"] == 1 and h.worker.counts["info"] == 0
+
+
+def test_a_fatal_error_while_sending_stays_info() -> None:
+    h = Harness(1, {"flush": [TxnError("FATAL", fatal=True)]})
+    ends = [e for e in lines(h.run(), "txn") if e["type"] != "invoke"]
+    assert [(e["type"], e["error"]) for e in ends] == [("info", "FATAL")]
+
+
 def test_a_refused_begin_is_fail_without_sends() -> None:
     h = Harness(2, {"begin": [TxnError("STATE", "not ready")]})
     events = h.run()

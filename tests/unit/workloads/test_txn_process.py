@@ -97,3 +97,45 @@ def test_stop_kills_a_child_that_does_not_finish(tmp_path: Path) -> None:
         ("info", PROCESS_EXITED),
     ]
     assert worker.restarts == 0
+
+
+def test_stop_continues_a_child_a_fault_stopped(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    sink = ListSink()
+    waits = "import sys, json\n" + (
+        'print(json.dumps({"process": 7, "type": "invoke", "f": "txn", "txn": "7-0",'
+        ' "sends": []}), flush=True)\nsys.stdin.readline()\n'
+        'print(json.dumps({"process": 7, "type": "ok", "f": "txn", "txn": "7-0",'
+        ' "sends": []}), flush=True)'
+    )
+    worker = TxnProcessWorker(config(), sink, command=lambda c: [sys.executable, "-c", waits])
+    worker.start()
+    end = time.monotonic() + 20
+    while time.monotonic() < end and not sink.events:
+        time.sleep(0.05)
+    assert worker.open_transactions() == ["7-0"]
+    assert worker.pid is not None
+    os.kill(worker.pid, signal.SIGSTOP)
+    worker.stop(15.0)
+    # not killed: it read "stop" once continued and finished its transaction
+    assert [(e["type"], e.get("error")) for e in sink.events] == [("invoke", None), ("ok", None)]
+    assert worker.open_transactions() == []
+
+
+def test_a_superseded_worker_is_not_restarted(tmp_path: Path) -> None:
+    sink = ListSink()
+    worker = TxnProcessWorker(
+        config(),
+        sink,
+        command=lambda c: [sys.executable, "-c", CHILD, str(c.first), str(tmp_path / "m")],
+    )
+    worker.supersede()  # a replacement holds "t-7": a restart would fence it
+    worker.start()
+    assert worker._supervisor is not None
+    worker._supervisor.join(20)
+    assert not worker._supervisor.is_alive() and worker.restarts == 0
+    assert [e["type"] for e in sink.events if e["f"] == "txn-init"] == ["invoke", "ok"]
+    assert ("info", PROCESS_EXITED) in [(e["type"], e.get("error")) for e in sink.events]
+    worker.stop(5)

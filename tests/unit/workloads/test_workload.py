@@ -178,3 +178,82 @@ def test_a_workload_without_transactions_drains_read_uncommitted(
     monkeypatch.setattr(wl, "drain", lambda *args, **kwargs: seen.update(kwargs))
     wl.Workload(WorkloadSpec(topics=("a",)), "h:1", ListSink(), monitor=False).drain()
     assert seen["hwm_factory"] is None
+
+
+# A stand-in for a transactional child: its txn-init (epoch 10 + its process id), one
+# transaction invoked, committed when "stop" comes.
+TXN_CHILD = """
+import json, sys
+c = json.loads(sys.argv[1])
+p, tid = c["process"], c["transactional_id"]
+def line(**e):
+    sys.stdout.write(json.dumps({"process": p, **e}) + "\\n"); sys.stdout.flush()
+line(type="invoke", f="txn-init", transactional_id=tid)
+line(type="ok", f="txn-init", transactional_id=tid, producer_id=1, producer_epoch=10 + p)
+line(type="invoke", f="txn", txn=f"{p}-{c['first']}", transactional_id=tid, sends=[])
+sys.stdin.readline()
+line(type="ok", f="txn", txn=f"{p}-{c['first']}", sends=[])
+"""
+
+
+def test_a_fault_finds_the_worker_of_an_id_and_gets_a_replacement_with_the_same_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, eventually: Any
+) -> None:
+    import sys
+
+    import kchaos.workloads.txn_process as tp
+    from kchaos.harness.errors import WorkloadError
+    from kchaos.workloads.spec import TxnSpec
+
+    monkeypatch.setattr(tp, "child_command", lambda c: [sys.executable, "-c", TXN_CHILD,
+                                                        c.to_json()])  # fmt: skip
+    spec = WorkloadSpec(topics=("a",), producers=1, consumers=(ConsumerSpec(),),
+                        transactions=TxnSpec(producers=2))  # fmt: skip
+    sink = ListSink()
+    workload = wl.Workload(spec, "h:1", sink, monitor=False, run_dir=tmp_path)
+    monkeypatch.setattr(wl, "drain", lambda *args, **kwargs: None)
+    with pytest.raises(WorkloadError, match="not running"):
+        workload.replace_txn_client("kchaos-t-3")
+    workload.producers = []  # no Kafka here: only the transactional children run
+    workload.consumers = []
+    workload.start()
+    try:
+        old = workload.txn_client("kchaos-t-3")
+        assert old.process == 3 and old is workload.transactional[0]
+        eventually(lambda: old.init_result() is not None, "the first child's txn-init")
+        eventually(lambda: old.open_transactions() == ["3-0"], "its open transaction")
+        assert old.pid is not None and old.init_result()["producer_epoch"] == 13  # type: ignore[index]
+
+        new = workload.replace_txn_client("kchaos-t-3")
+        # the next free id (producer 1, consumer 2, txn 3 and 4), the same transactional.id
+        assert new.process == 5 and new.transactional_id == "kchaos-t-3"
+        assert new.config.role == "producer" and new.config.topics == old.config.topics
+        eventually(lambda: new.init_result() is not None, "the replacement's txn-init")
+        assert workload.txn_client("kchaos-t-3") is new  # the newest holder is the live one
+        assert old._superseded.is_set()  # if its child dies now, it is not restarted
+        assert workload.txn_client("kchaos-t-4").process == 4
+        with pytest.raises(LookupError, match="kchaos-t-3, kchaos-t-4"):
+            workload.txn_client("kchaos-t-9")
+    finally:
+        stats = workload.stop()
+    with pytest.raises(WorkloadError, match="not running"):
+        workload.replace_txn_client("kchaos-t-3")
+    inits = [(e["process"], e["transactional_id"]) for e in sink.events
+             if e["f"] == "txn-init" and e["type"] == "ok"]  # fmt: skip
+    assert sorted(inits) == [(3, "kchaos-t-3"), (4, "kchaos-t-4"), (5, "kchaos-t-3")]
+    assert {e["txn"] for e in sink.events if e["f"] == "txn" and e["type"] == "ok"} == {
+        "3-0", "4-0", "5-0"
+    }  # fmt: skip
+    assert stats.txn_invoked == 3 and stats.txn_ok == 3  # the replacement counts too
+
+
+def test_a_thread_worker_is_no_client_a_fault_can_stop() -> None:
+    from kchaos.workloads.spec import TxnSpec
+
+    workload = wl.Workload(
+        WorkloadSpec(topics=("a",), producers=0, consumers=(),
+                     transactions=TxnSpec(isolated=False)),
+        "h:1", ListSink(), monitor=False,
+    )  # fmt: skip
+    with pytest.raises(LookupError, match="in a thread of the harness"):
+        workload.txn_client("kchaos-t-1")
