@@ -330,8 +330,15 @@ def test_held_controller_requests_delay_the_isr_change_until_the_heal(
     Without the hold, the controller commits it within milliseconds of the decision."""
     c = healthy_cluster
     bs = c.bootstrap_servers
-    topic = new_topic(bs, "hold", min_isr=1)
-    leader, isr = partition(bs, topic)
+    # A leader that is not the active controller, as in KIP-903's scenario. Measured
+    # 2026-11-25 on 4.4.0: when the held broker is the active controller itself, its
+    # shrink was committed 0.23 s after its decision, hold or not; see the report.
+    for _ in range(10):
+        topic = new_topic(bs, "hold", min_isr=1)
+        leader, isr = partition(bs, topic)
+        if leader != active_controller(c):
+            break
+    assert leader != active_controller(c), "every new topic's leader was the controller"
     follower = min(isr - {leader})
     decided = f"[Partition {topic}-0 broker={leader}] Shrinking ISR"
     origin = time.time_ns()
@@ -357,6 +364,7 @@ def test_held_controller_requests_delay_the_isr_change_until_the_heal(
             shrink = changes[0]
             # the first change is the held one: the leader's shrink, committed after the heal
             assert (shrink.leader, set(shrink.isr)) == (leader, isr - {follower}), changes
+            print(f"hold: healed at {stopped / 1e9:.2f} s, shrink at {shrink.time / 1e9:.2f} s")
             # CreateTime has millisecond resolution: 5 ms of slack
             assert shrink.time >= stopped - 5_000_000, (shrink, stopped)
     finally:

@@ -229,6 +229,7 @@ def test_rolling_restart_keeps_the_cluster_serving(healthy_cluster: Cluster) -> 
     story = [(x.offset, f"broker {x.broker} epoch {x.broker_epoch}") for x in brokers if x.time]
     story += [(x.offset, f"{topic} isr {sorted(x.isr)}") for x in parts if x.time]
     seen = "controller record since the fault: " + "; ".join(w for _, w in sorted(story))
+    print(f"rolling-restart: {seen}")
     last_epoch = {x.broker: x.broker_epoch for x in brokers if not x.time}
     registered: dict[int, list[int]] = {}  # broker -> offsets of its new registrations
     down: dict[int, int] = {}  # broker -> offset of its first shutdown or fence
