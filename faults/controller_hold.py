@@ -20,6 +20,13 @@ stops (if the client has not timed it out first: keep the hold shorter than
 ``controller.socket.timeout.ms``, 30 s by default, or expect a retry on a new
 connection, which carries the same pending request).
 
+Limit, measured 2026-11-25 on Kafka 4.4.0 (combined nodes): when the target is the
+active controller itself, its AlterPartition was committed 0.23 s after it decided to
+shrink, though the rules dropped packets to the controller ports; the hold holds a
+leader that is not the active controller (KIP-903's case, and
+``tests/integration/test_fault_effects.py``, which reads the controller's record). How
+the active controller's own request got through was not found.
+
 The rules live in the fault's own iptables chain in the target's network namespace (see
 :mod:`kchaos.faults.iptables`), so heal-everything removes them like any partition's. Both
 ``ss`` and ``iptables`` are the host's, run in that namespace: the image needs neither.

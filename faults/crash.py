@@ -3,8 +3,11 @@
 ``kill``            SIGKILL the broker (hard bounce); restarted when the fault stops.
 ``term``            SIGTERM (clean shutdown); restarted when the fault stops.
 ``rolling-restart`` restart the targets one after another (``hard``: SIGKILL instead of
-                    SIGTERM), ``interval_s`` apart, each waited for before the next; the
-                    fault ends when the last node is back (stop waits for that).
+                    SIGTERM), in node id order, ``interval_s`` apart; each is waited for
+                    before the next: answering requests and, with ``wait_isr`` (the
+                    default, as an operator's safe rolling restart does), every
+                    partition of every topic back to a full ISR. The fault ends when the
+                    last node is back (stop waits for that).
 ``hard-reboot``     kill the broker, shut its ext4 down without flushing
                     (EXT4_IOC_SHUTDOWN, NOLOGFLUSH), unmount and mount again: whatever was
                     not yet written back (roughly the last 30 s of unsynced writes) is gone.
@@ -162,7 +165,8 @@ class PowerLoss(_DownUntilStop):
 
 @register
 class RollingRestart(Fault):
-    """Restart the targets one by one, each waited for, ``interval_s`` apart."""
+    """Restart the targets one by one, each waited for (and, with ``wait_isr``, every ISR
+    full again) before the next, ``interval_s`` apart."""
 
     name = "rolling-restart"
     family = "crash"
@@ -171,6 +175,12 @@ class RollingRestart(Fault):
     params_spec = (
         Param("hard", "bool", False, "SIGKILL instead of SIGTERM"),
         Param("interval_s", "float", 5.0, "pause between two nodes", minimum=0),
+        Param(
+            "wait_isr",
+            "bool",
+            True,
+            "after each node, wait (up to timeout_s) until every partition's ISR is full",
+        ),
         TIMEOUT,
     )
 
@@ -188,6 +198,8 @@ class RollingRestart(Fault):
                 self.cluster.restart_node(
                     node, hard=self.params["hard"], timeout=self.params["timeout_s"]
                 )
+                if self.params["wait_isr"]:
+                    self.cluster.wait_isr_full(None, timeout=self.params["timeout_s"])
         except BaseException as exc:  # noqa: BLE001 - re-raised by stop
             self._error = exc
 

@@ -18,7 +18,7 @@ point at these proxies, so a toxic on one proxy hits one kind of traffic *to* on
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -153,6 +153,11 @@ class ClusterHandle(Protocol):
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Every broker registered and the probe topic's ISR full, or ReadinessTimeout."""
+        ...
+
+    def wait_isr_full(self, topics: Iterable[str] | None = None, timeout: float = 60.0) -> None:
+        """Every partition of the topics (None: of every topic) has a leader and its whole
+        replica set in the ISR, or ReadinessTimeout."""
         ...
 
     def logs(self, node: NodeHandle, tail: int = 50, *, last_start: bool = False) -> str:

@@ -262,13 +262,14 @@ class Cluster:
     def set_proxy_enabled(self, node: NodeHandle, link: LinkClass, enabled: bool) -> None:
         self.toxiproxy.set_enabled(node.proxies[link].name, enabled)
 
-    def wait_isr_full(self, topics: Iterable[str], timeout: float = 60.0) -> None:
-        """Until every partition of the topics has a leader and ISR == replicas."""
-        topics = list(topics)
+    def wait_isr_full(self, topics: Iterable[str] | None = None, timeout: float = 60.0) -> None:
+        """Until every partition of the topics (None: of every topic, internal ones too,
+        as the cluster lists them at each check) has a leader and ISR == replicas."""
+        named = None if topics is None else list(topics)
         with_admin = self.admin()
 
         def check() -> str | None:
-            problems = readiness.isr_problems(with_admin, topics)
+            problems = readiness.isr_problems(with_admin, named)
             return "ISR not full: " + "; ".join(problems) if problems else None
 
         self._until("ISR full", check, timeout)

@@ -92,9 +92,18 @@ def ensure_topic(
             raise
 
 
-def isr_problems(admin: AdminClient, topics: Iterable[str], timeout: float = 5.0) -> list[str]:
+def isr_problems(
+    admin: AdminClient, topics: Iterable[str] | None, timeout: float = 5.0
+) -> list[str]:
     """What keeps the topics' ISRs from being full; empty when every partition has a
-    leader and every replica in sync."""
+    leader and every replica in sync. ``topics`` None: every topic the cluster lists
+    (internal ones too), read in one metadata request."""
+    if topics is None:
+        try:
+            md = admin.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            return [f"metadata unavailable ({exc})"]
+        return [p for name, tmd in sorted(md.topics.items()) for p in _topic_problems(name, tmd)]
     problems: list[str] = []
     for topic in topics:
         try:
@@ -102,16 +111,18 @@ def isr_problems(admin: AdminClient, topics: Iterable[str], timeout: float = 5.0
         except KafkaException as exc:
             problems.append(f"{topic}: metadata unavailable ({exc})")
             continue
-        tmd = md.topics.get(topic)
-        if tmd is None or tmd.error is not None:
-            problems.append(f"{topic}: {getattr(tmd, 'error', None) or 'missing'}")
-            continue
-        if not tmd.partitions:
-            problems.append(f"{topic}: no partitions")
-        for pid, pmd in sorted(tmd.partitions.items()):
-            if pmd.leader < 0 or sorted(pmd.isrs) != sorted(pmd.replicas) or pmd.error is not None:
-                problems.append(
-                    f"{topic}-{pid}: leader={pmd.leader} isr={sorted(pmd.isrs)} "
-                    f"replicas={sorted(pmd.replicas)}"
-                )
+        problems += _topic_problems(topic, md.topics.get(topic))
+    return problems
+
+
+def _topic_problems(topic: str, tmd: Any) -> list[str]:
+    if tmd is None or tmd.error is not None:
+        return [f"{topic}: {getattr(tmd, 'error', None) or 'missing'}"]
+    problems = [] if tmd.partitions else [f"{topic}: no partitions"]
+    for pid, pmd in sorted(tmd.partitions.items()):
+        if pmd.leader < 0 or sorted(pmd.isrs) != sorted(pmd.replicas) or pmd.error is not None:
+            problems.append(
+                f"{topic}-{pid}: leader={pmd.leader} isr={sorted(pmd.isrs)} "
+                f"replicas={sorted(pmd.replicas)}"
+            )
     return problems

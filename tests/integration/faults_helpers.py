@@ -12,6 +12,9 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kchaos.harness.cluster import Cluster
+from kchaos.harness.run.controller_log import read_metadata_log
+from kchaos.harness.run.metadata_records import convert, parse_dump
+from kchaos.harness.rundir.controller import BrokerLine, PartitionLine
 
 T = TypeVar("T")
 
@@ -31,6 +34,25 @@ def wait_for(cond: Callable[[], T], timeout: float, what: str, every: float = 0.
                 f"timed out after {timeout:g}s waiting for {what} (last: {last!r})"
             )
         time.sleep(every)
+
+
+def controller_record(
+    c: Cluster, topic: str, origin_unix_ns: int
+) -> tuple[list[PartitionLine], list[BrokerLine]]:
+    """The controller's own record now, as a run's controller.jsonl holds it: the KRaft
+    metadata log dumped inside a controller node and replayed. Partition 0 of ``topic``'s
+    states and every broker's registrations, in log order; ``time`` is ns since
+    ``origin_unix_ns`` (0 for what came before it)."""
+    node, text = read_metadata_log(c)
+    result = convert(
+        parse_dump(text, source=f"metadata log of {node}"),
+        origin_unix_ns=origin_unix_ns,
+        topics=[topic],
+    )
+    assert not result.incomplete, result.warnings
+    parts = [x for x in result.lines if isinstance(x, PartitionLine) and x.partition == 0]
+    brokers = [x for x in result.lines if isinstance(x, BrokerLine)]
+    return parts, brokers
 
 
 def admin(bootstrap: str) -> AdminClient:
@@ -89,6 +111,19 @@ def produce(
         p.poll(0)
     p.flush(timeout)
     return results
+
+
+def warm_producer(bootstrap: str, topic: str, **conf: object) -> Producer:
+    """A producer (acks=1, no linger) that has sent one record to the topic and has its
+    connection and metadata, so that what is measured next is only the fault."""
+    p = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0, **conf}  # type: ignore[dict-item]
+    )
+    done: list[KafkaError | None] = []
+    p.produce(topic, b"warm", on_delivery=lambda err, msg: done.append(err))
+    p.flush(30)
+    assert done == [None], done
+    return p
 
 
 def reaches(c: Cluster, src: int, dst: int) -> bool:

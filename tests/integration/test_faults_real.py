@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, Producer
-from faults_helpers import new_topic, partition, produce, wait_for
+from confluent_kafka import KafkaError, Message, Producer
+from faults_helpers import controller_record, new_topic, partition, produce, wait_for, warm_producer
 
 from kchaos.faults import hostfs, make_fault
 from kchaos.faults.targets import active_controller
@@ -38,20 +38,41 @@ def test_paused_follower_leaves_isr_and_returns(healthy_cluster: Cluster, mode: 
 
 
 def test_frozen_fs_blocks_writes_and_thaw_resumes(healthy_cluster: Cluster) -> None:
+    """A baseline first (the producer is connected and the leader acknowledges quickly),
+    then no acknowledgement while the leader's filesystem is frozen, then the held record
+    acknowledged after the thaw. Without the baseline, a producer that was merely slow to
+    connect would pass the frozen window too."""
     c = healthy_cluster
     bs = c.bootstrap_servers
     topic = new_topic(bs, "freeze")
-    leader, _ = partition(bs, topic)
-    done: list[KafkaError | None] = []
-    p = Producer({"bootstrap.servers": bs, "acks": "1", "message.timeout.ms": 60000})
+    p = warm_producer(bs, topic, **{"message.timeout.ms": 60000})
+    base: list[float] = []
+    for _ in range(3):
+        p.produce(topic, b"before", on_delivery=lambda err, msg: base.append(_acked(err, msg)))
+        p.flush(30)
+    window = 4.0
+    # the frozen window is long next to a healthy acknowledgement: silence in it is the fault
+    assert len(base) == 3 and max(base) < window / 4, base
+    done: list[float] = []
     with make_fault(c, "disk-stall", f"leader:{topic}:0"):
-        p.produce(topic, b"frozen", on_delivery=lambda err, msg: done.append(err))
+        p.produce(topic, b"frozen", on_delivery=lambda err, msg: done.append(_acked(err, msg)))
         t0 = time.monotonic()
-        while time.monotonic() - t0 < 4:
+        while time.monotonic() - t0 < window:
             p.poll(0.2)
-        assert done == [], "a write completed on a frozen filesystem"
-    p.flush(30)
-    assert done == [None]
+        assert done == [], f"a write was acknowledged on a frozen filesystem: {done}"
+    thawed = time.monotonic()
+    assert p.flush(30) == 0
+    after = time.monotonic() - thawed
+    print(f"disk-stall: baseline acks {base} s; the frozen one {after:.2f} s after the thaw")
+    assert len(done) == 1 and done[0] >= window, done  # held for the whole frozen window
+
+
+def _acked(err: KafkaError | None, msg: Message) -> float:
+    """A delivery report's produce-to-ack time; fails on a delivery error."""
+    assert err is None, err
+    latency = msg.latency()
+    assert latency is not None
+    return float(latency)
 
 
 def test_latency_on_leader_replication_shrinks_isr(healthy_cluster: Cluster) -> None:
@@ -192,13 +213,44 @@ def test_crash_moves_leadership_and_restart_rejoins(healthy_cluster: Cluster, fa
 
 
 def test_rolling_restart_keeps_the_cluster_serving(healthy_cluster: Cluster) -> None:
+    """Each target restarted once, in the fault's order (node id), and the next one goes
+    down only after the previous one is back in the ISR: read from the controller's own
+    record (the KRaft metadata log), which holds every registration and ISR change, so
+    nothing between two samples can be missed."""
     c = healthy_cluster
     bs = c.bootstrap_servers
     topic = new_topic(bs, "rolling")
+    origin = time.time_ns()
     f = make_fault(c, "rolling-restart", "1,2", interval_s=0, timeout_s=90)
     with f:
-        pass  # stop waits until every broker was restarted and is registered again
-    wait_for(lambda: len(partition(bs, topic)[1]) == 3, 60, "ISR full after the rolling restart")
+        pass  # stop waits until every target was restarted and every ISR is full again
+    assert f.target_names == [c.node(1).name, c.node(2).name]
+    parts, brokers = controller_record(c, topic, origin)
+    story = [(x.offset, f"broker {x.broker} epoch {x.broker_epoch}") for x in brokers if x.time]
+    story += [(x.offset, f"{topic} isr {sorted(x.isr)}") for x in parts if x.time]
+    seen = "controller record since the fault: " + "; ".join(w for _, w in sorted(story))
+    print(f"rolling-restart: {seen}")
+    last_epoch = {x.broker: x.broker_epoch for x in brokers if not x.time}
+    registered: dict[int, list[int]] = {}  # broker -> offsets of its new registrations
+    down: dict[int, int] = {}  # broker -> offset of its first shutdown or fence
+    for x in brokers:
+        if not x.time:
+            continue
+        if x.broker_epoch not in (-1, last_epoch.get(x.broker)):
+            registered.setdefault(x.broker, []).append(x.offset)
+            last_epoch[x.broker] = x.broker_epoch
+        if (x.shutting_down or x.fenced) and x.broker not in down:
+            down[x.broker] = x.offset
+    assert {b: len(r) for b, r in registered.items()} == {1: 1, 2: 1}, seen
+    assert down.keys() == {1, 2}, seen
+    assert down[1] < registered[1][0] < down[2] < registered[2][0], seen
+    full = [x.offset for x in parts if x.time and set(x.isr) == set(x.replicas)]
+    # broker 1's restart took it out of the ISR; the ISR was whole again before broker 2
+    # went down, and again at the end
+    assert any(down[1] <= x.offset and 1 not in x.isr for x in parts if x.time), seen
+    assert any(registered[1][0] < o < down[2] for o in full), seen
+    assert any(2 not in x.isr for x in parts if x.time and x.offset > down[2]), seen
+    assert full and full[-1] > registered[2][0] and parts[-1].offset == full[-1], seen
     assert produce(bs, topic, 10) == [None] * 10
 
 

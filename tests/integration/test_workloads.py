@@ -16,11 +16,13 @@ import textwrap
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kchaos.harness.cluster.wait import Until
 from kchaos.harness.rundir.history_writer import HistoryWriter, read_history, wait_for_writer
 from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
 from kchaos.workloads.topics import ensure_topics
@@ -237,6 +239,27 @@ def test_sigkill_of_the_harness_leaves_a_readable_history(
     assert kinds[("metadata", "ok")] > 0
 
 
+def _unsplit(workload: Workload) -> Callable[[], str | None]:
+    """None once the consumers hold disjoint, non-empty shares of all 4 partitions."""
+
+    def check() -> str | None:
+        held = [{p for _, p in c.assignment} for c in workload.consumers]
+        whole = all(held) and not held[0] & held[1] and held[0] | held[1] == {0, 1, 2, 3}
+        return None if whole else f"assignments {held}"
+
+    return check
+
+
+def _reading(workload: Workload, since: list[int], n: int) -> Callable[[], str | None]:
+    """None once every consumer has read ``n`` more records than ``since``."""
+
+    def check() -> str | None:
+        read = [c.records - s for c, s in zip(workload.consumers, since, strict=True)]
+        return None if min(read) >= n else f"records read since the split: {read}"
+
+    return check
+
+
 @pytest.mark.parametrize(
     "extra",
     [{"partition.assignment.strategy": "cooperative-sticky"}, {"group.protocol": "consumer"}],
@@ -255,7 +278,14 @@ def test_incremental_group_protocols_record_full_assignments(
         Workload.for_cluster(spec, healthy_cluster, history, run_dir=tmp_path) as workload,
     ):
         workload.start()
-        time.sleep(12)
+        # wait for the outcome, not for a time: the two members split the partitions, then
+        # each reads on its share (a rebalance under load took more than the 12 s this
+        # test once slept)
+        split = Until("the group's partitions split between both members", _unsplit(workload))
+        split.with_startup_timeout(90).wait_until_ready()
+        since = [c.records for c in workload.consumers]
+        reading = Until("both members reading after the split", _reading(workload, since, 20))
+        reading.with_startup_timeout(60).wait_until_ready()
         workload.stop()
         assert workload.drain(deadline_s=60).complete
     events, _ = read_history(tmp_path / "history.jsonl")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +154,9 @@ class FakeCluster:
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         self._log("wait_ready")
+
+    def wait_isr_full(self, topics: Iterable[str] | None = None, timeout: float = 60.0) -> None:
+        self._log("wait_isr_full", None if topics is None else tuple(topics))
 
     def logs(self, node: NodeHandle, tail: int = 50, *, last_start: bool = False) -> str:
         text = self.log_text.get(node.node_id, "")

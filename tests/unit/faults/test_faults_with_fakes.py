@@ -182,3 +182,14 @@ def test_rolling_restart(cluster: FakeCluster) -> None:
     f.start()
     f.stop()
     assert [c[1] for c in cluster.names("restart_node")] == ["broker-1", "broker-2", "broker-3"]
+    # each restart is followed by a wait for every ISR to be full, before the next restart
+    steps = [c[0] for c in cluster.calls if c[0] in ("restart_node", "wait_isr_full")]
+    assert steps == ["restart_node", "wait_isr_full"] * 3
+    assert cluster.names("wait_isr_full")[0] == ("wait_isr_full", None)
+
+
+def test_rolling_restart_without_the_isr_wait(cluster: FakeCluster) -> None:
+    with make_fault(cluster, "rolling-restart", "1,2", interval_s=0, wait_isr=False):
+        pass
+    assert cluster.names("wait_isr_full") == []
+    assert [c[1] for c in cluster.names("restart_node")] == ["broker-1", "broker-2"]
