@@ -86,15 +86,28 @@ def test_prometheus_scrapes_brokers_and_harness_during_a_run(tmp_path: Path) -> 
     assert {s["labels"]["node"] for s in by_name["under_replicated"]} == {"1", "2", "3"}
     # the pause and the kill took replicas out of the ISR: the brokers said so
     assert max(v for s in by_name["under_replicated"] for _, v in s["points"]) > 0
-    # IsrShrinksPerSec counts shrinks by a leader; a killed or paused broker is often
-    # removed by the controller when it fences it, which no broker counts. The
-    # controller's record says which it was: the series must agree with it.
+    # IsrShrinksPerSec counts a leader's shrink when the leader handles its AlterPartition
+    # response; a fence by the controller is counted by no broker, and neither is a
+    # leader's shrink whose commit reached it through the metadata log before the response
+    # (seen 2026-11-26 on 4.4.0: leaders 1 and 2 logged "Shrinking ISR", the controller's
+    # record has the shrinks, the meter stayed 0). So the series is held to the brokers'
+    # own counters, read by kchaos's scraper beside Prometheus: where a broker's counter
+    # rose, Prometheus's rate for that broker must have too.
     assert {s["labels"]["node"] for s in by_name["isr_shrinks"]} == {"1", "2", "3"}
-    shrinks = json.loads((out / "results.json").read_text())["stats"]["isr"]["shrinks"]
-    by_leader = shrinks["by_cause"].get("leader", 0)
-    shrink_rate = max(v for s in by_name["isr_shrinks"] for _, v in s["points"])
-    if by_leader:
-        assert shrink_rate > 0, shrinks
+    rose: set[str] = set()
+    last: dict[str, float] = {}
+    for line in (out / "broker-metrics.jsonl").read_text().splitlines():
+        sample = json.loads(line)
+        value = (sample.get("metrics") or {}).get("kafka_server_replicamanager_isrshrinks_total")
+        if value is None:
+            continue
+        node = str(sample["node"])
+        if node in last and value > last[node]:
+            rose.add(node)
+        last[node] = value
+    for s in by_name["isr_shrinks"]:
+        if s["labels"]["node"] in rose:
+            assert max(v for _, v in s["points"]) > 0, (s["labels"], sorted(rose))
     assert {s["labels"]["fault"] for s in by_name["active_faults"]} >= {"pause", "kill"}
     page = (out / "report.html").read_text()
     assert "prometheus-under_replicated" in page and "prometheus-isr_shrinks" in page
