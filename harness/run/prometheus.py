@@ -31,7 +31,14 @@ from kchaos.workloads.metrics import HarnessMetrics
 log = logging.getLogger(__name__)
 
 SCRAPE_INTERVAL_S = 1.0
-RATE_WINDOW = "5s"  # a few scrapes: a paused broker's missing scrapes leave a gap, not a spike
+# A broker's exporter runs in the broker's JVM: while the broker is paused it is not scraped,
+# and a rate needs two samples inside its window. A paused leader shrinks its ISR the moment
+# it resumes (its followers stopped fetching from it), so with a window narrower than the
+# pause that shrink falls between two samples no window holds, and the rate shows nothing
+# (the make test of 2026-11-26: smoke's 7 s pause, a 5 s window, broker 3's counter rose and
+# its rate stayed 0). 20 s spans the pauses in the library's schedules; a longer pause still
+# leaves the rise uncounted (docs/workloads.md says so).
+RATE_WINDOW = "20s"
 
 # name, title, unit, PromQL (evaluated every scrape interval over the run)
 SERIES: tuple[tuple[str, str, str, str], ...] = (
