@@ -116,10 +116,14 @@ def latency(data: RunData, s: Series) -> go.Figure:
     return fig
 
 
-def isr(data: RunData) -> go.Figure:
-    fig = go.Figure()
-    for part in sorted(data.isr):
-        points = data.isr[part]
+def _step_lines(
+    fig: go.Figure, series: dict[str, list[tuple[float, int]]], hover: str | None = None
+) -> None:
+    """One step line (a value holds until the next point) per partition, in partition
+    order; `hover`, when given, is a hover template that follows the partition's name."""
+    for part in sorted(series):
+        points = series[part]
+        extra = {} if hover is None else {"hovertemplate": part + hover}
         fig.add_trace(
             go.Scatter(
                 x=[p[0] for p in points],
@@ -127,8 +131,14 @@ def isr(data: RunData) -> go.Figure:
                 name=part,
                 mode="lines",
                 line={"shape": "hv"},
+                **extra,
             )
         )
+
+
+def isr(data: RunData) -> go.Figure:
+    fig = go.Figure()
+    _step_lines(fig, data.isr)
     offline_bands = [
         _band(o.start_s, o.start_s + max(o.length_s, 0.05), OFFLINE_FILL) for o in data.offline
     ]
@@ -222,18 +232,7 @@ def stable_offset_lag(data: RunData) -> go.Figure:
     """Per partition, the monitor's high watermark minus last stable offset over time
     (offsets written by transactions still open), over the fault windows."""
     fig = go.Figure()
-    for part in sorted(data.lso_lag):
-        points = data.lso_lag[part]
-        fig.add_trace(
-            go.Scatter(
-                x=[p[0] for p in points],
-                y=[p[1] for p in points],
-                name=part,
-                mode="lines",
-                line={"shape": "hv"},
-                hovertemplate=part + ": lag %{y} at %{x:.2f}s<extra></extra>",
-            )
-        )
+    _step_lines(fig, data.lso_lag, hover=": lag %{y} at %{x:.2f}s<extra></extra>")
     shade_faults(fig, data)
     return _layout(
         fig,
