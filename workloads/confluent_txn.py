@@ -128,10 +128,7 @@ class ConfluentTxnProducer:
             )
 
     def init(self, timeout: float) -> tuple[int | None, int | None]:
-        try:
-            self._producer.init_transactions(timeout)
-        except KafkaException as exc:
-            raise txn_error(exc) from exc
+        kafka_call(self._producer.init_transactions, timeout)
         self._eos = {}
         end = time.monotonic() + _STATS_WAIT_S
         while time.monotonic() < end and int(self._eos.get("producer_id", -1)) < 0:
@@ -140,10 +137,7 @@ class ConfluentTxnProducer:
         return (pid if pid >= 0 else None), (epoch if pid >= 0 and epoch >= 0 else None)
 
     def begin(self) -> None:
-        try:
-            self._producer.begin_transaction()
-        except KafkaException as exc:
-            raise txn_error(exc) from exc
+        kafka_call(self._producer.begin_transaction)
 
     def send(self, topic: str, key: bytes | None, data: bytes, value: str) -> None:
         try:
@@ -159,24 +153,18 @@ class ConfluentTxnProducer:
     def send_offsets(
         self, offsets: Sequence[tuple[str, int, int]], group_metadata: object, timeout: float
     ) -> None:
-        try:
-            self._producer.send_offsets_to_transaction(
-                [CTopicPartition(t, p, o) for t, p, o in offsets], group_metadata, timeout
-            )
-        except KafkaException as exc:
-            raise txn_error(exc) from exc
+        kafka_call(
+            self._producer.send_offsets_to_transaction,
+            [CTopicPartition(t, p, o) for t, p, o in offsets],
+            group_metadata,
+            timeout,
+        )
 
     def commit(self, timeout: float) -> None:
-        try:
-            self._producer.commit_transaction(timeout)
-        except KafkaException as exc:
-            raise txn_error(exc) from exc
+        kafka_call(self._producer.commit_transaction, timeout)
 
     def abort(self, timeout: float) -> None:
-        try:
-            self._producer.abort_transaction(timeout)
-        except KafkaException as exc:
-            raise txn_error(exc) from exc
+        kafka_call(self._producer.abort_transaction, timeout)
 
     def close(self) -> None:
         # librdkafka destroys the handle when the object is collected
