@@ -44,7 +44,13 @@ def producer_config(bootstrap_servers: str, spec: ProducerSpec, client_id: str) 
         conf["batch.size"] = spec.batch_size
     if spec.max_in_flight is not None:
         conf["max.in.flight.requests.per.connection"] = spec.max_in_flight
-    conf.update(spec.extra)
+    return with_extra(conf, spec.extra)
+
+
+def with_extra(conf: dict[str, Any], extra: Mapping[str, str]) -> dict[str, Any]:
+    """``conf`` with the scenario's own client settings ``extra`` over it; a ``debug``
+    among them sends librdkafka's log through :data:`LIBRDKAFKA_LOG` (the run's file)."""
+    conf.update(extra)
     if "debug" in conf:
         conf["logger"] = LIBRDKAFKA_LOG
     return conf
@@ -126,9 +132,7 @@ def consumer_config(
     }
     if rack:
         conf["client.rack"] = rack
-    conf.update(extra)
-    if "debug" in conf:
-        conf["logger"] = LIBRDKAFKA_LOG
+    with_extra(conf, extra)
     if conf.get("group.protocol") == "consumer":  # KIP-848: the broker owns these
         for key in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
             if key not in extra:

@@ -24,9 +24,8 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
 from kchaos.harness.errors import SendRefused, TxnError
-from kchaos.workloads.client_log import LIBRDKAFKA_LOG
 from kchaos.workloads.clients import SendCallback, SendResult
-from kchaos.workloads.confluent_client import error_name
+from kchaos.workloads.confluent_client import error_name, with_extra
 from kchaos.workloads.values import value_of
 
 T = TypeVar("T")
@@ -53,10 +52,7 @@ def txn_producer_config(
         "topic.metadata.refresh.interval.ms": 5000,
         "statistics.interval.ms": 500,
     }
-    conf.update(extra)
-    if "debug" in conf:
-        conf["logger"] = LIBRDKAFKA_LOG
-    return conf
+    return with_extra(conf, extra)
 
 
 def classified(err: KafkaError) -> TxnError:
