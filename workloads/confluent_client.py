@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
@@ -60,12 +60,17 @@ def error_name(err: KafkaError) -> str:
     return canonical_name(err.name())
 
 
-def _fatal_or_same(exc: KafkaException) -> Exception:
-    """librdkafka raises a fatal error from poll() and flush() (no error_cb is set)."""
-    err = exc.args[0] if exc.args else None
-    if isinstance(err, KafkaError) and err.fatal():
-        return ClientFatal(error_name(err), err.str())
-    return exc
+def _fatal_call(fn: Callable[[float], object], timeout: float) -> None:
+    """``fn(timeout)``, poll() or flush(): librdkafka raises a fatal error from those (no
+    error_cb is set), which becomes :class:`ClientFatal`; any other error is raised as
+    it is."""
+    try:
+        fn(timeout)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError) and err.fatal():
+            raise ClientFatal(error_name(err), err.str()) from exc
+        raise
 
 
 class ConfluentProducer:
@@ -95,16 +100,10 @@ class ConfluentProducer:
             raise SendRefused(error_name(exc.args[0]), str(exc)) from exc
 
     def poll(self, timeout: float) -> None:
-        try:
-            self._producer.poll(timeout)
-        except KafkaException as exc:
-            raise _fatal_or_same(exc) from exc
+        _fatal_call(self._producer.poll, timeout)
 
     def flush(self, timeout: float) -> None:
-        try:
-            self._producer.flush(timeout)
-        except KafkaException as exc:
-            raise _fatal_or_same(exc) from exc
+        _fatal_call(self._producer.flush, timeout)
 
     def close(self) -> None:
         # librdkafka destroys the handle when the object is collected; drop our reference.
