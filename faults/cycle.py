@@ -8,9 +8,42 @@ release error is kept and re-raised by ``stop()``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
+from kchaos.harness.cluster.api import NodeHandle
 from kchaos.harness.errors import HealError
+
+
+def apply_each(
+    nodes: Iterable[NodeHandle], applied: set[int], apply: Callable[[NodeHandle], object]
+) -> None:
+    """``apply`` to every node in turn, each marked in ``applied`` first (so that a
+    release covers a node whose apply failed halfway)."""
+    for node in nodes:
+        applied.add(node.node_id)
+        apply(node)
+
+
+def release_each(
+    nodes: Iterable[NodeHandle],
+    applied: set[int],
+    release: Callable[[NodeHandle], object],
+    what: str,
+) -> None:
+    """``release`` every node marked in ``applied``, unmarking each it released; a
+    failure does not stop the others, and the failures end in one HealError
+    ``{what} failed: node: error; ...``."""
+    errors = []
+    for node in nodes:
+        if node.node_id not in applied:
+            continue
+        try:
+            release(node)
+            applied.discard(node.node_id)
+        except Exception as exc:  # noqa: BLE001 - release the others anyway
+            errors.append(f"{node.name}: {exc}")
+    if errors:
+        raise HealError(f"{what} failed: " + "; ".join(errors))
 
 
 class DutyCycle:

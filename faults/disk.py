@@ -17,7 +17,7 @@ from functools import partial
 
 from kchaos.faults import hostfs
 from kchaos.faults.base import Fault, register
-from kchaos.faults.cycle import DutyCycle
+from kchaos.faults.cycle import DutyCycle, apply_each, release_each
 from kchaos.faults.heal import HealContext, register_heal
 from kchaos.faults.params import Param
 from kchaos.harness.cluster.api import NodeHandle
@@ -37,21 +37,10 @@ class _FreezeBase(Fault):
     _frozen: set[int]
 
     def _freeze_all(self) -> None:
-        for node in self.targets:
-            self._frozen.add(node.node_id)
-            hostfs.freeze(self.cluster, node)
+        apply_each(self.targets, self._frozen, partial(hostfs.freeze, self.cluster))
 
     def _thaw_all(self) -> None:
-        errors = []
-        for node in self.targets:
-            if node.node_id in self._frozen:
-                try:
-                    hostfs.thaw(self.cluster, node)
-                    self._frozen.discard(node.node_id)
-                except Exception as exc:  # noqa: BLE001 - thaw the others anyway
-                    errors.append(f"{node.name}: {exc}")
-        if errors:
-            raise HealError("thaw failed: " + "; ".join(errors))
+        release_each(self.targets, self._frozen, partial(hostfs.thaw, self.cluster), "thaw")
 
 
 @register

@@ -15,6 +15,7 @@ to start, so they take effect within a second of their scheduled time).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kchaos.faults.base import Fault, register
@@ -28,9 +29,8 @@ TIMEOUT_S = 30.0
 def elect_preferred(bootstrap_servers: str, topic: str | None = None) -> dict[str, str]:
     """Preferred-leader election (all partitions, or one topic's); partition -> outcome."""
     from confluent_kafka import ElectionType, KafkaException, TopicPartition
-    from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": "3"})
+    admin = _admin(bootstrap_servers)
     parts = None
     if topic:
         meta = admin.list_topics(topic=topic, timeout=10)
@@ -39,11 +39,26 @@ def elect_preferred(bootstrap_servers: str, topic: str | None = None) -> dict[st
         result = admin.elect_leaders(ElectionType.PREFERRED, parts).result(TIMEOUT_S)
     except KafkaException as exc:
         raise FaultError(f"preferred election failed: {exc.args[0].str()}") from None
-    out = {}
-    for tp, err in (result or {}).items():
-        name = f"{tp.topic}/{tp.partition}"
-        out[name] = "elected" if err is None else err.name()
-    return out
+    outcomes = _partition_errors(result or {}, lambda err: str(err.name()))
+    return {part: error or "elected" for part, error in outcomes.items()}
+
+
+def _admin(bootstrap_servers: str) -> Any:
+    """A confluent-kafka AdminClient that logs errors only."""
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": "3"})
+
+
+def _partition_errors(
+    results: Mapping[Any, Any], error_name: Callable[[Any], str]
+) -> dict[str, str | None]:
+    """An admin call's per-partition results (a TopicPartition -> its error, None where it
+    succeeded) keyed ``topic/partition``: the error's name, or None."""
+    return {
+        f"{tp.topic}/{tp.partition}": None if err is None else error_name(err)
+        for tp, err in results.items()
+    }
 
 
 def rotated(replicas: list[int]) -> list[int]:
@@ -99,7 +114,8 @@ class Reassign(Fault):
             plan = self._plan(topic)
             moves = {TopicPartition(topic, p): replicas for p, replicas in plan.items()}
             errors = admin.alter_partition_reassignments(moves, timeout_ms=20000)
-            bad = {f"{tp.topic}/{tp.partition}": e.__name__ for tp, e in errors.items() if e}
+            outcomes = _partition_errors(errors, lambda err: str(err.__name__))
+            bad = {part: error for part, error in outcomes.items() if error}
             if bad:
                 raise FaultError(f"reassign: refused: {bad}")
             self._wait_done(admin, topic)
@@ -109,9 +125,7 @@ class Reassign(Fault):
         self.detail = {"assignment": {str(p): r for p, r in plan.items()}, "election": elected}
 
     def _plan(self, topic: str) -> dict[int, list[int]]:
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers, "log_level": "3"})
+        admin = _admin(self.cluster.bootstrap_servers)
         meta = admin.list_topics(topic=topic, timeout=10).topics.get(topic)
         if meta is None or meta.error is not None or not meta.partitions:
             raise FaultError(f"reassign: no topic {topic!r}")

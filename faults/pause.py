@@ -17,11 +17,10 @@ from __future__ import annotations
 from functools import partial
 
 from kchaos.faults.base import Fault, register
-from kchaos.faults.cycle import DutyCycle
+from kchaos.faults.cycle import DutyCycle, apply_each, release_each
 from kchaos.faults.heal import HealContext, register_heal
 from kchaos.faults.params import Param
 from kchaos.harness.cluster.api import NodeHandle
-from kchaos.harness.errors import HealError
 
 
 @register
@@ -51,22 +50,10 @@ class Pause(Fault):
             self.cluster.signal(node, "CONT")
 
     def _pause_all(self) -> None:
-        for node in self.targets:
-            self._paused.add(node.node_id)
-            self._pause(node)
+        apply_each(self.targets, self._paused, self._pause)
 
     def _resume_all(self) -> None:
-        errors = []
-        for node in self.targets:
-            if node.node_id not in self._paused:
-                continue
-            try:
-                self._resume(node)
-                self._paused.discard(node.node_id)
-            except Exception as exc:  # noqa: BLE001 - resume the others anyway
-                errors.append(f"{node.name}: {exc}")
-        if errors:
-            raise HealError("resume failed: " + "; ".join(errors))
+        release_each(self.targets, self._paused, self._resume, "resume")
 
     def _start(self) -> None:
         self._paused: set[int] = set()

@@ -70,7 +70,9 @@ def heal_registered(clusters: list[ClusterHandle] | None = None) -> list[str]:
     return done
 
 
-def _at_exit() -> None:
+def _heal_pending() -> None:
+    """At exit or on a signal: refuse new faults, then heal every cluster still registered
+    (taken out of the registry first, so a second exit path finds none)."""
     from kchaos.faults.base import refuse_new_faults
 
     refuse_new_faults()
@@ -82,14 +84,7 @@ def _at_exit() -> None:
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    from kchaos.faults.base import refuse_new_faults
-
-    refuse_new_faults()
-    with _lock:
-        pending = list(_clusters.values())
-        _clusters.clear()
-    if pending:
-        heal_registered(pending)
+    _heal_pending()
     previous = _previous.get(signum)
     if callable(previous):
         previous(signum, frame)
@@ -105,7 +100,7 @@ def _install() -> None:
     global _atexit_done, _signals_done
     if not _atexit_done:
         _atexit_done = True
-        atexit.register(_at_exit)
+        atexit.register(_heal_pending)
     if _signals_done or threading.current_thread() is not threading.main_thread():
         return
     _signals_done = True

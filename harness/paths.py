@@ -7,12 +7,21 @@ filesystem (a regular install, not a zip), because Docker reads the build contex
 
 from __future__ import annotations
 
+import json
 import os
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 #: image build contexts, compose file and set-up script (the ``compose/`` folder)
 COMPOSE_DIR = Path(str(resources.files("kchaos.compose")))
+
+
+def packaged_schema(name: str) -> dict[str, Any]:
+    """A JSON Schema kchaos ships, ``harness/schema/NAME`` in the package data."""
+    text = resources.files("kchaos.harness").joinpath("schema", name).read_text()
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 def cache_dir() -> Path:

@@ -4,6 +4,7 @@ lag."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -116,19 +117,30 @@ def latency(data: RunData, s: Series) -> go.Figure:
     return fig
 
 
-def isr(data: RunData) -> go.Figure:
-    fig = go.Figure()
-    for part in sorted(data.isr):
-        points = data.isr[part]
+def step_lines(
+    fig: go.Figure,
+    lines: Iterable[tuple[str, Sequence[Sequence[float]]]],
+    hover: str | None = None,
+) -> None:
+    """One step line (a value holds until the next point) per (name, points), in the
+    order given; ``hover``, when given, is a hover template that follows the name."""
+    for name, points in lines:
+        extra = {} if hover is None else {"hovertemplate": name + hover}
         fig.add_trace(
             go.Scatter(
                 x=[p[0] for p in points],
                 y=[p[1] for p in points],
-                name=part,
+                name=name,
                 mode="lines",
                 line={"shape": "hv"},
+                **extra,
             )
         )
+
+
+def isr(data: RunData) -> go.Figure:
+    fig = go.Figure()
+    step_lines(fig, sorted(data.isr.items()))
     offline_bands = [
         _band(o.start_s, o.start_s + max(o.length_s, 0.05), OFFLINE_FILL) for o in data.offline
     ]
@@ -222,18 +234,7 @@ def stable_offset_lag(data: RunData) -> go.Figure:
     """Per partition, the monitor's high watermark minus last stable offset over time
     (offsets written by transactions still open), over the fault windows."""
     fig = go.Figure()
-    for part in sorted(data.lso_lag):
-        points = data.lso_lag[part]
-        fig.add_trace(
-            go.Scatter(
-                x=[p[0] for p in points],
-                y=[p[1] for p in points],
-                name=part,
-                mode="lines",
-                line={"shape": "hv"},
-                hovertemplate=part + ": lag %{y} at %{x:.2f}s<extra></extra>",
-            )
-        )
+    step_lines(fig, sorted(data.lso_lag.items()), hover=": lag %{y} at %{x:.2f}s<extra></extra>")
     shade_faults(fig, data)
     return _layout(
         fig,

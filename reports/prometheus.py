@@ -41,17 +41,8 @@ def figures(doc: dict[str, Any], data: RunData) -> list[tuple[str, go.Figure]]:
     out = []
     for name, group in by_name.items():
         fig = go.Figure()
-        for s in sorted(group, key=lambda s: _label(s.get("labels") or {})):
-            points = s.get("points") or []
-            fig.add_trace(
-                go.Scatter(
-                    x=[p[0] for p in points],
-                    y=[p[1] for p in points],
-                    name=_label(s.get("labels") or {}),
-                    mode="lines",
-                    line={"shape": "hv"},
-                )
-            )
+        lines = [(_label(s.get("labels") or {}), s.get("points") or []) for s in group]
+        plots.step_lines(fig, sorted(lines, key=lambda line: line[0]))
         plots.shade_faults(fig, data)
         first = group[0]
         out.append(

@@ -71,28 +71,18 @@ def make_run(
                     replicas=[1, 2, 3],
                     min_insync=2,
                 )
-        if tick == 100:
+        if tick in (100, 180):  # the pause of broker-2 starts at 10 s, stops at 18 s
+            start = tick == 100
             add(
                 t,
                 process="nemesis",
                 type="info",
                 f="fault",
-                phase="start",
+                phase="start" if start else "stop",
                 id="f-0",
                 fault="pause",
                 targets=["broker-2"],
-                params={},
-            )
-        if tick == 180:
-            add(
-                t,
-                process="nemesis",
-                type="info",
-                f="fault",
-                phase="stop",
-                id="f-0",
-                fault="pause",
-                targets=["broker-2"],
+                **({"params": {}} if start else {}),
             )
     acked: dict[int, list[dict[str, Any]]] = {0: [], 1: []}
     for e in events:

@@ -8,6 +8,7 @@ canonical (see :mod:`kchaos.workloads.classify`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
@@ -30,6 +31,21 @@ class SendResult(NamedTuple):
 
 
 SendCallback = Callable[[str, SendResult], None]  # (value, result)
+
+
+class Closable(Protocol):
+    def close(self) -> object: ...
+
+
+def close_quietly(
+    client: Closable, log: logging.Logger, what: str, level: int = logging.WARNING
+) -> None:
+    """Close ``client``; if that fails, log ``{what} failed`` with the traceback on ``log``
+    at ``level``, and go on: a client that will not close must not end its worker."""
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - see above
+        log.log(level, "%s failed", what, exc_info=True, stacklevel=2)
 
 
 class TxnProducerClient(Protocol):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
@@ -44,7 +44,13 @@ def producer_config(bootstrap_servers: str, spec: ProducerSpec, client_id: str) 
         conf["batch.size"] = spec.batch_size
     if spec.max_in_flight is not None:
         conf["max.in.flight.requests.per.connection"] = spec.max_in_flight
-    conf.update(spec.extra)
+    return with_extra(conf, spec.extra)
+
+
+def with_extra(conf: dict[str, Any], extra: Mapping[str, str]) -> dict[str, Any]:
+    """``conf`` with the scenario's own client settings ``extra`` over it; a ``debug``
+    among them sends librdkafka's log through :data:`LIBRDKAFKA_LOG` (the run's file)."""
+    conf.update(extra)
     if "debug" in conf:
         conf["logger"] = LIBRDKAFKA_LOG
     return conf
@@ -54,12 +60,17 @@ def error_name(err: KafkaError) -> str:
     return canonical_name(err.name())
 
 
-def _fatal_or_same(exc: KafkaException) -> Exception:
-    """librdkafka raises a fatal error from poll() and flush() (no error_cb is set)."""
-    err = exc.args[0] if exc.args else None
-    if isinstance(err, KafkaError) and err.fatal():
-        return ClientFatal(error_name(err), err.str())
-    return exc
+def _fatal_call(fn: Callable[[float], object], timeout: float) -> None:
+    """``fn(timeout)``, poll() or flush(): librdkafka raises a fatal error from those (no
+    error_cb is set), which becomes :class:`ClientFatal`; any other error is raised as
+    it is."""
+    try:
+        fn(timeout)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError) and err.fatal():
+            raise ClientFatal(error_name(err), err.str()) from exc
+        raise
 
 
 class ConfluentProducer:
@@ -89,16 +100,10 @@ class ConfluentProducer:
             raise SendRefused(error_name(exc.args[0]), str(exc)) from exc
 
     def poll(self, timeout: float) -> None:
-        try:
-            self._producer.poll(timeout)
-        except KafkaException as exc:
-            raise _fatal_or_same(exc) from exc
+        _fatal_call(self._producer.poll, timeout)
 
     def flush(self, timeout: float) -> None:
-        try:
-            self._producer.flush(timeout)
-        except KafkaException as exc:
-            raise _fatal_or_same(exc) from exc
+        _fatal_call(self._producer.flush, timeout)
 
     def close(self) -> None:
         # librdkafka destroys the handle when the object is collected; drop our reference.
@@ -126,9 +131,7 @@ def consumer_config(
     }
     if rack:
         conf["client.rack"] = rack
-    conf.update(extra)
-    if "debug" in conf:
-        conf["logger"] = LIBRDKAFKA_LOG
+    with_extra(conf, extra)
     if conf.get("group.protocol") == "consumer":  # KIP-848: the broker owns these
         for key in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
             if key not in extra:

@@ -24,9 +24,8 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
 from kchaos.harness.errors import SendRefused, TxnError
-from kchaos.workloads.client_log import LIBRDKAFKA_LOG
 from kchaos.workloads.clients import SendCallback, SendResult
-from kchaos.workloads.confluent_client import error_name
+from kchaos.workloads.confluent_client import error_name, with_extra
 from kchaos.workloads.values import value_of
 
 T = TypeVar("T")
@@ -53,10 +52,7 @@ def txn_producer_config(
         "topic.metadata.refresh.interval.ms": 5000,
         "statistics.interval.ms": 500,
     }
-    conf.update(extra)
-    if "debug" in conf:
-        conf["logger"] = LIBRDKAFKA_LOG
-    return conf
+    return with_extra(conf, extra)
 
 
 def classified(err: KafkaError) -> TxnError:
@@ -128,10 +124,7 @@ class ConfluentTxnProducer:
             )
 
     def init(self, timeout: float) -> tuple[int | None, int | None]:
-        try:
-            self._producer.init_transactions(timeout)
-        except KafkaException as exc:
-            raise txn_error(exc) from exc
+        kafka_call(self._producer.init_transactions, timeout)
         self._eos = {}
         end = time.monotonic() + _STATS_WAIT_S
         while time.monotonic() < end and int(self._eos.get("producer_id", -1)) < 0:
@@ -140,10 +133,7 @@ class ConfluentTxnProducer:
         return (pid if pid >= 0 else None), (epoch if pid >= 0 and epoch >= 0 else None)
 
     def begin(self) -> None:
-        try:
-            self._producer.begin_transaction()
-        except KafkaException as exc:
-            raise txn_error(exc) from exc
+        kafka_call(self._producer.begin_transaction)
 
     def send(self, topic: str, key: bytes | None, data: bytes, value: str) -> None:
         try:
@@ -159,24 +149,18 @@ class ConfluentTxnProducer:
     def send_offsets(
         self, offsets: Sequence[tuple[str, int, int]], group_metadata: object, timeout: float
     ) -> None:
-        try:
-            self._producer.send_offsets_to_transaction(
-                [CTopicPartition(t, p, o) for t, p, o in offsets], group_metadata, timeout
-            )
-        except KafkaException as exc:
-            raise txn_error(exc) from exc
+        kafka_call(
+            self._producer.send_offsets_to_transaction,
+            [CTopicPartition(t, p, o) for t, p, o in offsets],
+            group_metadata,
+            timeout,
+        )
 
     def commit(self, timeout: float) -> None:
-        try:
-            self._producer.commit_transaction(timeout)
-        except KafkaException as exc:
-            raise txn_error(exc) from exc
+        kafka_call(self._producer.commit_transaction, timeout)
 
     def abort(self, timeout: float) -> None:
-        try:
-            self._producer.abort_transaction(timeout)
-        except KafkaException as exc:
-            raise txn_error(exc) from exc
+        kafka_call(self._producer.abort_transaction, timeout)
 
     def close(self) -> None:
         # librdkafka destroys the handle when the object is collected

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kchaos.harness.rundir.history_writer import HistorySink
-from kchaos.workloads.clients import ConsumerClient, TopicPartition
+from kchaos.workloads.clients import ConsumerClient, TopicPartition, close_quietly
 from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.spec import ConsumerSpec
 from kchaos.workloads.values import value_of
@@ -227,7 +227,4 @@ class ConsumerWorker:
             log.exception("consumer %s stopped on an unexpected error", self.process)
             self.error = exc
         finally:
-            try:
-                client.close()
-            except Exception:
-                log.warning("consumer %s: close failed", self.process, exc_info=True)
+            close_quietly(client, log, f"consumer {self.process}: close")

@@ -29,7 +29,7 @@ from functools import partial
 from kchaos.harness.cluster.wait import retry_call
 from kchaos.harness.rundir.history import READ_COMMITTED
 from kchaos.harness.rundir.history_writer import HistorySink
-from kchaos.workloads.clients import ConsumerClient, TopicPartition
+from kchaos.workloads.clients import ConsumerClient, TopicPartition, close_quietly
 from kchaos.workloads.consumer import record_dicts
 from kchaos.workloads.metrics import HarnessMetrics
 
@@ -123,10 +123,7 @@ def drain(
             )
             failed[tp] = reason
     finally:
-        try:
-            client.close()
-        except Exception:
-            log.warning("drain: closing the consumer failed", exc_info=True)
+        close_quietly(client, log, "drain: closing the consumer")
     for (topic, part), reason in sorted(failed.items()):
         log.error("drain: partition %s-%s not drained: %s", topic, part, reason)
     return DrainResult(drained=drained, failed=failed)
@@ -216,10 +213,7 @@ def _stable_watermarks(
                             tp[0], tp[1], prog.lso, prog.high)  # fmt: skip
         return result
     finally:
-        try:
-            hwm_client.close()
-        except Exception:
-            log.warning("drain: closing the high-watermark client failed", exc_info=True)
+        close_quietly(hwm_client, log, "drain: closing the high-watermark client")
 
 
 def _read(

@@ -49,6 +49,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.harness.rundir.stable_offsets import StableOffsetSample
+from kchaos.workloads.clients import close_quietly
 from kchaos.workloads.lso import StableOffsetSource
 
 log = logging.getLogger(__name__)
@@ -462,21 +463,14 @@ def _none() -> Any:
 
 def _close_now(track: _Track) -> None:
     if track.source is not None:
-        try:
-            track.source.close()
-        except Exception:
-            log.debug("monitor: close failed", exc_info=True)
+        close_quietly(track.source, log, "monitor: close", logging.DEBUG)
         track.source = None
 
 
 def _close_aside(source: Any) -> None:
-    def close() -> None:
-        try:
-            source.close()
-        except Exception:  # noqa: BLE001 - a client that will not close is harmless
-            log.debug("monitor: close failed", exc_info=True)
-
-    threading.Thread(target=close, name="monitor-close", daemon=True).start()
+    # a client that will not close is harmless: a debug line only
+    args = (source, log, "monitor: close", logging.DEBUG)
+    threading.Thread(target=close_quietly, args=args, name="monitor-close", daemon=True).start()
 
 
 def health_samples(text: str) -> dict[str, float]:

@@ -45,6 +45,7 @@ from kchaos.workloads.clients import (
     SendCallback,
     SendResult,
     TxnProducerClient,
+    close_quietly,
 )
 from kchaos.workloads.spec import TxnSpec
 from kchaos.workloads.values import RateLimiter, key_for, padder, value_of
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 TxnFactory = Callable[[SendCallback], TxnProducerClient]
 ConsumerFactory = Callable[[], ConsumerClient]
 INIT_TIMEOUT_S = 30.0
+_CLOSING = "closing a transactional client"  # what a failed close logs
 _INIT_BACKOFF_S = 1.0
 PLANNED = "planned"  # ``aborted`` of a transaction aborted on purpose
 ABORT_ERROR = "error"  # ``aborted`` of one an error made the worker abort
@@ -125,7 +127,7 @@ class TxnWorkerBase:
             except TxnError as exc:
                 self._line("info", "txn-init", transactional_id=self.transactional_id,
                            error=exc.name)  # fmt: skip
-                _close(client)
+                close_quietly(client, log, _CLOSING)
                 if exc.fenced:
                     raise _Fenced(exc.name) from exc
                 self.stop_event.wait(_INIT_BACKOFF_S)
@@ -141,7 +143,7 @@ class TxnWorkerBase:
 
     def _drop_client(self) -> None:
         if self._client is not None:
-            _close(self._client)
+            close_quietly(self._client, log, _CLOSING)
             self._client = None
 
     # -- one transaction -------------------------------------------------------------------
@@ -338,10 +340,7 @@ class TxnCopier(TxnWorkerBase):
 
     def close_inputs(self) -> None:
         if self._consumer is not None:
-            try:
-                self._consumer.close()
-            except Exception:
-                log.warning("copier %s: closing the consumer failed", self.process, exc_info=True)
+            close_quietly(self._consumer, log, f"copier {self.process}: closing the consumer")
             self._consumer = None
 
     def step(self) -> bool:
@@ -405,10 +404,3 @@ def _next_offsets(records: Sequence[Record]) -> list[tuple[str, int, int]]:
 
 def _name(error: BaseException) -> str:
     return str(getattr(error, "name", type(error).__name__))
-
-
-def _close(client: TxnProducerClient) -> None:
-    try:
-        client.close()
-    except Exception:
-        log.warning("closing a transactional client failed", exc_info=True)

@@ -165,7 +165,31 @@ class _Tracker:
         self.open.clear()
 
 
-class TxnThreadWorker:
+class _TrackedWorker:
+    """What both kinds of worker (thread, process) answer from their config and from
+    the tracker of their lines."""
+
+    config: TxnWorkerConfig
+    _tracker: _Tracker
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self._tracker.counts
+
+    @property
+    def transactional_id(self) -> str:
+        return self.config.transactional_id
+
+    def open_transactions(self) -> list[str]:
+        """The ``txn`` names it invoked and has not completed, as its lines say."""
+        return self._tracker.open_transactions()
+
+    def init_result(self) -> dict[str, Any] | None:
+        """Its last ``ok txn-init`` line (None before one)."""
+        return self._tracker.last_init
+
+
+class TxnThreadWorker(_TrackedWorker):
     """A transactional worker in a harness thread (``TxnSpec.isolated`` false)."""
 
     def __init__(self, config: TxnWorkerConfig, sink: HistorySink) -> None:
@@ -178,29 +202,13 @@ class TxnThreadWorker:
         self.error: BaseException | None = None
 
     @property
-    def counts(self) -> dict[str, int]:
-        return self._tracker.counts
-
-    @property
     def pid(self) -> int | None:
         return None
-
-    @property
-    def transactional_id(self) -> str:
-        return self.config.transactional_id
 
     @property
     def fenced(self) -> bool:
         """Another instance took its ``transactional.id``: it stopped for good."""
         return self.worker.fenced
-
-    def open_transactions(self) -> list[str]:
-        """The ``txn`` names it invoked and has not completed, as its lines say."""
-        return self._tracker.open_transactions()
-
-    def init_result(self) -> dict[str, Any] | None:
-        """Its last ``ok txn-init`` line (None before one)."""
-        return self._tracker.last_init
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"txn-{self.process}", daemon=True)
@@ -224,7 +232,7 @@ class TxnThreadWorker:
                 self.error = self.error or TimeoutError(f"txn worker {self.process} did not stop")
 
 
-class TxnProcessWorker:
+class TxnProcessWorker(_TrackedWorker):
     """A transactional worker in a child process, restarted when it dies unasked."""
 
     def __init__(
@@ -248,31 +256,15 @@ class TxnProcessWorker:
         self.error: BaseException | None = None
 
     @property
-    def counts(self) -> dict[str, int]:
-        return self._tracker.counts
-
-    @property
     def pid(self) -> int | None:
         """The child's pid now (it changes when the child is restarted)."""
         child = self._child
         return None if child is None else child.pid
 
     @property
-    def transactional_id(self) -> str:
-        return self.config.transactional_id
-
-    @property
     def fenced(self) -> bool:
         """Another instance took its ``transactional.id``: it stopped for good."""
         return self._tracker.fenced
-
-    def open_transactions(self) -> list[str]:
-        """The ``txn`` names it invoked and has not completed, as its lines say."""
-        return self._tracker.open_transactions()
-
-    def init_result(self) -> dict[str, Any] | None:
-        """Its last ``ok txn-init`` line (None before one)."""
-        return self._tracker.last_init
 
     def start(self) -> None:
         self._supervisor = threading.Thread(

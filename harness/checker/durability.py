@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import CheckOutcome
@@ -37,15 +35,10 @@ def check_durability(facts: Facts, config: RunConfig) -> CheckOutcome:
         kind = judge_acked(facts, vid, tp, off)
         if kind == "unseen":
             unseen += 1
-            out.anomaly("unseen").add(_example(facts, vid, tp, off))
+            out.anomaly("unseen").add(facts.example(vid, tp, off))
         elif kind == "lost-write":
-            end = facts.drain_ends[tp]
             lost += 1
-            ex = _example(facts, vid, tp, off)
-            ex["index"].append(end.index)
-            ex["log_start_offset"] = end.log_start_offset
-            ex["high_watermark"] = end.high_watermark
-            out.anomaly("lost-write").add(ex)
+            out.anomaly("lost-write").add(facts.example(vid, tp, off, drain_end=True))
     acked = sum(len(a) for a in facts.acked_vid)
     undrained = [facts.where(tp) for tp in range(len(facts.tps)) if tp not in facts.drain_ends]
     out.stats = {
@@ -73,12 +66,3 @@ def judge_acked(facts: Facts, vid: int, tp: int, off: int) -> str | None:
     if off >= end.readable_end:  # above a stuck last stable offset: the drain cannot tell
         return "unseen" if facts.first[vid] < 0 else None
     return "lost-write"
-
-
-def _example(facts: Facts, vid: int, tp: int, off: int) -> dict[str, Any]:
-    return {
-        "value": facts.value_list[vid],
-        **facts.where(tp, off),
-        **facts.txn.describe(vid),
-        "index": facts.send_indexes(vid),
-    }

@@ -254,3 +254,21 @@ class Facts:
 
     def send_indexes(self, vid: int) -> list[int]:
         return [i for i in (self.inv_index[vid], self.comp_index[vid]) if i >= 0]
+
+    def example(self, vid: int, tp: int, off: int, *, drain_end: bool = False) -> dict[str, Any]:
+        """An anomaly's example about value ``vid`` at offset ``off`` of partition ``tp``:
+        the value, where, its transaction (if any) and the indexes of its send; with
+        ``drain_end``, also the partition's drain end (its index, log start offset and
+        high watermark)."""
+        ex = {
+            "value": self.value_list[vid],
+            **self.where(tp, off),
+            **self.txn.describe(vid),
+            "index": self.send_indexes(vid),
+        }
+        if drain_end:
+            end = self.drain_ends[tp]
+            ex["index"].append(end.index)
+            ex["log_start_offset"] = end.log_start_offset
+            ex["high_watermark"] = end.high_watermark
+        return ex

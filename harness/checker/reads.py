@@ -16,12 +16,7 @@ def check_reads(facts: Facts, config: RunConfig) -> CheckOutcome:
     out = CheckOutcome("reads")
     uncommitted = find_uncommitted(facts)
     for vid, (tp, off) in sorted(uncommitted.items()):
-        end = facts.drain_ends[tp]
-        ex = _example(facts, vid, tp, off)
-        ex["index"].append(end.index)
-        ex["log_start_offset"] = end.log_start_offset
-        ex["high_watermark"] = end.high_watermark
-        out.anomaly("uncommitted-read").add(ex)
+        out.anomaly("uncommitted-read").add(facts.example(vid, tp, off, drain_end=True))
 
     # aborted-read: a send that completed fail, found by any reader (a transaction's
     # values are judged by the transactions checker: read_committed readers only)
@@ -31,14 +26,14 @@ def check_reads(facts: Facts, config: RunConfig) -> CheckOutcome:
     while vid >= 0:
         if facts.first[vid] >= 0 and vid not in txn_of:
             tp, off = unpack(facts.first[vid])
-            out.anomaly("aborted-read").add(_example(facts, vid, tp, off))
+            out.anomaly("aborted-read").add(facts.example(vid, tp, off))
         vid = status.find(FAIL, vid + 1)
 
     # duplicate: one value at two or more distinct positions, by any reader
     for vid in sorted(facts.extra):
         positions = facts.positions(vid)
         tp, off = unpack(positions[0])
-        ex = _example(facts, vid, tp, off)
+        ex = facts.example(vid, tp, off)
         ex["positions"] = [facts.where(*unpack(p)) for p in positions]
         out.anomaly("duplicate").add(ex)
 
@@ -142,12 +137,3 @@ def find_conflicts(facts: Facts) -> dict[int, set[int]]:
                 if other is not None and other != vid:
                     conflicts.setdefault((off << TP_BITS) | tp, set()).update((other, vid))
     return conflicts
-
-
-def _example(facts: Facts, vid: int, tp: int, off: int) -> dict[str, Any]:
-    return {
-        "value": facts.value_list[vid],
-        **facts.where(tp, off),
-        **facts.txn.describe(vid),
-        "index": facts.send_indexes(vid),
-    }

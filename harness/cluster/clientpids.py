@@ -20,6 +20,7 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
+from kchaos.harness.cluster.procfs import stat_fields
 from kchaos.harness.cluster.topology import run_dir
 
 DIR_NAME = "paused-clients"
@@ -36,14 +37,11 @@ def records_dir(run_id: str) -> Path:
 def start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (``/proc/PID/stat`` field 22),
     None when there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    fields = stat_fields(pid)
+    if fields is None:
         return None
-    # the command name (field 2) is in parentheses and may hold spaces: split after it
-    fields = stat[stat.rfind(")") + 2 :].split()
     try:
-        return int(fields[19])  # field 22 overall: 3 fields are before this slice
+        return int(fields[19])  # field 22 overall: fields holds field 3 on
     except (IndexError, ValueError):
         return None
 

@@ -12,6 +12,7 @@ import base64
 import re
 import uuid
 from collections.abc import Mapping
+from typing import Any
 
 from kchaos.harness.cluster.api import (
     CLIENT_PORT,
@@ -160,6 +161,15 @@ def node_properties(spec: ClusterSpec, node_id: int, toxiproxy_ip: str) -> dict[
     props.update({k: str(v) for k, v in spec.server_properties.items()})
     props.update({k: str(v) for k, v in spec.broker_properties.get(node_id, {}).items()})
     return props
+
+
+def given_properties(cluster: Any, node: Any) -> dict[str, str]:
+    """The server properties the harness gives ``node`` of ``cluster`` (from the cluster's
+    ``spec``); empty for a cluster without a spec, where the image's defaults hold."""
+    try:
+        return node_properties(cluster.spec, node.node_id, cluster.toxiproxy_ip)
+    except Exception:  # noqa: BLE001 - a cluster without a spec: the image's default
+        return {}
 
 
 def node_environment(

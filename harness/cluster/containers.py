@@ -19,6 +19,7 @@ from docker.types import IPAMConfig, IPAMPool, Mount
 
 from kchaos.harness.cluster.api import NodeHandle
 from kchaos.harness.cluster.config import DATA_DIR
+from kchaos.harness.cluster.procfs import stat_fields
 from kchaos.harness.cluster.topology import choose_subnets, gateway_ip, network_name
 from kchaos.harness.errors import ClusterError, SetupError
 from kchaos.harness.labels import labels_for
@@ -186,13 +187,8 @@ def jvm_pid(container: Container) -> int:
 
 def process_state(pid: int) -> str | None:
     """State letter of a host process (R, S, D, T, ...) from /proc; None when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the last ")"
-    rest = stat.rsplit(")", 1)[-1].split()
-    return rest[0] if rest else None
+    fields = stat_fields(pid)
+    return fields[0] if fields else None
 
 
 def send_signal(pid: int, sig: str | int) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 
 import requests
 
+from kchaos.harness.cluster.procfs import stat_fields
 from kchaos.harness.cluster.topology import run_dir
 from kchaos.harness.cluster.wait import Until, http_answers
 from kchaos.harness.errors import ClusterError, SetupError, WaitTimeout
@@ -224,8 +225,5 @@ def stop_leftover(home: Path) -> str | None:
 
 def _alive(pid: int) -> bool:
     """The process exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
+    fields = stat_fields(pid)
+    return fields is not None and fields[:1] != ["Z"]

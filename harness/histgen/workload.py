@@ -19,6 +19,25 @@ from kchaos.harness.histgen.sim import (
 from kchaos.harness.histgen.sim import inject as inject_one
 
 
+def _assign(g: Sim, consumers: int, shift: int) -> list[list[int]]:
+    """Deal the partitions round robin to the consumers (100, 101, ...), turned by
+    ``shift``; emit each consumer's ``assign`` line and return its partitions."""
+    nparts = len(g.parts)
+    assignment = [
+        [p for p in range(nparts) if (p + shift) % consumers == c] for c in range(consumers)
+    ]
+    for c in range(consumers):
+        g.emit(
+            {
+                "process": 100 + c,
+                "type": "ok",
+                "f": "assign",
+                "partitions": [[g.topic, p] for p in assignment[c]],
+            }
+        )
+    return assignment
+
+
 def run_workload(
     g: Sim,
     events: int,
@@ -36,7 +55,6 @@ def run_workload(
     inflight = [0] * producers
     counter = [0] * producers
     shift = 0
-    assignment = [[p for p in range(nparts) if p % consumers == c] for c in range(consumers)]
     flags: set[str] = set()
     last_read: dict[tuple[int, int], int] = {}
     # injections other than unseen happen in the middle, spaced out, on partitions
@@ -47,15 +65,7 @@ def run_workload(
     }
     fault_state: dict[str, Any] | None = None
     fault_no = 0
-    for c in range(consumers):
-        g.emit(
-            {
-                "process": 100 + c,
-                "type": "ok",
-                "f": "assign",
-                "partitions": [[g.topic, p] for p in assignment[c]],
-            }
-        )
+    assignment = _assign(g, consumers, shift)
     tick = 0
 
     def target_part() -> int:
@@ -177,21 +187,10 @@ def run_workload(
     def rebalance() -> None:
         nonlocal shift, assignment
         shift += 1
-        assignment = [
-            [p for p in range(nparts) if (p + shift) % consumers == c] for c in range(consumers)
-        ]
         for part in g.parts:  # a rebalance re-delivers a few records: a new stretch
             part.pos = max(0, part.pos - rng.randrange(0, 4))
         last_read.clear()
-        for c in range(consumers):
-            g.emit(
-                {
-                    "process": 100 + c,
-                    "type": "ok",
-                    "f": "assign",
-                    "partitions": [[g.topic, p] for p in assignment[c]],
-                }
-            )
+        assignment = _assign(g, consumers, shift)
 
     while g.index < events:
         tick += 1

@@ -121,17 +121,7 @@ def mvn_argv(
     out: Path,
     tools_version: str | None = None,
 ) -> list[str]:
-    argv = [
-        "mvn",
-        "-B",
-        "-q",
-        "-f",
-        str(pom),
-        f"-Dmaven.repo.local={repo}",
-        f"-Dkafka.version={version}",
-        "-P",
-        ",".join(profiles),
-    ]
+    argv = [*_maven(pom, repo), f"-Dkafka.version={version}", "-P", ",".join(profiles)]
     if tools_version is not None:
         argv.append(f"-Dkafka.tools.version={tools_version}")
     argv += ["dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={out}"]
@@ -140,16 +130,17 @@ def mvn_argv(
 
 def agent_argv(pom: Path, repo: Path, out: Path) -> list[str]:
     return [
-        "mvn",
-        "-B",
-        "-q",
-        "-f",
-        str(pom),
-        f"-Dmaven.repo.local={repo}",
+        *_maven(pom, repo),
         "dependency:copy",
         f"-Dartifact={JMX_AGENT}",
         f"-DoutputDirectory={out}",
     ]
+
+
+def _maven(pom: Path, repo: Path) -> list[str]:
+    """The start of every Maven command here: batch mode, quiet, ``pom``, local repository
+    ``repo``."""
+    return ["mvn", "-B", "-q", "-f", str(pom), f"-Dmaven.repo.local={repo}"]
 
 
 def fetch_jars(

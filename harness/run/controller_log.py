@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kchaos.harness.cluster.config import DATA_DIR, given_properties
 from kchaos.harness.errors import MetadataDumpError
 from kchaos.harness.run.metadata_records import convert, parse_dump, snapshot_to_read
 from kchaos.harness.run.record import record_step
@@ -38,7 +39,6 @@ from kchaos.harness.rundir.rundir import RunDir
 log = logging.getLogger(__name__)
 
 METADATA_DIR = "__cluster_metadata-0"
-DEFAULT_LOG_DIR = "/var/lib/kafka/data"  # harness.cluster.config.DATA_DIR
 # Loggers whose lines go to controller.log: the KRaft controller and the old ZK one.
 CONTROLLER_LOGGERS = ("org.apache.kafka.controller", "kafka.controller", "kafka.server.Controller")
 STATE_CHANGE_LOGGER = "state.change.logger"
@@ -55,15 +55,9 @@ _ENTRY_START = re.compile(r"^\[\d{4}-\d\d-\d\d")
 def metadata_dir(cluster: Any, node: Any) -> str:
     """The node's ``__cluster_metadata-0`` directory, from the properties the harness
     gives it: ``metadata.log.dir``, else the first of ``log.dirs`` (or ``log.dir``)."""
-    props: dict[str, str] = {}
-    try:
-        from kchaos.harness.cluster.config import node_properties
-
-        props = node_properties(cluster.spec, node.node_id, cluster.toxiproxy_ip)
-    except Exception:  # noqa: BLE001 - a cluster without a spec: the image's default
-        props = {}
+    props = given_properties(cluster, node)
     base = props.get("metadata.log.dir") or props.get("log.dirs") or props.get("log.dir")
-    first = (base or DEFAULT_LOG_DIR).split(",")[0].strip().rstrip("/")
+    first = (base or DATA_DIR).split(",")[0].strip().rstrip("/")
     return f"{first}/{METADATA_DIR}"
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from kchaos.harness.cluster.config import DATA_DIR, given_properties
 from kchaos.harness.run.record import record_step
 from kchaos.harness.run.replica_dump import parse_segments, partition_of
 from kchaos.harness.rundir.names import REPLICAS_JSONL
@@ -43,7 +44,6 @@ from kchaos.harness.rundir.rundir import RunDir
 log = logging.getLogger(__name__)
 
 FORMAT = 1
-DEFAULT_LOG_DIR = "/var/lib/kafka/data"  # harness.cluster.config.DATA_DIR
 CHECKPOINT = "replication-offset-checkpoint"
 TOOL = "kafka-dump-log.sh --deep-iteration --print-data-log"
 # $1: the files, comma-separated. The payload is cut after the first "|" (the value and
@@ -60,14 +60,8 @@ _DUMP = (
 
 def log_dirs(cluster: Any, node: Any) -> list[str]:
     """The broker's log dirs, from the properties the harness gives it."""
-    props: dict[str, str] = {}
-    try:
-        from kchaos.harness.cluster.config import node_properties
-
-        props = node_properties(cluster.spec, node.node_id, cluster.toxiproxy_ip)
-    except Exception:  # noqa: BLE001 - a cluster without a spec: the image's default
-        props = {}
-    raw = props.get("log.dirs") or props.get("log.dir") or DEFAULT_LOG_DIR
+    props = given_properties(cluster, node)
+    raw = props.get("log.dirs") or props.get("log.dir") or DATA_DIR
     return [d.strip().rstrip("/") for d in raw.split(",") if d.strip()]
 
 

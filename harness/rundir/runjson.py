@@ -15,18 +15,17 @@ and shown unchanged.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
 from kchaos.harness.errors import HistoryError, shown
+from kchaos.harness.paths import packaged_schema
 from kchaos.harness.rundir.files import jsonable, read_object, write_json
 from kchaos.harness.rundir.names import RUN_JSON
 
@@ -56,9 +55,7 @@ KAFKA_DEFAULT_BROKER_SESSION_TIMEOUT_MS = 9_000
 @functools.cache
 def schema() -> dict[str, Any]:
     """The published JSON Schema of run.json."""
-    text = resources.files("kchaos.harness").joinpath("schema/run.schema.json").read_text()
-    loaded: dict[str, Any] = json.loads(text)
-    return loaded
+    return packaged_schema("run.schema.json")
 
 
 @dataclass(frozen=True)

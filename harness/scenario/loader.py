@@ -8,11 +8,9 @@ field; the CLI prints it as one line, without a traceback.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ import jsonschema
 
 from kchaos.faults.base import NO_TARGET, takes_no_target
 from kchaos.harness.errors import ConfigError
+from kchaos.harness.paths import packaged_schema
 from kchaos.harness.rundir.tickets import KNOWN_BUG_TAG, Ticket
 from kchaos.harness.scenario import plan
 from kchaos.harness.scenario.checks import semantic_checks
@@ -52,9 +51,7 @@ _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 @functools.cache
 def schema() -> dict[str, Any]:
     """The published JSON Schema of scenario files."""
-    text = resources.files("kchaos.harness").joinpath("schema/scenario.schema.json").read_text()
-    loaded: dict[str, Any] = json.loads(text)
-    return loaded
+    return packaged_schema("scenario.schema.json")
 
 
 def parse_duration(value: Any) -> float:

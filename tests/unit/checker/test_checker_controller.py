@@ -21,6 +21,17 @@ def _base(h: H, values: list[str]) -> None:
         h.send(v, 0, i)
 
 
+def _one_write(sampled_isr: list[int] | None = None) -> H:
+    """A history of one acknowledged write, "a" at offset 0 of partition 0, that the drain
+    read back; with ``sampled_isr``, after a metadata sample of partition 0 (leader 1)."""
+    h = H()
+    if sampled_isr is not None:
+        h.meta(0, 1, sampled_isr)
+    _base(h, ["a"])
+    h.drain_all(0, ["a"])
+    return h
+
+
 def test_clean_election_from_the_record_overrides_a_misleading_sample(tmp_path: Path) -> None:
     h = H()
     h.meta(0, 1, [1], min_insync=1)  # the samples missed the ISR that held 2 at its election
@@ -39,10 +50,7 @@ def test_clean_election_from_the_record_overrides_a_misleading_sample(tmp_path: 
 
 
 def test_isr_shrinks_are_attributed_to_the_leader_or_the_controller(tmp_path: Path) -> None:
-    h = H()
-    h.meta(0, 1, [1, 2, 3])
-    _base(h, ["a"])
-    h.drain_all(0, ["a"])
+    h = _one_write(sampled_isr=[1, 2, 3])
     c = C()
     c.broker(0, 2, 5)
     c.broker(0, 3, 6)
@@ -61,10 +69,7 @@ def test_isr_shrinks_are_attributed_to_the_leader_or_the_controller(tmp_path: Pa
 
 
 def test_a_fence_later_in_the_same_batch_explains_the_shrink(tmp_path: Path) -> None:
-    h = H()
-    h.meta(0, 1, [1, 2, 3])
-    _base(h, ["a"])
-    h.drain_all(0, ["a"])
+    h = _one_write(sampled_isr=[1, 2, 3])
     c = C()
     c.broker(0, 1, 5)
     c.part(0, 1, [1, 2, 3])
@@ -77,10 +82,7 @@ def test_a_fence_later_in_the_same_batch_explains_the_shrink(tmp_path: Path) -> 
 
 
 def test_a_replica_reassigned_away_left_the_isr_by_the_controllers_hand(tmp_path: Path) -> None:
-    h = H()
-    h.meta(0, 1, [1, 2, 3])
-    _base(h, ["a"])
-    h.drain_all(0, ["a"])
+    h = _one_write(sampled_isr=[1, 2, 3])
     c = C()
     c.part(0, 1, [1, 2, 3])
     c.part(1 * S, 1, [1, 2], epoch=1, replicas=[1, 2])  # 3 moved off the partition
@@ -98,10 +100,7 @@ def _fresh(tmp_path: Path, name: str) -> Path:
 
 
 def test_unclean_election_the_samples_never_saw(tmp_path: Path) -> None:
-    h = H()
-    h.meta(0, 1, [1, 2, 3])
-    _base(h, ["a"])
-    h.drain_all(0, ["a"])
+    h = _one_write(sampled_isr=[1, 2, 3])
     c = C()
     c.part(0, 1, [1, 2, 3])
     c.part(1 * S, 1, [1], epoch=1)
@@ -116,9 +115,7 @@ def test_unclean_election_the_samples_never_saw(tmp_path: Path) -> None:
 
 
 def test_recovering_marks_an_election_unclean_even_from_the_isr(tmp_path: Path) -> None:
-    h = H()
-    _base(h, ["a"])
-    h.drain_all(0, ["a"])
+    h = _one_write()
     c = C()
     c.part(0, 1, [1, 2])
     c.part(S, 2, [2], epoch=1, recovering=True)
@@ -127,9 +124,7 @@ def test_recovering_marks_an_election_unclean_even_from_the_isr(tmp_path: Path) 
 
 
 def test_elr_member_is_a_clean_leader(tmp_path: Path) -> None:
-    h = H()
-    _base(h, ["a"])
-    h.drain_all(0, ["a"])
+    h = _one_write()
     c = C()
     c.part(0, 1, [1, 2, 3])
     c.part(S, -1, [], elr=[2, 3], epoch=1)
@@ -141,9 +136,7 @@ def test_elr_member_is_a_clean_leader(tmp_path: Path) -> None:
 
 
 def test_last_known_leader_election_is_reported_not_invalid(tmp_path: Path) -> None:
-    h = H()
-    _base(h, ["a"])
-    h.drain_all(0, ["a"])
+    h = _one_write()
     c = C()
     c.part(0, 1, [1, 2, 3])
     c.part(S, -1, [], lke=[2], epoch=1)
@@ -162,9 +155,7 @@ def test_last_known_leader_election_is_reported_not_invalid(tmp_path: Path) -> N
 
 
 def test_unclean_election_where_enabled_is_reported_but_allowed(tmp_path: Path) -> None:
-    h = H()
-    _base(h, ["a"])
-    h.drain_all(0, ["a"])
+    h = _one_write()
     c = C()
     c.part(0, 1, [1])
     c.part(S, -1, [1], epoch=1)
@@ -183,9 +174,7 @@ def test_unclean_election_where_enabled_is_reported_but_allowed(tmp_path: Path) 
 
 
 def test_first_line_of_a_partition_is_not_an_election(tmp_path: Path) -> None:
-    h = H()
-    _base(h, ["a"])
-    h.drain_all(0, ["a"])
+    h = _one_write()
     c = C()
     c.part(0, 3, [3])
     c.part(0, 2, [2, 3], partition=1)
@@ -244,9 +233,7 @@ def test_partition_absent_from_the_record_falls_back_to_samples(tmp_path: Path) 
 
 
 def test_run_directory_with_controller_record_writes_results(tmp_path: Path) -> None:
-    h = H()
-    _base(h, ["a"])
-    h.drain_all(0, ["a"])
+    h = _one_write()
     h.write(tmp_path / "history.jsonl")
     c = C()
     c.part(0, 1, [1, 2])
@@ -258,39 +245,22 @@ def test_run_directory_with_controller_record_writes_results(tmp_path: Path) -> 
     assert data["stats"]["controller"]["partitions"] == 1
 
 
+# a controller.jsonl partition line and broker line, each short of the fields a case adds
+_PART = {"offset": 5, "time": 0, "type": "partition", "topic": "t", "partition": 0}
+_BROKER = {"offset": 5, "time": 0, "type": "broker", "broker": 1}
+
+
 @pytest.mark.parametrize(
     ("line", "field"),
     [
-        ({"offset": 5, "time": 0, "type": "partition", "topic": "t", "partition": 0}, "leader"),
-        (
-            {
-                "offset": 5,
-                "time": 0,
-                "type": "partition",
-                "topic": "t",
-                "partition": 0,
-                "leader": 1,
-                "isr": "1,2",
-            },
-            "isr",
-        ),
-        (
-            {
-                "offset": 5,
-                "time": 0,
-                "type": "partition",
-                "topic": "t",
-                "partition": -1,
-                "leader": 1,
-                "isr": [1],
-            },
-            "partition",
-        ),
-        ({"offset": 5, "time": 0, "type": "broker", "broker": "one"}, "broker"),
-        ({"offset": 5, "time": 0, "type": "broker", "broker": 1, "fenced": "yes"}, "fenced"),
-        ({"offset": 5, "time": -1.5, "type": "broker", "broker": 1}, "time"),
-        ({"offset": 1, "time": 0, "type": "broker", "broker": 1}, "offset"),
-        ({"time": 0, "type": "broker", "broker": 1}, "offset"),
+        (_PART, "leader"),
+        ({**_PART, "leader": 1, "isr": "1,2"}, "isr"),
+        ({**_PART, "partition": -1, "leader": 1, "isr": [1]}, "partition"),
+        ({**_BROKER, "broker": "one"}, "broker"),
+        ({**_BROKER, "fenced": "yes"}, "fenced"),
+        ({**_BROKER, "time": -1.5}, "time"),
+        ({**_BROKER, "offset": 1}, "offset"),
+        ({k: v for k, v in _BROKER.items() if k != "offset"}, "offset"),
     ],
 )
 def test_malformed_line_is_bad_input_naming_file_line_field(
@@ -322,9 +292,7 @@ def test_check_cli_exits_3_on_a_bad_controller_record(
 ) -> None:
     from kchaos.harness.cli import main
 
-    h = H()
-    _base(h, ["a"])
-    h.drain_all(0, ["a"])
+    h = _one_write()
     h.write(tmp_path / "history.jsonl")
     (tmp_path / "controller.jsonl").write_bytes(b'{"offset": 1, "time": 0, "type": 7}\n')
     with pytest.raises(SystemExit) as done:

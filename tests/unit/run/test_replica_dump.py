@@ -125,6 +125,21 @@ class FakeCluster:
         return 0, FIXTURE.read_text()
 
 
+def test_log_dirs_are_the_ones_the_harness_gives_the_broker() -> None:
+    from kchaos.harness.cluster.spec import ClusterSpec
+
+    class WithSpec:
+        toxiproxy_ip = "10.0.0.2"
+
+        def __init__(self, props: dict[str, str]) -> None:
+            self.spec = ClusterSpec(brokers=1, server_properties=props)
+
+    node = Node(1, "broker-1")
+    assert replicas.log_dirs(WithSpec({}), node) == ["/var/lib/kafka/data"]
+    assert replicas.log_dirs(WithSpec({"log.dirs": "/a/, /b"}), node) == ["/a", "/b"]
+    assert replicas.log_dirs(FakeCluster(), node) == ["/var/lib/kafka/data"]  # no spec
+
+
 def test_replicas_jsonl_has_a_line_per_broker_and_batch(tmp_path: Path) -> None:
     cluster = FakeCluster()
     summary = replicas.write_replicas(cluster, tmp_path, ["ctl"])

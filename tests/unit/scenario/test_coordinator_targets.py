@@ -6,19 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from scenario_variants import assert_refused_at_target, variant
 
-from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.anomalies import KINDS
 from kchaos.harness.scenario import library
 from kchaos.harness.scenario.loader import load_scenario
-
-
-def variant(tmp_path: Path, old: str, new: str) -> Path:
-    text = library.resolve("txn-coordinator-failover").read_text()
-    assert old in text
-    path = tmp_path / "s.yaml"
-    path.write_text(text.replace(old, new))
-    return path
 
 
 def test_the_library_scenario_resolves_its_coordinators() -> None:
@@ -49,10 +41,7 @@ def test_the_library_scenario_resolves_its_coordinators() -> None:
 def test_a_coordinator_no_worker_has_is_refused_with_file_line_and_field(
     tmp_path: Path, old: str, new: str, needle: str
 ) -> None:
-    with pytest.raises(ConfigError) as err:
-        load_scenario(variant(tmp_path, old, new))
-    assert needle in str(err.value)
-    assert err.value.line is not None and "target" in str(err.value.field)
+    assert_refused_at_target(variant(tmp_path, "txn-coordinator-failover", old, new), needle)
 
 
 def test_the_published_schema_names_every_anomaly_kind() -> None:

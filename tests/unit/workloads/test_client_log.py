@@ -8,6 +8,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from kchaos.workloads import client_log, confluent_client
+from kchaos.workloads.confluent_txn import txn_producer_config
 from kchaos.workloads.spec import ProducerSpec
 
 
@@ -19,6 +20,9 @@ def test_debug_config_routes_librdkafka_log_through_the_kchaos_logger():
     assert "logger" not in confluent_client.producer_config("127.0.0.1:1", ProducerSpec(), "p1")
     consumer = confluent_client.consumer_config("127.0.0.1:1", None, None, "c1", {"debug": "fetch"})
     assert consumer["logger"] is client_log.LIBRDKAFKA_LOG
+    txn = txn_producer_config("127.0.0.1:1", "t-1", 10000, "t1", {"debug": "eos"})
+    assert txn["logger"] is client_log.LIBRDKAFKA_LOG and txn["debug"] == "eos"
+    assert "logger" not in txn_producer_config("127.0.0.1:1", "t-1", 10000, "t1", {})
 
 
 def test_a_real_librdkafka_debug_log_is_written_to_the_file(tmp_path: Path, capfd):

@@ -6,6 +6,7 @@ The second is raised here the way the C extension raises it (``PyErr_SetObject``
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -40,3 +41,30 @@ def test_other_errors_and_results_pass_through() -> None:
     assert kafka_call(lambda a, b: a + b, 2, 3) == 5
     with pytest.raises(BufferError):
         kafka_call(lambda: (_ for _ in ()).throw(BufferError("queue full")))
+
+
+class FailingProducer:
+    """librdkafka's transactional calls, each failing as ``fail`` does."""
+
+    def __init__(self, fail: Callable[[], None]) -> None:
+        self.fail = fail
+
+    def __getattr__(self, name: str) -> object:
+        return lambda *args: self.fail()
+
+
+@pytest.mark.parametrize("call", ["init", "begin", "send_offsets", "commit", "abort"])
+def test_every_transactional_call_raises_librdkafkas_errors_as_txn_errors(call: str) -> None:
+    from kchaos.workloads.confluent_txn import ConfluentTxnProducer
+
+    args = {"init": (1.0,), "begin": (), "send_offsets": ([("t", 0, 5)], None, 1.0)}
+    producer = ConfluentTxnProducer.__new__(ConfluentTxnProducer)
+
+    def state() -> None:
+        raise KafkaException(KafkaError(KafkaError._STATE, "not ready"))
+
+    for fail, name in ((state, "STATE"), (lambda: raise_bare(FENCED), "FENCED")):
+        producer._producer = FailingProducer(fail)
+        with pytest.raises(TxnError) as caught:
+            getattr(producer, call)(*args.get(call, (1.0,)))
+        assert caught.value.name == name

@@ -7,7 +7,10 @@ from __future__ import annotations
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.spec import CopierSpec, TxnSpec
@@ -78,17 +81,33 @@ def test_a_crashed_child_leaves_info_and_is_restarted_with_the_next_number(
     assert (tmp_path / "logs" / "txn-7.log").exists()
 
 
-def test_stop_kills_a_child_that_does_not_finish(tmp_path: Path) -> None:
+def _txn_line(typ: str) -> str:
+    """Python source that prints the child's line of type ``typ`` for its transaction 7-0."""
+    line = {"process": 7, "type": typ, "f": "txn", "txn": "7-0", "sends": []}
+    return f"print(json.dumps({line!r}), flush=True)\n"
+
+
+StartChild = Callable[[ListSink, str], TxnProcessWorker]
+
+
+@pytest.fixture
+def started_child(eventually: Callable[..., None]) -> StartChild:
+    """``started_child(sink, rest)``: a started worker whose child invokes transaction 7-0
+    and then runs ``rest`` (Python source), returned once the invoke is in ``sink``."""
+
+    def start(sink: ListSink, rest: str) -> TxnProcessWorker:
+        script = "import json, sys, time\n" + _txn_line("invoke") + rest
+        worker = TxnProcessWorker(config(), sink, command=lambda c: [sys.executable, "-c", script])
+        worker.start()
+        eventually(lambda: bool(sink.events), "the child's first line", timeout=20)
+        return worker
+
+    return start
+
+
+def test_stop_kills_a_child_that_does_not_finish(started_child: StartChild) -> None:
     sink = ListSink()
-    hang = "import sys, time, json\n" + (
-        'print(json.dumps({"process": 7, "type": "invoke", "f": "txn", "txn": "7-0",'
-        ' "sends": []}), flush=True)\ntime.sleep(60)'
-    )
-    worker = TxnProcessWorker(config(), sink, command=lambda c: [sys.executable, "-c", hang])
-    worker.start()
-    end = time.monotonic() + 20
-    while time.monotonic() < end and not sink.events:
-        time.sleep(0.05)
+    worker = started_child(sink, "time.sleep(60)")
     began = time.monotonic()
     worker.stop(1.0)
     assert time.monotonic() - began < 10
@@ -99,22 +118,12 @@ def test_stop_kills_a_child_that_does_not_finish(tmp_path: Path) -> None:
     assert worker.restarts == 0
 
 
-def test_stop_continues_a_child_a_fault_stopped(tmp_path: Path) -> None:
+def test_stop_continues_a_child_a_fault_stopped(started_child: StartChild) -> None:
     import os
     import signal
 
     sink = ListSink()
-    waits = "import sys, json\n" + (
-        'print(json.dumps({"process": 7, "type": "invoke", "f": "txn", "txn": "7-0",'
-        ' "sends": []}), flush=True)\nsys.stdin.readline()\n'
-        'print(json.dumps({"process": 7, "type": "ok", "f": "txn", "txn": "7-0",'
-        ' "sends": []}), flush=True)'
-    )
-    worker = TxnProcessWorker(config(), sink, command=lambda c: [sys.executable, "-c", waits])
-    worker.start()
-    end = time.monotonic() + 20
-    while time.monotonic() < end and not sink.events:
-        time.sleep(0.05)
+    worker = started_child(sink, "sys.stdin.readline()\n" + _txn_line("ok"))
     assert worker.open_transactions() == ["7-0"]
     assert worker.pid is not None
     os.kill(worker.pid, signal.SIGSTOP)
