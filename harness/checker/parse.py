@@ -209,6 +209,8 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                 m: dict[int, int] = {}
                 dm: dict[int, int] = {}
                 last = -1
+                # 1.2: the transaction values a read_committed poll got
+                rc = proc in read_committed and bool(txn_of)
                 for rec in records:
                     try:
                         t = rec["topic"]
@@ -234,6 +236,8 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                     vid = vget(v)
                     if vid is None:
                         vid = new_value(v)
+                    if rc and vid in txn_of:
+                        rc_read.add(vid)
                     old = m.get(off)
                     if old is None:
                         m[off] = vid
@@ -260,11 +264,8 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                     last = off
                 if tp >= 0:
                     stretch[tp] = last
-                if txn_of and proc in read_committed:  # 1.2: what a read_committed poll got
-                    for rec in records:
-                        vid = vget(rec["value"])
-                        if vid in txn_of:
-                            rc_read.add(vid)
+            elif f == F_TXN:  # 1.2; as frequent as sends in a transactional history
+                txn(facts, where.at(no), ev, proc, typ)
             elif f == F_DRAIN:
                 if typ != "ok":
                     continue
@@ -307,8 +308,12 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                             first[vid] = packed
                         elif r != packed:
                             place(vid, packed)
-                        if dtp[vid] != tp:
-                            drained_in(vid, tp)
+                        d = dtp[vid]
+                        if d != tp:
+                            if d == -1:  # the usual case of Facts.drained_in, inlined
+                                dtp[vid] = tp
+                            else:
+                                drained_in(vid, tp)
                         other = pm.get(off)
                         if other is not None and other != vid:
                             read_conflicts.setdefault(packed, {other}).add(vid)
@@ -317,6 +322,8 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                         read_conflicts.setdefault(packed, {old}).add(vid)
                         place(vid, packed)
                         drained_in(vid, tp)
+            elif f == F_TXN_INIT:
+                txn_init(facts, where.at(no), ev, proc, typ)
             elif f == F_METADATA:
                 if typ != "ok":
                     continue
@@ -370,10 +377,6 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                     facts.epoch_counts.append([0, 0, 0])
                     facts.epoch_latency.append(array("q"))
                 n_fault += 1
-            elif f == F_TXN:
-                txn(facts, where.at(no), ev, proc, typ)
-            elif f == F_TXN_INIT:
-                txn_init(facts, where.at(no), ev, proc, typ)
             elif type(f) is not str:
                 where.at(no).expect(ev, "f", str)
     except OverflowError:  # a 64-bit number that a position or an array cannot hold

@@ -95,6 +95,14 @@ class TxnLog:
         end = self.ends.get(pos)
         return OPEN if end is None else end.outcome
 
+    def outcomes(self) -> list[str]:
+        """Every transaction's outcome, by position (one pass: the checkers' loops over
+        all values index this instead of calling :meth:`outcome` per value)."""
+        out = [OPEN] * len(self.txns)
+        for pos, end in self.ends.items():
+            out[pos] = end.outcome
+        return out
+
     def value_outcome(self, vid: int) -> str | None:
         """The outcome of the transaction ``vid`` belongs to (None: not a txn value)."""
         pos = self.txn_of.get(vid)
