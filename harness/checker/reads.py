@@ -80,22 +80,10 @@ def find_uncommitted(facts: Facts) -> dict[int, tuple[int, int]]:
             continue
         lso = end.log_start_offset
         blind = range(end.readable_end, end.high_watermark)  # above a stuck stable offset
-        # only the (offset, value) pairs the drain does not hold there (a C-speed set
-        # difference; with transactions, every aborted value a read_uncommitted reader got)
-        at: dict[int, int] = {}
-        several = False
-        for off, vid in pm.items() - dm.items():
-            if off >= lso and off not in blind and not facts.in_drain(vid, tp):
-                several = several or vid in at
-                at[vid] = off
-        if several:  # a value read at two such offsets: the first one read is named
-            at = {}
-            for off, vid in pm.items():
-                if off >= lso and dm.get(off) != vid and off not in blind:
-                    if not facts.in_drain(vid, tp):
-                        at.setdefault(vid, off)
-        for vid, off in at.items():
-            found.setdefault(vid, (tp, off))
+        dget = dm.get
+        for off, vid in pm.items():
+            if off >= lso and dget(off) != vid and not facts.in_drain(vid, tp) and off not in blind:
+                found.setdefault(vid, (tp, off))
     for tp, off, vid in facts.poll_conflicts:
         end = facts.drain_ends.get(tp)
         if (

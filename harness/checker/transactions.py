@@ -138,9 +138,7 @@ def _value_example(facts: Facts, log: TxnLog, vid: int) -> dict[str, Any]:
     return _example(log.txns[pos], log, pos, value=facts.value_list[vid], **where)
 
 
-def _values(
-    facts: Facts, log: TxnLog, places: Places, outcome_of: list[str], found: Found
-) -> None:
+def _values(facts: Facts, log: TxnLog, places: Places, outcome_of: list[str], found: Found) -> None:
     """lost-write, unseen and aborted-read of single transaction values."""
     drain_rc = log.drain_read_committed
     txns, rc_read = log.txns, log.rc_read
@@ -248,8 +246,9 @@ def _eos(
     def committed(vids: list[int]) -> list[int]:
         return [v for v in vids if places_of[v] == IN and outcome_of[txn_of[v]] != FAIL]
 
+    got_of = {key: committed(vids) for key, vids in copies.items()}
     # keys are distinct, and so are their texts: filtering before sorting keeps the order
-    dups = [(key, got) for key, vids in copies.items() if len(got := committed(vids)) >= 2]
+    dups = [(key, got) for key, got in got_of.items() if len(got) >= 2]
     for (_group, source), got in sorted(dups, key=lambda kv: str(kv[0])):
         t = txns[txn_of[got[0]]]
         ex = _copy_example(facts, log, source, got)
@@ -272,10 +271,10 @@ def _eos(
     # partition's completed drain, from the first offset the group consumed there
     first: dict[tuple[str, str, int], int] = {}
     inputs: dict[tuple[str, str, int], dict[int, str]] = defaultdict(dict)
-    for t in log.txns:
+    for t in txns:
+        if not t.consumed or t.group is None:
+            continue
         for c in t.consumed:
-            if t.group is None:
-                continue
             key = (t.group, c.topic, c.partition)
             first[key] = min(first.get(key, c.offset), c.offset)
             inputs[key][c.offset] = c.value
@@ -294,7 +293,7 @@ def _eos(
             if off >= nxt:
                 continue
             vids = copies.get((group, source), [])
-            if committed(vids):
+            if got_of.get((group, source)):
                 judged += 1
                 continue
             live = [v for v in vids if outcome_of[txn_of[v]] != FAIL]

@@ -175,7 +175,7 @@ def _complete(facts: Facts, where: Where, ev: dict[str, Any], typ: str, txn_id: 
     if type(sends) is not list:
         if "sends" not in ev:
             return
-        where.expect(ev, "sends", list)
+        sends = where.expect(ev, "sends", list)  # raises: present but not a list
     vget, tp_ids, txn_of = facts.values.get, facts.tp_ids, log.txn_of
     ack_tp, ack_off, acked_vid = facts.ack_tp, facts.ack_off, facts.acked_vid
     for send in sends:
