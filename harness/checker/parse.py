@@ -10,7 +10,6 @@ standard json module's parsing alone.
 
 from __future__ import annotations
 
-import gc
 from array import array
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from kchaos.harness.checker.facts import (
     DrainEnd,
     Facts,
 )
+from kchaos.harness.checker.nogc import paused_gc
 from kchaos.harness.checker.txnfacts import READ_COMMITTED
 from kchaos.harness.checker.txnparse import isolation, txn, txn_init
 from kchaos.harness.checker.validate import Where, bad_record, metadata, record_fault
@@ -49,21 +49,11 @@ _TYPES = TYPES
 
 
 def read_history(path: str | Path) -> Facts:
-    """Read and validate ``path`` into :class:`Facts` in one pass.
-
-    The cyclic garbage collector is paused during the pass: the pass makes no reference
-    cycles (parsed lines are freed by reference counting), yet every few hundred of its
-    allocations would start a collection that walks the ever larger set of records it
-    keeps (a transactional history's transactions above all) for nothing.
-    """
+    """Read and validate ``path`` into :class:`Facts` in one pass (the cyclic garbage
+    collector paused: see :mod:`.nogc`)."""
     name = str(path)
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         facts = _read(path, name, Where(name))
-    finally:
-        if paused:
-            gc.enable()
     facts.trim()
     return facts
 

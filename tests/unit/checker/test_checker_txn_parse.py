@@ -1,10 +1,12 @@
 """The history pass's reading of ``txn`` lines: the paths its fast loop takes (a missing
 or null field, an id from the process's ``txn-init``, a value repeated within one
-transaction, more values than one block of the per-value arrays) and the narrow and wide
-gaps a transactional reader leaves, which the ordering checker judges two ways."""
+transaction, more values than one block of the per-value arrays), the narrow and wide
+gaps a transactional reader leaves, which the ordering checker judges two ways, and the
+garbage collector's pause during a check."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from txn_hist import TH
 
 from kchaos.harness.checker import check_history
 from kchaos.harness.checker.facts import FAIL, OK, TXN_OPEN
+from kchaos.harness.checker.nogc import paused_gc
 from kchaos.harness.checker.parse import read_history
 from kchaos.harness.errors import HistoryError
 
@@ -161,3 +164,41 @@ def test_poll_skip_over_narrow_and_wide_gaps(
     ex = r.anomalies["poll-skip"].examples[0]
     assert ex["skipped_offsets"] == skipped and ex["offset"] == skipped[0]
     assert ex["skipped_count"] == len([o for o in held if 0 < o < poll_to])
+
+
+# -- the cyclic collector is paused during a check and restored after -----------------------
+
+
+def test_paused_gc_restores_the_collector_also_on_error_and_when_nested() -> None:
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+        with paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner block found it paused: leaves it so
+    assert gc.isenabled()
+    with pytest.raises(ValueError), paused_gc():
+        raise ValueError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()  # disabled by the caller before: not turned on
+    finally:
+        gc.enable()
+
+
+def test_a_check_leaves_the_collector_enabled_after_a_verdict_and_after_bad_input(
+    tmp_path: Path,
+) -> None:
+    h = TH()
+    h.init(1, "tid-a")
+    h.begin(1, "x", "tid-a", ("t", "a-0"))
+    h.end(1, "x", "ok", ("t", 0, 0, "a-0"))
+    h.drain_tp("t", 0, [(0, "a-0")], 2)
+    assert h.check(tmp_path).valid is True and gc.isenabled()
+    h.end(1, "nope", "ok")
+    with pytest.raises(HistoryError):
+        check_history(h.write(tmp_path / "bad.jsonl"))
+    assert gc.isenabled()
