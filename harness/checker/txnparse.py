@@ -107,6 +107,8 @@ def _invoke(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, txn_id: s
     inv_index, inv_time, topic_col = facts.inv_index, facts.inv_time, facts.topic
     topic_ids = facts.topic_ids
     read_only, txn_open = fx.READ_ONLY, fx.TXN_OPEN
+    last_topic: str | None = None
+    topic_no = -1
     for send in sends:
         try:
             topic = send["topic"]
@@ -133,8 +135,11 @@ def _invoke(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, txn_id: s
         status[vid] = txn_open
         inv_index[vid] = index
         inv_time[vid] = time
-        tid_col = topic_ids.get(topic)
-        topic_col[vid] = facts.topic_id(topic) if tid_col is None else tid_col
+        if topic != last_topic:  # a transaction's sends mostly share their topic
+            known = topic_ids.get(topic)
+            topic_no = facts.topic_id(topic) if known is None else known
+            last_topic = topic
+        topic_col[vid] = topic_no
         txn_of[vid] = pos
         vids.append(vid)
         if "partition" in send:  # the producer chose the partition itself
