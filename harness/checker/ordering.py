@@ -31,9 +31,13 @@ def check_ordering(facts: Facts, config: RunConfig) -> CheckOutcome:
         if end is None:
             unjudged += 1
             continue
-        if off - prev <= _NARROW:
-            # most gaps are narrow (a transaction's control marker, an aborted record):
-            # look the few offsets up instead of searching the sorted drain
+        width = off - prev
+        if width == 2:  # one offset jumped over: most often a transaction's control marker
+            if prev + 1 not in drained[tp]:
+                continue
+        elif width <= _NARROW:
+            # a narrow gap (markers, aborted records): look its few offsets up instead of
+            # searching the sorted drain
             dm = drained[tp]
             for o in range(prev + 1, off):
                 if o in dm:

@@ -145,6 +145,8 @@ def _gap_history(held: list[int], poll_to: int) -> H:
 @pytest.mark.parametrize(
     ("held", "poll_to", "skipped"),
     [
+        ([0, 1, 2], 2, [1]),  # one offset jumped over, held
+        ([0, 2], 2, None),  # one offset jumped over, not held (a control marker)
         ([0, 3, 4], 4, [3]),  # narrow: only the last offset before it is held
         ([0, 4], 4, None),  # narrow: nothing held in between
         ([0, 9, 20], 20, [9]),  # wide
