@@ -1,8 +1,10 @@
 """The history pass's reading of version 1.2 lines: ``txn-init``, ``txn``, isolation.
 
 Each function validates one line and records it in :class:`~.facts.Facts`; bad input
-raises HistoryError naming file, line and field, like the rest of the pass. These lines
-are rare next to sends and polls, so clarity wins over speed here.
+raises HistoryError naming file, line and field, like the rest of the pass. In a
+transactional history ``txn`` lines are as many as sends are in a plain one, so their
+invoke and completion are written like the pass's own loop (locals, the generic field
+checks only once something is wrong); ``txn-init`` and isolation are rare and plain.
 """
 
 from __future__ import annotations
