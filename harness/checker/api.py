@@ -22,6 +22,7 @@ from kchaos.harness.checker.fencing import check_fencing
 from kchaos.harness.checker.isr import check_isr
 from kchaos.harness.checker.leaderlog import LeaderLog, load_leader_log
 from kchaos.harness.checker.model import MAX_EXAMPLES, Anomaly, CheckOutcome, Results, combine
+from kchaos.harness.checker.nogc import paused_gc
 from kchaos.harness.checker.ordering import check_ordering
 from kchaos.harness.checker.parse import read_history
 from kchaos.harness.checker.reads import check_reads
@@ -153,7 +154,18 @@ def check_history(
 ) -> Results:
     """Check one history file (raises HistoryError when it or the controller's record
     cannot be read). ``controller`` is a controller.jsonl; by default the one beside the
-    history, where there is one."""
+    history, where there is one. The cyclic garbage collector is paused meanwhile (see
+    :mod:`.nogc`)."""
+    with paused_gc():
+        return _check_history(path, run_config, checkers, controller)
+
+
+def _check_history(
+    path: str | Path,
+    run_config: RunConfig | None,
+    checkers: Sequence[str] | None,
+    controller: str | Path | None,
+) -> Results:
     started = time.perf_counter()
     facts = read_history(path)
     if controller is None:

@@ -25,6 +25,7 @@ from kchaos.harness.checker.facts import (
     DrainEnd,
     Facts,
 )
+from kchaos.harness.checker.nogc import paused_gc
 from kchaos.harness.checker.txnfacts import READ_COMMITTED
 from kchaos.harness.checker.txnparse import isolation, txn, txn_init
 from kchaos.harness.checker.validate import Where, bad_record, metadata, record_fault
@@ -48,9 +49,11 @@ _TYPES = TYPES
 
 
 def read_history(path: str | Path) -> Facts:
-    """Read and validate ``path`` into :class:`Facts` in one pass."""
+    """Read and validate ``path`` into :class:`Facts` in one pass (the cyclic garbage
+    collector paused: see :mod:`.nogc`)."""
     name = str(path)
-    facts = _read(path, name, Where(name))
+    with paused_gc():
+        facts = _read(path, name, Where(name))
     facts.trim()
     return facts
 
@@ -74,6 +77,7 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
     epoch_counts, epoch_latency = facts.epoch_counts, facts.epoch_latency
     acked_vid = facts.acked_vid
     read_conflicts = facts.read_conflicts
+    gap = facts.gaps.append  # a transactional reader's polls jump over every control marker
     place, drained_in, new_value = facts.place, facts.drained_in, facts.new_value
     pending_poll: dict[Any, int] = {}
     read_committed: set[Any] = set()  # processes whose last assign was read_committed
@@ -209,6 +213,8 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                 m: dict[int, int] = {}
                 dm: dict[int, int] = {}
                 last = -1
+                # 1.2: the transaction values a read_committed poll got
+                rc = proc in read_committed and bool(txn_of)
                 for rec in records:
                     try:
                         t = rec["topic"]
@@ -234,6 +240,8 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                     vid = vget(v)
                     if vid is None:
                         vid = new_value(v)
+                    if rc and vid in txn_of:
+                        rc_read.add(vid)
                     old = m.get(off)
                     if old is None:
                         m[off] = vid
@@ -256,15 +264,12 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                         if off <= last:
                             facts.backwards.append((proc, tp, last, off, index))
                         elif off != last + 1:
-                            facts.gaps.append((proc, tp, last, off, index))
+                            gap((proc, tp, last, off, index))
                     last = off
                 if tp >= 0:
                     stretch[tp] = last
-                if txn_of and proc in read_committed:  # 1.2: what a read_committed poll got
-                    for rec in records:
-                        vid = vget(rec["value"])
-                        if vid in txn_of:
-                            rc_read.add(vid)
+            elif f == F_TXN:  # 1.2; as frequent as sends in a transactional history
+                txn(facts, where.at(no), ev, proc, typ)
             elif f == F_DRAIN:
                 if typ != "ok":
                     continue
@@ -307,8 +312,12 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                             first[vid] = packed
                         elif r != packed:
                             place(vid, packed)
-                        if dtp[vid] != tp:
-                            drained_in(vid, tp)
+                        d = dtp[vid]
+                        if d != tp:
+                            if d == -1:  # the usual case of Facts.drained_in, inlined
+                                dtp[vid] = tp
+                            else:
+                                drained_in(vid, tp)
                         other = pm.get(off)
                         if other is not None and other != vid:
                             read_conflicts.setdefault(packed, {other}).add(vid)
@@ -317,6 +326,8 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                         read_conflicts.setdefault(packed, {old}).add(vid)
                         place(vid, packed)
                         drained_in(vid, tp)
+            elif f == F_TXN_INIT:
+                txn_init(facts, where.at(no), ev, proc, typ)
             elif f == F_METADATA:
                 if typ != "ok":
                     continue
@@ -370,10 +381,6 @@ def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - t
                     facts.epoch_counts.append([0, 0, 0])
                     facts.epoch_latency.append(array("q"))
                 n_fault += 1
-            elif f == F_TXN:
-                txn(facts, where.at(no), ev, proc, typ)
-            elif f == F_TXN_INIT:
-                txn_init(facts, where.at(no), ev, proc, typ)
             elif type(f) is not str:
                 where.at(no).expect(ev, "f", str)
     except OverflowError:  # a 64-bit number that a position or an array cannot hold

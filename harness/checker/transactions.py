@@ -39,7 +39,7 @@ def check_transactions(facts: Facts, config: RunConfig) -> CheckOutcome:
     out = CheckOutcome("transactions")
     log = facts.txn
     if not log:
-        out.stats = _stats(log, Counter(), {})
+        out.stats = _stats(log, Counter(), {}, log.outcomes())
         return out.settle()
     if log.txns and facts.drain_ends and not log.drain_read_committed:
         facts.warnings.append(
@@ -56,13 +56,14 @@ def check_transactions(facts: Facts, config: RunConfig) -> CheckOutcome:
             out.anomaly(kind).add(example)
         by_tid[t.transactional_id][kind] += 1
 
-    _values(facts, log, places, found)
+    outcome_of = log.outcomes()  # by position in log.txns
+    _values(facts, log, places, outcome_of, found)
     _torn(facts, log, places, found)
-    _zombies(log, found)
+    _zombies(log, outcome_of, found)
     hanging = _hanging(facts, log, config, out)
-    eos = _eos(facts, log, places, found)
-    values = Counter(log.outcome(pos) for pos in log.txn_of.values())
-    out.stats = _stats(log, values, by_tid)
+    eos = _eos(facts, log, places, outcome_of, found)
+    values = Counter(map(outcome_of.__getitem__, log.txn_of.values()))
+    out.stats = _stats(log, values, by_tid, outcome_of)
     out.stats["hanging_partitions"] = hanging
     out.stats["eos"] = eos
     out.stats["transaction_timeout_ms"] = config.transaction_timeout_ms
@@ -137,26 +138,27 @@ def _value_example(facts: Facts, log: TxnLog, vid: int) -> dict[str, Any]:
     return _example(log.txns[pos], log, pos, value=facts.value_list[vid], **where)
 
 
-def _values(facts: Facts, log: TxnLog, places: Places, found: Found) -> None:
+def _values(facts: Facts, log: TxnLog, places: Places, outcome_of: list[str], found: Found) -> None:
     """lost-write, unseen and aborted-read of single transaction values."""
     drain_rc = log.drain_read_committed
+    txns, rc_read = log.txns, log.rc_read
+    ack_off, ack_tp, first, drained_tp = facts.ack_off, facts.ack_tp, facts.first, facts.drained_tp
     for vid, pos in log.txn_of.items():
-        t = log.txns[pos]
-        outcome = log.outcome(pos)
+        outcome = outcome_of[pos]
         if outcome == OK:
-            off, tp = facts.ack_off[vid], facts.ack_tp[vid]
+            off, tp = ack_off[vid], ack_tp[vid]
             if off >= 0:  # judged by the durability checker; attributed here
                 kind = judge_acked(facts, vid, tp, off)
                 if kind == "lost-write":
-                    found(kind, t, None)
+                    found(kind, txns[pos], None)
                 continue
             place = places.of(vid)
             if place == OUT:
-                found("lost-write", t, _value_example(facts, log, vid))
-            elif facts.first[vid] < 0 and (place == UNDRAINED or _stuck(facts, tp)):
-                found("unseen", t, _value_example(facts, log, vid))
-        elif outcome == FAIL and (vid in log.rc_read or (drain_rc and facts.drained_tp[vid] != -1)):
-            found("aborted-read", t, _value_example(facts, log, vid))
+                found("lost-write", txns[pos], _value_example(facts, log, vid))
+            elif first[vid] < 0 and (place == UNDRAINED or _stuck(facts, tp)):
+                found("unseen", txns[pos], _value_example(facts, log, vid))
+        elif outcome == FAIL and (vid in rc_read or (drain_rc and drained_tp[vid] != -1)):
+            found("aborted-read", txns[pos], _value_example(facts, log, vid))
 
 
 def _stuck(facts: Facts, tp: int) -> bool:
@@ -168,11 +170,14 @@ def _stuck(facts: Facts, tp: int) -> bool:
 def _torn(facts: Facts, log: TxnLog, places: Places, found: Found) -> None:
     """torn-transaction: some values in the completed drains, some certainly not."""
     values = facts.value_list
+    of = places.of
     for pos, t in enumerate(log.txns):
+        if len(t.vids) < 2:
+            continue  # one value cannot be both in the drains and certainly not
         seen: list[str] = []
         missing: list[str] = []
         for vid in t.vids:
-            place = places.of(vid)
+            place = of(vid)
             if place == IN:
                 seen.append(values[vid])
             elif place == OUT:
@@ -182,7 +187,7 @@ def _torn(facts: Facts, log: TxnLog, places: Places, found: Found) -> None:
             found("torn-transaction", t, ex)
 
 
-def _zombies(log: TxnLog, found: Found) -> None:
+def _zombies(log: TxnLog, outcome_of: list[str], found: Found) -> None:
     """zombie-commit: committed although another process's init of its id came first."""
     inits: dict[str, tuple[list[int], list[Any]]] = {}
     for init in log.inits:  # in history order: indexes ascending
@@ -190,7 +195,7 @@ def _zombies(log: TxnLog, found: Found) -> None:
         at.append(init.index)
         who.append(init.process)
     for pos, t in enumerate(log.txns):
-        if t.transactional_id not in inits or log.outcome(pos) != OK:
+        if outcome_of[pos] != OK or t.transactional_id not in inits:
             continue
         at, who = inits[t.transactional_id]
         k = bisect_left(at, t.invoke_index) - 1  # the latest init before the invoke
@@ -227,40 +232,49 @@ def _hanging(facts: Facts, log: TxnLog, config: RunConfig, out: CheckOutcome) ->
     return stuck
 
 
-def _eos(facts: Facts, log: TxnLog, places: Places, found: Found) -> dict[str, int]:
+def _eos(
+    facts: Facts, log: TxnLog, places: Places, outcome_of: list[str], found: Found
+) -> dict[str, int]:
     """eos-duplicate and eos-lost, per consumer group of the copying transactions."""
+    txns, txn_of = log.txns, log.txn_of
     copies: dict[tuple[str | None, str], list[int]] = defaultdict(list)
     for vid, source in log.copy_of.items():
-        copies[(log.txns[log.txn_of[vid]].group, source)].append(vid)
-    places_of = {vid: places.of(vid) for vids in copies.values() for vid in vids}
+        copies[(txns[txn_of[vid]].group, source)].append(vid)
+    of = places.of
+    places_of = {vid: of(vid) for vids in copies.values() for vid in vids}
 
     def committed(vids: list[int]) -> list[int]:
-        return [v for v in vids if places_of[v] == IN and log.value_outcome(v) != FAIL]
+        return [v for v in vids if places_of[v] == IN and outcome_of[txn_of[v]] != FAIL]
 
-    for (_group, source), vids in sorted(copies.items(), key=lambda kv: str(kv[0])):
-        got = committed(vids)
-        if len(got) >= 2:
-            t = log.txns[log.txn_of[got[0]]]
-            ex = _copy_example(facts, log, source, got)
-            found("eos-duplicate", t, ex)
+    got_of = {key: committed(vids) for key, vids in copies.items()}
+    # keys are distinct, and so are their texts: filtering before sorting keeps the order
+    dups = [(key, got) for key, got in got_of.items() if len(got) >= 2]
+    for (_group, source), got in sorted(dups, key=lambda kv: str(kv[0])):
+        t = txns[txn_of[got[0]]]
+        ex = _copy_example(facts, log, source, got)
+        found("eos-duplicate", t, ex)
 
     # the group's final committed position per input partition (last ok transaction)
     final: dict[tuple[str, str, int], int] = {}
     committer: dict[tuple[str, str, int], Txn] = {}
-    for pos, end in sorted(log.ends.items(), key=lambda kv: kv[1].index):
-        t = log.txns[pos]
-        if end.outcome == OK and t.group is not None:
-            for topic, part, nxt in t.positions:
-                final[(t.group, topic, part)] = nxt
-                committer[(t.group, topic, part)] = t
+    oks = [
+        (end.index, group, txns[pos])
+        for pos, end in log.ends.items()
+        if end.outcome == OK and (group := txns[pos].group) is not None
+    ]
+    oks.sort(key=lambda ok: ok[0])  # in history order (indexes are distinct)
+    for _, group, t in oks:
+        for topic, part, nxt in t.positions:
+            final[(group, topic, part)] = nxt
+            committer[(group, topic, part)] = t
     # the input values below it: consumed by the group's transactions, or in the input
     # partition's completed drain, from the first offset the group consumed there
     first: dict[tuple[str, str, int], int] = {}
     inputs: dict[tuple[str, str, int], dict[int, str]] = defaultdict(dict)
-    for t in log.txns:
+    for t in txns:
+        if not t.consumed or t.group is None:
+            continue
         for c in t.consumed:
-            if t.group is None:
-                continue
             key = (t.group, c.topic, c.partition)
             first[key] = min(first.get(key, c.offset), c.offset)
             inputs[key][c.offset] = c.value
@@ -279,10 +293,10 @@ def _eos(facts: Facts, log: TxnLog, places: Places, found: Found) -> dict[str, i
             if off >= nxt:
                 continue
             vids = copies.get((group, source), [])
-            if committed(vids):
+            if got_of.get((group, source)):
                 judged += 1
                 continue
-            live = [v for v in vids if log.value_outcome(v) != FAIL]
+            live = [v for v in vids if outcome_of[txn_of[v]] != FAIL]
             if any(places_of[v] != OUT for v in live):
                 unjudged += 1  # a copy may be in a partition not drained completely
                 continue
@@ -319,11 +333,15 @@ def _copy_example(facts: Facts, log: TxnLog, source: str, vids: list[int]) -> di
     }
 
 
-def _stats(log: TxnLog, values: Counter[str], by_tid: dict[str, Counter[str]]) -> dict[str, Any]:
-    outcomes = Counter(log.outcome(pos) for pos in range(len(log.txns)))
+def _stats(
+    log: TxnLog, values: Counter[str], by_tid: dict[str, Counter[str]], outcome_of: list[str]
+) -> dict[str, Any]:
+    outcomes = Counter(outcome_of)
     per_tid: dict[str, Counter[str]] = defaultdict(Counter)
-    for pos, t in enumerate(log.txns):
-        per_tid[t.transactional_id][log.outcome(pos)] += 1
+    for (tid, outcome), n in Counter(
+        zip([t.transactional_id for t in log.txns], outcome_of, strict=True)
+    ).items():
+        per_tid[tid][outcome] += n
     return {
         **{o: outcomes.get(o, 0) for o in OUTCOMES},
         "values": {o: values.get(o, 0) for o in OUTCOMES},

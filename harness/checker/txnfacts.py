@@ -26,7 +26,7 @@ OPEN = "open"
 OUTCOMES: tuple[str, ...] = (OK, FAIL, INFO, OPEN)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Consumed:
     """An input record a copying transaction consumed."""
 
@@ -36,7 +36,7 @@ class Consumed:
     value: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Txn:
     """One transaction's invoke: its values (ids into Facts' value arrays, in order)."""
 
@@ -51,7 +51,7 @@ class Txn:
     positions: tuple[tuple[str, int, int], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TxnEnd:
     """A transaction's completion: ``ok``, ``fail`` or ``info``."""
 
@@ -60,7 +60,7 @@ class TxnEnd:
     time: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TxnInit:
     """An ``ok`` completion of ``init_transactions()``."""
 
@@ -94,6 +94,14 @@ class TxnLog:
     def outcome(self, pos: int) -> str:
         end = self.ends.get(pos)
         return OPEN if end is None else end.outcome
+
+    def outcomes(self) -> list[str]:
+        """Every transaction's outcome, by position (one pass: the checkers' loops over
+        all values index this instead of calling :meth:`outcome` per value)."""
+        out = [OPEN] * len(self.txns)
+        for pos, end in self.ends.items():
+            out[pos] = end.outcome
+        return out
 
     def value_outcome(self, vid: int) -> str | None:
         """The outcome of the transaction ``vid`` belongs to (None: not a txn value)."""

@@ -1,8 +1,10 @@
 """The history pass's reading of version 1.2 lines: ``txn-init``, ``txn``, isolation.
 
 Each function validates one line and records it in :class:`~.facts.Facts`; bad input
-raises HistoryError naming file, line and field, like the rest of the pass. These lines
-are rare next to sends and polls, so clarity wins over speed here.
+raises HistoryError naming file, line and field, like the rest of the pass. In a
+transactional history ``txn`` lines are as many as sends are in a plain one, so their
+invoke and completion are written like the pass's own loop (locals, the generic field
+checks only once something is wrong); ``txn-init`` and isolation are rare and plain.
 """
 
 from __future__ import annotations
@@ -79,20 +81,21 @@ def txn(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, typ: str) -> 
 
 
 def _invoke(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, txn_id: str) -> None:
+    # Written flat, with locals, like the history pass's loop: a transactional history
+    # has one of these per transaction and one turn of the inner loop per value sent.
     log = facts.txn
     if txn_id in log.pending:
         first = log.txns[log.pending[txn_id]].invoke_index
         where.fail(f"transaction {shown(txn_id)} invoked again (open since index {first})", "txn")
-    if "transactional_id" in ev:
-        tid = str(where.expect(ev, "transactional_id", str))
-    elif proc in log.init_ids:
+    tid = ev.get("transactional_id")
+    if type(tid) is not str:
+        if "transactional_id" in ev:
+            where.expect(ev, "transactional_id", str)  # raises: present but not a string
+        if proc not in log.init_ids:
+            where.fail("missing field (and the process has no txn-init before)", "transactional_id")
         tid = log.init_ids[proc]
-    else:
-        where.fail("missing field (and the process has no txn-init before)", "transactional_id")
-    consumed = _consumed(where, ev) if "consumed" in ev else []
-    for rec in consumed:
-        log.consumed.add(rec.value)
-    group, positions = _offsets(where, ev)
+    consumed = _consumed(where, ev, log.consumed) if "consumed" in ev else ()
+    group, positions = _offsets(where, ev) if "offsets" in ev else (None, ())
     sends = ev.get("sends")
     if type(sends) is not list:
         where.expect(ev, "sends", list)
@@ -101,9 +104,13 @@ def _invoke(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, txn_id: s
     index, time = ev["index"], ev["time"]
     pos = len(log.txns)
     vids = []
-    vget, status, txn_of = facts.values.get, facts.status, log.txn_of
+    values, value_list = facts.values, facts.value_list
+    vget, status, txn_of = values.get, facts.status, log.txn_of
     inv_index, inv_time, topic_col = facts.inv_index, facts.inv_time, facts.topic
     topic_ids = facts.topic_ids
+    read_only, txn_open = fx.READ_ONLY, fx.TXN_OPEN
+    last_topic: str | None = None
+    topic_no = -1
     for send in sends:
         try:
             topic = send["topic"]
@@ -116,18 +123,25 @@ def _invoke(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, txn_id: s
             _field(where, send, "topic", str)
             _field(where, send, "value", str)
         vid = vget(value)
-        if vid is None:
-            vid = facts.new_value(value)
-        elif status[vid] != fx.READ_ONLY:
+        if vid is None:  # a new value's row (Facts.new_value, inlined)
+            vid = len(value_list)
+            if vid >= facts.capacity:
+                facts.grow()
+            values[value] = vid
+            value_list.append(value)
+        elif status[vid] != read_only:
             where.fail(
                 f"value {shown(value)} sent twice (first at index {inv_index[vid]})",
                 "sends.value",
             )
-        status[vid] = fx.TXN_OPEN
+        status[vid] = txn_open
         inv_index[vid] = index
         inv_time[vid] = time
-        tid_col = topic_ids.get(topic)
-        topic_col[vid] = facts.topic_id(topic) if tid_col is None else tid_col
+        if topic != last_topic:  # a transaction's sends mostly share their topic
+            known = topic_ids.get(topic)
+            topic_no = facts.topic_id(topic) if known is None else known
+            last_topic = topic
+        topic_col[vid] = topic_no
         txn_of[vid] = pos
         vids.append(vid)
         if "partition" in send:  # the producer chose the partition itself
@@ -154,20 +168,21 @@ def _complete(facts: Facts, where: Where, ev: dict[str, Any], typ: str, txn_id: 
     pos = log.pending.pop(txn_id, None)
     if pos is None:
         where.fail(f"{typ} of a transaction without an invoke ({shown(txn_id)})", "txn")
-    t = log.txns[pos]
-    log.ends[pos] = TxnEnd(typ, ev["index"], ev["time"])
-    status = _STATUS[typ]
     index, time = ev["index"], ev["time"]
+    log.ends[pos] = TxnEnd(typ, index, time)
+    status = _STATUS[typ]
     st, ci, ct = facts.status, facts.comp_index, facts.comp_time
-    for v in t.vids:
+    for v in log.txns[pos].vids:
         st[v] = status
         ci[v] = index
         ct[v] = time
-    if typ != OK or "sends" not in ev:
+    if typ != OK:
         return
-    sends = ev["sends"]
+    sends = ev.get("sends")
     if type(sends) is not list:
-        where.expect(ev, "sends", list)
+        if "sends" not in ev:
+            return
+        sends = where.expect(ev, "sends", list)  # raises: present but not a list
     vget, tp_ids, txn_of = facts.values.get, facts.tp_ids, log.txn_of
     ack_tp, ack_off, acked_vid = facts.ack_tp, facts.ack_off, facts.acked_vid
     for send in sends:
@@ -217,7 +232,8 @@ def _field(where: Where, obj: dict[str, Any], key: str, kind: type) -> Any:
     return value
 
 
-def _consumed(where: Where, ev: dict[str, Any]) -> list[Consumed]:
+def _consumed(where: Where, ev: dict[str, Any], seen: set[str]) -> list[Consumed]:
+    """A copying step's input records; their values are added to ``seen``."""
     out = []
     for rec in where.expect(ev, "consumed", list):
         try:
@@ -230,6 +246,7 @@ def _consumed(where: Where, ev: dict[str, Any]) -> list[Consumed]:
         if not good:
             _bad_consumed(where, rec)
         out.append(Consumed(t, p, o, v))
+        seen.add(v)
     return out
 
 
