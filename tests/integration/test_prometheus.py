@@ -14,7 +14,7 @@ import pytest
 import requests
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-KCHAOS = [sys.executable, "-m", "kchaos.harness.cli"]
+KCHAOS = [sys.executable, "-m", "kchaos.cli"]
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -9,7 +9,7 @@ from typing import Any
 import docker.errors
 import pytest
 
-from kchaos.harness import cli
+from kchaos.cli import main as cli
 from kchaos.harness.cluster import cleanup
 from kchaos.harness.labels import LABEL_APP, LABEL_RUN
 

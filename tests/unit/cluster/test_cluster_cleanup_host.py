@@ -31,11 +31,11 @@ def test_a_run_directory_is_found_and_deleted(root: Path) -> None:
     outside = root / "keep-me"
     outside.mkdir()
     assert find_runs(None) == ["r1", "r2"]
-    dry = cleanup_run("r1", client=None, heal=False, dry_run=True)
+    dry = cleanup_run("r1", client=None, dry_run=True)
     assert dry == [f"would delete {run}"]
     assert run.exists()
-    done = cleanup_run("r1", client=None, heal=False)
+    done = cleanup_run("r1", client=None)
     assert done == [f"deleted {run}"]
     assert not run.exists()
     assert (root / "runs" / "r2").exists() and outside.exists()
-    assert cleanup_run("r1", client=None, heal=False) == []
+    assert cleanup_run("r1", client=None) == []
