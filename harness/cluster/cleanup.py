@@ -160,7 +160,7 @@ def heal_faults(run_id: str, healer: Healer, echo: Echo = _quiet) -> list[str]:
     try:
         done = [str(x) for x in healer(cluster)]
     except Exception as exc:  # noqa: BLE001 - removal follows anyway
-        done = [f"heal_everything failed: {exc}"]
+        done = [f"{getattr(healer, '__name__', 'heal')} failed: {exc}"]
     for line in done:
         echo(line)
     return done

@@ -184,3 +184,21 @@ def test_something_that_goes_away_while_cleanup_looks_again_is_no_leftover(
     code, _, err = run_cleanup(capsys)
     assert code == 0, err
     assert looks == [0.5] and "remain" not in err
+
+
+def test_kchaos_cleanup_hands_the_cluster_layer_the_faults_healer(
+    engine: FakeClient, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kchaos.faults.heal import heal_everything
+
+    handed: list[object] = []
+    real = cleanup.clean_up
+
+    def spy(run_id: str | None, **kw: Any) -> int:
+        handed.append(kw["healer"])
+        return real(run_id, **kw)
+
+    monkeypatch.setattr(cleanup, "clean_up", spy)
+    code, _, err = run_cleanup(capsys)
+    assert code == 0, err
+    assert handed == [heal_everything]
