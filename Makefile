@@ -31,8 +31,8 @@ unit: setup
 	@bash .ci/unit-tests
 
 lint:
-	$(VENV)/bin/ruff check harness faults workloads reports compose tests
-	$(VENV)/bin/ruff format --check harness faults workloads reports compose tests
+	$(VENV)/bin/ruff check harness faults workloads reports compose cli bench tests
+	$(VENV)/bin/ruff format --check harness faults workloads reports compose cli bench tests
 
 typecheck:
 	@bash .ci/typecheck

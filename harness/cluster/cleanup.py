@@ -8,7 +8,9 @@ run id in ``io.kchaos.run``) and mounts, loop devices and files under
    filesystem cannot be killed, so this must come before anything else);
 2. SIGCONT every process of the run's containers, and unpause paused containers; SIGCONT
    the client processes a fault stopped (recorded by ``kchaos.harness.cluster.clientpids``);
-3. ``kchaos.faults.heal_everything`` on the attached cluster, when the faults package has it;
+3. the healer the caller hands in (``kchaos cleanup`` passes
+   ``kchaos.faults.heal_everything``) on the attached cluster; this package does not import
+   the faults, which sit above it;
 4. remove the containers, then the network, and stop the run's Prometheus server (a
    host process, found by its pid file under the run's directory);
 5. unmount, detach the loop devices backed by files under the run's directory;
@@ -29,21 +31,24 @@ import re
 import shutil
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import click
 import docker
 import docker.errors
 
 from kchaos.harness.cluster import clientpids, filesystem, prometheus
+from kchaos.harness.cluster.api import ClusterHandle
 from kchaos.harness.cluster.containers import container_pids, docker_client
 from kchaos.harness.cluster.topology import run_dir
 from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.labels import LABEL_APP, LABEL_RUN, state_root
 
 Echo = Callable[[str], None]
+# Heals the faults left on an attached cluster and says what it did, one item per action
+# (``kchaos.faults.heal.heal_everything``); the caller hands it in.
+Healer = Callable[[ClusterHandle], Iterable[object]]
 # `kchaos cleanup` exits with this when something labelled survived it.
 EXIT_LEFTOVERS = 1
 # Before calling something a leftover, look again for up to this long: the kernel frees a
@@ -143,9 +148,8 @@ def release_processes(
     return done
 
 
-def heal_faults(run_id: str, echo: Echo = _quiet) -> list[str]:
-    """kchaos.faults.heal_everything(attach(run_id)); never raises."""
-    from kchaos.faults.heal import heal_everything as heal
+def heal_faults(run_id: str, healer: Healer, echo: Echo = _quiet) -> list[str]:
+    """``healer(attach(run_id))``; never raises."""
     from kchaos.harness.cluster.cluster import attach
 
     try:
@@ -154,9 +158,9 @@ def heal_faults(run_id: str, echo: Echo = _quiet) -> list[str]:
         echo(f"heal skipped for {run_id}: {exc}")
         return []
     try:
-        done = [str(x) for x in heal(cluster)]
+        done = [str(x) for x in healer(cluster)]
     except Exception as exc:  # noqa: BLE001 - removal follows anyway
-        done = [f"heal_everything failed: {exc}"]
+        done = [f"{getattr(healer, '__name__', 'heal')} failed: {exc}"]
     for line in done:
         echo(line)
     return done
@@ -235,20 +239,21 @@ def cleanup_run(
     run_id: str,
     *,
     client: docker.DockerClient | None = None,
-    heal: bool = True,
+    healer: Healer | None = None,
     dry_run: bool = False,
     echo: Echo = _quiet,
     thaw: bool = True,
 ) -> list[str]:
-    """Everything for one run, in the safe order (see the module text). ``thaw=False``
-    when the caller has thawed every run already."""
+    """Everything for one run, in the safe order (see the module text); faults are healed
+    only when a ``healer`` is given. ``thaw=False`` when the caller has thawed every run
+    already."""
     check_run_id(run_id)
     done = thaw_run(run_id, echo, dry_run) if thaw else []
     done += clientpids.release(run_id, echo, dry_run)
     if client is not None:
         done += release_processes(client, run_id, echo, dry_run)
-    if heal and not dry_run:
-        done += heal_faults(run_id, echo)
+    if healer is not None and not dry_run:
+        done += heal_faults(run_id, healer, echo)
     done += remove_run(client, run_id, echo, dry_run)
     return done
 
@@ -260,32 +265,35 @@ def _engine() -> docker.DockerClient | None:
         return None
 
 
-@click.command("cleanup")
-@click.option("--run", "run_id", default=None, help="Only this run id (default: every run).")
-@click.option("--dry-run", is_flag=True, help="Print what would be done, change nothing.")
-def cleanup_cmd(run_id: str | None, dry_run: bool) -> int:
-    """Heal and remove every labelled container, network, proxy, mount and loop device.
+def clean_up(
+    run_id: str | None,
+    *,
+    healer: Healer | None,
+    dry_run: bool = False,
+    echo: Echo = _quiet,
+    warn: Echo = _quiet,
+) -> int:
+    """``kchaos cleanup``: every run (or only ``run_id``), then a last look for leftovers.
 
-    Exits 1 when something labelled is still there afterwards, and lists it on stderr.
+    ``echo`` hears what is done, ``warn`` the problems. Returns the exit code: 0, or
+    :data:`EXIT_LEFTOVERS` when something labelled is still there afterwards (each named
+    on ``warn``).
     """
     client = _engine()
     if client is None:
-        click.echo(
-            "Docker engine not reachable: only host-side leftovers are handled and checked",
-            err=True,
-        )
+        warn("Docker engine not reachable: only host-side leftovers are handled and checked")
     runs = [check_run_id(run_id)] if run_id else find_runs(client)
     if not runs:
-        click.echo("nothing to clean up")
+        echo("nothing to clean up")
     # Thaw everything first: a frozen filesystem would block the removal of other runs too.
-    thawed = {rid: thaw_run(rid, click.echo, dry_run) for rid in runs}
+    thawed = {rid: thaw_run(rid, echo, dry_run) for rid in runs}
     for rid in runs:
-        click.echo(f"run {rid}:")
+        echo(f"run {rid}:")
         done = cleanup_run(
-            rid, client=client, heal=True, dry_run=dry_run, echo=click.echo, thaw=False
+            rid, client=client, healer=healer, dry_run=dry_run, echo=echo, thaw=False
         )
         if not done and not thawed[rid]:
-            click.echo("  nothing left")
+            echo("  nothing left")
     if dry_run:
         return 0
 
@@ -300,9 +308,9 @@ def cleanup_cmd(run_id: str | None, dry_run: bool) -> int:
     if not left:
         return 0
     scope = f"run {run_id}" if run_id else "labelled"
-    click.echo(f"cleanup failed: {len(left)} {scope} object(s) remain:", err=True)
+    warn(f"cleanup failed: {len(left)} {scope} object(s) remain:")
     for item in left:
-        click.echo(f"  {item}", err=True)
+        warn(f"  {item}")
     return EXIT_LEFTOVERS
 
 

@@ -498,7 +498,7 @@ class Cluster:
             client: docker.DockerClient | None = self.client
         except SetupError:
             client = None
-        return cleanup_run(self.run_id, client=client, heal=False)
+        return cleanup_run(self.run_id, client=client)
 
     # -- internals ------------------------------------------------------------------------
     def _check_containers(self, nodes: Sequence[NodeHandle] | None = None) -> None:

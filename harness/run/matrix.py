@@ -28,15 +28,11 @@ when an earlier build fetched it; otherwise one small download).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import click
-
-from kchaos.harness.cli_options import out_option, overrides_option, prometheus_option
 from kchaos.harness.errors import ConfigError
 
 SCALA_BINARY = "2.13"  # compose/kafka/pom.xml's scala.binary
@@ -230,61 +226,3 @@ def write_matrix(
         label=lambda s: f"{s['scenario']} {s.get('kafka_version')} seed {s.get('seed')}",
     )
     return paths
-
-
-@click.command("matrix")
-@click.argument("scenarios", nargs=-1, metavar="[SCENARIO...]")
-@click.option(
-    "--tag",
-    metavar="TAG",
-    help="Add every library scenario with this tag (known-bug: the Kafka tickets).",
-)
-@click.option(
-    "--kafka-version",
-    "versions",
-    metavar="V1,V2,...",
-    help="Kafka releases to run every scenario on, comma-separated, e.g. 3.4.1,3.5.2 "
-    "(default: each ticket scenario's own compare releases).",
-)
-@click.option(
-    "--seeds",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Runs per scenario and version; run i uses the scenario's seed + i.",
-)
-@overrides_option(every_scenario=True)
-@out_option("runs/matrix-NAMES-TIME")
-@prometheus_option()
-def matrix_cmd(
-    scenarios: tuple[str, ...],
-    tag: str | None,
-    versions: str | None,
-    seeds: int,
-    overrides: tuple[str, ...],
-    out: Path | None,
-    prometheus: bool,
-) -> int:
-    """Run SCENARIO... on every Kafka version, SEEDS times each, and write one page.
-
-    SCENARIO is a library scenario name or a YAML file. Every combination runs on a fresh
-    cluster, one after another. Writes OUT/report.html (per scenario a grid of versions by
-    seeds, each cell linking to its run's report), OUT/junit.xml and OUT/summary.json.
-    Bad input (a scenario, a malformed or unknown version) is reported before any run.
-    Exit code: 0 when every run ended as its scenario expects, otherwise the worst exit
-    code of `kchaos run`.
-    """
-    refs = list(scenarios)
-    if tag is not None:
-        from kchaos.harness.scenario import library
-
-        refs += [n for n in library.names_with_tag(tag) if n not in refs]
-    return run_matrix(
-        refs,
-        versions,
-        seeds=seeds,
-        out=out,
-        overrides=overrides,
-        command=sys.argv,
-        prometheus=prometheus,
-    )

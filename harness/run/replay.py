@@ -16,19 +16,10 @@ new run directory's run.json names the run it replays (``replay_of``).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import click
-
-from kchaos.harness.cli_options import (
-    kafka_version_option,
-    out_option,
-    prometheus_option,
-    quiet_option,
-)
 from kchaos.harness.errors import ConfigError, HistoryError, KchaosError, shown
 from kchaos.harness.rundir.names import RUN_JSON
 from kchaos.harness.rundir.runjson import RunJson, load_run
@@ -141,23 +132,17 @@ def replay_of(run_dir: Path, run: RunJson) -> dict[str, Any]:
     }
 
 
-@click.command("replay")
-@click.argument("run_dir", metavar="RUN_DIR", type=click.Path(path_type=Path))
-@kafka_version_option(otherwise="the stored run's")
-@out_option("runs/RUN_ID")
-@quiet_option()
-@prometheus_option()
-def replay_cmd(
-    run_dir: Path, kafka_version: str | None, out: Path | None, quiet: bool, prometheus: bool
+def replay_run(
+    run_dir: Path,
+    *,
+    kafka_version: str | None = None,
+    out: Path | None = None,
+    quiet: bool = False,
+    prometheus: bool = False,
+    command: list[str] | None = None,
 ) -> int:
-    """Run RUN_DIR again from its run.json alone, into a new run directory.
-
-    Same Kafka version, images, broker/topic/client configs, seed and concrete fault
-    schedule (times, targets, params) as the stored run; its run.json names the original
-    (`replay_of`). --kafka-version tries the same run on another release, judged by
-    what the scenario's `expect` says for that release (its `before` entries). Exit code
-    as `kchaos run`; 3 when RUN_DIR has no usable run.json.
-    """
+    """``kchaos replay``: run ``run_dir`` again from its run.json into a new run directory;
+    the exit code is the new run's."""
     from rich.console import Console
 
     from kchaos.harness.run import run_scenario
@@ -170,7 +155,7 @@ def replay_cmd(
         out=out,
         console=console,
         quiet=quiet,
-        command=sys.argv,
+        command=command,
         extra={"replay_of": replay_of(run_dir, run)},
         prometheus=prometheus,
     )

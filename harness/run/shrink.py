@@ -27,16 +27,13 @@ to its report), OUT/junit.xml, OUT/summary.json, OUT/shrink.json and OUT/attempt
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
 import orjson
 
-from kchaos.harness.cli_options import out_option, prometheus_option
 from kchaos.harness.errors import BudgetExhausted, HistoryError, KchaosError, RunInterrupted
 from kchaos.harness.run import progress
 from kchaos.harness.run.ddmin import Prober, Trial, ddmin, greedy
@@ -474,37 +471,3 @@ def _write(state: Search, best: Candidate, budget: int, repeats: int) -> dict[st
         state.console.print(f"  {describe(step)}")
     state.console.print(f"scenario: {shrunk}\nreport: {paths['html']}")
     return summary
-
-
-@click.command("shrink")
-@click.argument("run_dir", metavar="RUN_DIR", type=click.Path(path_type=Path))
-@click.option(
-    "--budget",
-    type=click.IntRange(min=1),
-    default=12,
-    show_default=True,
-    help="At most this many runs (each a fresh cluster).",
-)
-@click.option(
-    "--repeat",
-    "repeats",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Clean runs before a candidate counts as not reproducing (flaky reproductions).",
-)
-@out_option("runs/shrink-RUN_ID-TIME")
-@prometheus_option()
-def shrink_cmd(run_dir: Path, budget: int, repeats: int, out: Path | None, prometheus: bool) -> int:
-    """Find a smaller fault schedule that still produces RUN_DIR's anomaly.
-
-    RUN_DIR must be a run whose verdict was invalid. Delta debugging over its concrete
-    schedule (fewer steps, then shorter durations, then fewer targets), each candidate a
-    full run, at most --budget runs; a candidate counts as not reproducing only after
-    --repeat clean runs. Writes OUT/shrunk.yaml (a scenario) and OUT/report.html (every
-    attempt and its verdict). Exit code 0; 3 for bad input (no run.json, a valid run).
-    """
-    shrink_run(
-        run_dir, budget=budget, repeats=repeats, out=out, command=sys.argv, prometheus=prometheus
-    )
-    return 0

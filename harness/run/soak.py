@@ -26,15 +26,11 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
-import click
-
-from kchaos.harness.cli_options import kafka_version_option, out_option, prometheus_option
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.anomalies import INVALIDATING
 from kchaos.harness.rundir.files import write_json
@@ -368,58 +364,5 @@ def run_soak(
         console=console,
         command=command,
         run=run,
-        prometheus=prometheus,
-    )
-
-
-@click.command("soak")
-@click.option(
-    "--runs",
-    type=click.IntRange(min=1),
-    default=DEFAULT_RUNS,
-    show_default=True,
-    help="Number of runs (seeds SEED_BASE .. SEED_BASE+RUNS-1).",
-)
-@click.option(
-    "--seed-base",
-    type=int,
-    default=DEFAULT_SEED_BASE,
-    show_default=True,
-    help="Seed of the first run; the same base gives the same schedules.",
-)
-@kafka_version_option(DEFAULT_KAFKA_VERSION)
-@click.option(
-    "--duration",
-    type=click.FloatRange(min=20),
-    default=DEFAULT_DURATION_S,
-    show_default=True,
-    help="Seconds of workload per run.",
-)
-@out_option("runs/soak-VERSION-seeds-A-B-TIME")
-@prometheus_option()
-def soak_cmd(
-    runs: int,
-    seed_base: int,
-    kafka_version: str,
-    duration: float,
-    out: Path | None,
-    prometheus: bool,
-) -> int:
-    """Run RUNS seeded random fault schedules against a safely configured cluster.
-
-    Every run: 3 nodes, RF 3, min.insync.replicas=2, unclean leader election off, acks=all
-    idempotent producers, a random schedule over every fault family (network, partition,
-    pause, disk, crash). Kafka promises to keep every acknowledged write, so each invalid
-    run is a false alarm or a bug. Writes OUT/seed-S/ (one run directory each),
-    OUT/scenarios/soak-S.yaml, OUT/report.html, OUT/junit.xml and OUT/soak.json.
-    Exit code: 0 when every run was valid, else the worst exit code of `kchaos run`.
-    """
-    return run_soak(
-        runs=runs,
-        seed_base=seed_base,
-        kafka_version=kafka_version,
-        duration=duration,
-        out=out,
-        command=sys.argv,
         prometheus=prometheus,
     )

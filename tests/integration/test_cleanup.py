@@ -18,7 +18,7 @@ import docker.errors
 import docker.models.containers
 import pytest
 
-from kchaos.harness import cli
+from kchaos.cli import main as cli
 from kchaos.harness.cluster import Cluster
 from kchaos.harness.cluster.cleanup import EXIT_LEFTOVERS, leftovers
 from kchaos.harness.cluster.topology import run_dir

@@ -82,7 +82,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scenario = base / "scenario.yaml"
     scenario.write_text(SCENARIO)
     out = base / "run"
-    cmd = [sys.executable, "-m", "kchaos.harness.cli", "run", str(scenario), "--out", str(out)]
+    cmd = [sys.executable, "-m", "kchaos.cli", "run", str(scenario), "--out", str(out)]
     version = os.environ.get("KCHAOS_TEST_KAFKA_VERSION")
     if version:
         cmd += ["--kafka-version", version]

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from kchaos.bench.faults import bench_spec, percentiles
 from kchaos.faults import build_nemesis
-from kchaos.faults.bench import bench_spec, percentiles
 from kchaos.harness.cluster import Cluster
 from kchaos.harness.rundir.history_writer import ListSink
 

@@ -15,6 +15,7 @@ import pytest
 from faults_helpers import wait_for
 
 from kchaos.faults import hostfs
+from kchaos.faults.heal import heal_everything
 from kchaos.harness.cluster import Cluster
 from kchaos.harness.cluster.cleanup import heal_faults
 
@@ -73,7 +74,8 @@ def kill_and_heal(c: Cluster, proc: subprocess.Popen[str], expect: list[str]) ->
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
     assert proc.returncode == -signal.SIGKILL
-    done = heal_faults(c.run_id)  # what `kchaos cleanup --run ID` runs before removing
+    # what `kchaos cleanup --run ID` runs before removing
+    done = heal_faults(c.run_id, heal_everything)
     text = "\n".join(done)
     for fragment in expect:
         assert fragment in text, f"{fragment!r} not in heal report:\n{text}"

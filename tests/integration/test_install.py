@@ -35,7 +35,7 @@ def test_pip_install_then_run_smoke_from_an_empty_directory(tmp_path: Path) -> N
     site = next((venv / "lib").glob("python3*/site-packages"))
     installed = {p.name for p in site.iterdir()}
     assert "kchaos" in installed
-    assert not installed & {"harness", "faults", "workloads", "reports", "compose"}
+    assert not installed & {"harness", "faults", "workloads", "reports", "compose", "cli", "bench"}
 
     work = tmp_path / "empty"
     work.mkdir()

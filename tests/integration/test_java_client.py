@@ -16,7 +16,7 @@ import docker
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-KCHAOS = [sys.executable, "-m", "kchaos.harness.cli"]
+KCHAOS = [sys.executable, "-m", "kchaos.cli"]
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -32,7 +32,7 @@ def test_busy_leader_shrinks_the_isr_and_elr_keeps_the_partition_online(
     tmp_path: Path, kafka_images: object
 ) -> None:
     out = tmp_path / "440"
-    cmd = [sys.executable, "-m", "kchaos.harness.cli", "run", "kip-501-busy-leader"]
+    cmd = [sys.executable, "-m", "kchaos.cli", "run", "kip-501-busy-leader"]
     cmd += ["--kafka-version", "4.4.0", "--set", "workload.duration=45s"]
     cmd += ["--out", str(out), "--quiet"]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)

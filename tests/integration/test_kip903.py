@@ -32,7 +32,7 @@ def run(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     cmd = [
         sys.executable,
         "-m",
-        "kchaos.harness.cli",
+        "kchaos.cli",
         "run",
         SCENARIO,
         "--out",

@@ -58,7 +58,7 @@ def test_soak_progress_on_a_terminal(docker_client: Any, tmp_path: Path) -> None
     out = tmp_path / "soak"
     exit_file = tmp_path / "exit"
     # seed 2, 25 s: one fault, a freezer pause of partition 0's leader from 5 s for 7 s
-    cmd = [sys.executable, "-m", "kchaos.harness.cli", "soak", "--runs", "1"]
+    cmd = [sys.executable, "-m", "kchaos.cli", "soak", "--runs", "1"]
     cmd += ["--seed-base", "2", "--duration", "25", "--out", str(out)]
     shell = f"{shlex.join(cmd)}; echo $? > {shlex.quote(str(exit_file))}; sleep 600"
     subprocess.run(

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-KCHAOS = [sys.executable, "-m", "kchaos.harness.cli"]
+KCHAOS = [sys.executable, "-m", "kchaos.cli"]
 TOLERANCE_S = 3.0  # a fault's start, replay vs original (measured: at most 0.5 s apart)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -24,7 +24,7 @@ from test_report_browser import OUTPUT, browse, console_errors
 from kchaos.harness.scenario import library
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-KCHAOS = [sys.executable, "-m", "kchaos.harness.cli"]
+KCHAOS = [sys.executable, "-m", "kchaos.cli"]
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -93,7 +93,7 @@ def assert_durable(
 def kchaos_check(run_dir: Path) -> int:
     """Exit code of `kchaos check RUN_DIR` (the checker always runs: no path around it)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "kchaos.harness.cli", "check", str(run_dir)],
+        [sys.executable, "-m", "kchaos.cli", "check", str(run_dir)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from kchaos.harness import cli
+from kchaos.cli import main as cli
 from kchaos.harness.errors import ConfigError, HistoryError, KchaosError
 
 
 def test_help_lists_every_command_without_importing_them() -> None:
     out = subprocess.run(
-        [sys.executable, "-c", "import sys; from kchaos.harness.cli import main; main(['--help'])"],
+        [sys.executable, "-c", "import sys; from kchaos.cli.main import main; main(['--help'])"],
         capture_output=True,
         text=True,
         check=False,
@@ -78,7 +78,7 @@ def test_error_tree_exit_codes() -> None:
 
 
 def test_options_several_commands_take_read_alike() -> None:
-    """--out, --set, --kafka-version... come from kchaos.harness.cli_options: one type and
+    """--out, --set, --kafka-version... come from kchaos.cli.options: one type and
     wording everywhere, with only what differs (e.g. where --out defaults to) per command."""
     import click
 
@@ -124,7 +124,7 @@ def test_run_passes_prometheus_to_the_runner(monkeypatch, tmp_path) -> None:  # 
     from click.testing import CliRunner
 
     import kchaos.harness.run
-    from kchaos.harness.scenario.commands import run_cmd
+    from kchaos.cli.scenario import run_cmd
 
     asked: list[object] = []
 

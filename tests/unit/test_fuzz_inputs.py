@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
+from kchaos.cli.check import summary_lines
 from kchaos.harness.checker import check_history
-from kchaos.harness.checker.commands import summary_lines
 from kchaos.harness.errors import HistoryError, InputError
 from kchaos.harness.scenario import load_scenario
 from kchaos.harness.scenario.loader import schema

@@ -18,7 +18,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG = REPO_ROOT / ".importlinter"
-FOLDERS = ("harness", "faults", "workloads", "reports")
+FOLDERS = ("harness", "faults", "workloads", "reports", "cli", "bench")
 
 
 def _lint_imports() -> str:
@@ -97,6 +97,15 @@ def test_the_copy_passes_unchanged(tree_copy: Path) -> None:
         ("harness/checker/wrong.py", "import docker\n", "read files only"),
         # analysis reaching a Kafka client through the workload package
         ("harness/analysis/wrong.py", "import kchaos.workloads.clients\n", "read files only"),
+        # a command outside kchaos.cli (click anywhere else), in a product package and in
+        # the benchmarks
+        ("harness/run/wrong.py", "import click\n", "no other package imports click"),
+        ("bench/wrong.py", "from click import echo\n", "no other package imports click"),
+        # a product package reaching up into the commands or the benchmarks
+        ("harness/run/wrong.py", "import kchaos.cli.main\n", "Layers"),
+        ("faults/wrong.py", "import kchaos.bench.faults\n", "Layers"),
+        # the benchmarks reaching up into the commands
+        ("bench/wrong.py", "import kchaos.cli.bench\n", "Layers"),
     ],
 )
 def test_a_wrong_import_is_caught(tree_copy: Path, module: str, source: str, contract: str) -> None:

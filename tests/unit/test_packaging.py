@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ("harness", "faults", "workloads", "reports", "compose")
+FOLDERS = ("harness", "faults", "workloads", "reports", "compose", "cli", "bench")
 
 
 def _config() -> dict:

@@ -16,7 +16,7 @@ from kchaos.harness.errors import HistoryError
 
 from hist import near_misses  # isort: skip
 
-KCHAOS = [sys.executable, "-m", "kchaos.harness.cli"]
+KCHAOS = [sys.executable, "-m", "kchaos.cli"]
 TRACE_MARKS = ("Traceback", "\tat org.apache", "at java.", "Py4JJavaError", "Exception in thread")
 JVM_NOISE = ("WARNING: Using incubator modules", "WARN NativeCodeLoader", "log4j")
 

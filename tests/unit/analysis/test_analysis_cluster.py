@@ -109,7 +109,7 @@ def test_analyze_on_a_standalone_cluster(cluster: str, tmp_path: Path) -> None:
     h, expected = every_kind()
     run = h.write(tmp_path / "run")
     proc = subprocess.run(
-        [sys.executable, "-m", "kchaos.harness.cli", "analyze", str(run), "--master", cluster],
+        [sys.executable, "-m", "kchaos.cli", "analyze", str(run), "--master", cluster],
         capture_output=True, text=True, timeout=900, env=spark_env(), check=False,
     )  # fmt: skip
     _check(run, proc, expected)

@@ -18,8 +18,8 @@ import orjson
 import pytest
 from checker_hist import H, good
 
+from kchaos.cli.main import main
 from kchaos.harness.checker import RunConfig, check_history, check_run
-from kchaos.harness.cli import main
 from kchaos.harness.errors import HistoryError
 
 
@@ -214,11 +214,17 @@ def test_history_that_is_a_directory(tmp_path: Path) -> None:
 
 _MEASURE = """
 import resource, subprocess, sys
-cmd = [sys.executable, "-c", "from kchaos.harness.cli import main; main()"]
+cmd = [sys.executable, "-c", "from kchaos.cli.main import main; main()"]
 subprocess.run(cmd + ["check", sys.argv[1]],
                stdout=open(sys.argv[2], "wb"), check=False)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
+
+
+def _pythonpath() -> str:
+    """The repository first, then whatever import path this test run has."""
+    parts = [str(Path(__file__).parents[3]), os.environ.get("PYTHONPATH", "")]
+    return os.pathsep.join(p for p in parts if p)
 
 
 def _peak_kb(run_dir: Path, out: Path) -> int:
@@ -227,7 +233,7 @@ def _peak_kb(run_dir: Path, out: Path) -> int:
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[3])},
+        env={**os.environ, "PYTHONPATH": _pythonpath()},
     )
     return int(done.stdout.strip().splitlines()[-1])
 

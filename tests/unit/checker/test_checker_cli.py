@@ -10,7 +10,7 @@ from pathlib import Path
 from checker_hist import H
 from click.testing import CliRunner
 
-from kchaos.harness.checker.commands import check_cmd
+from kchaos.cli.check import check_cmd
 from kchaos.harness.histgen import generate_run
 
 
@@ -70,7 +70,7 @@ def test_exit_3_through_the_real_command(tmp_path: Path) -> None:
     lines = h.write(run_dir / "history.jsonl").read_bytes().splitlines()
     (run_dir / "history.jsonl").write_bytes(lines[0] + b"\nnot json\n" + lines[1] + b"\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "kchaos.harness.cli", "check", str(run_dir)],
+        [sys.executable, "-m", "kchaos.cli", "check", str(run_dir)],
         capture_output=True,
         text=True,
         check=False,
@@ -83,7 +83,7 @@ def test_exit_3_through_the_real_command(tmp_path: Path) -> None:
 
 def test_exit_3_for_missing_dir_and_bad_run_json(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "kchaos.harness.cli", "check", str(tmp_path / "x")],
+        [sys.executable, "-m", "kchaos.cli", "check", str(tmp_path / "x")],
         capture_output=True,
         text=True,
         check=False,
@@ -93,7 +93,7 @@ def test_exit_3_for_missing_dir_and_bad_run_json(tmp_path: Path) -> None:
     generate_run(run_dir, events=500)
     (run_dir / "run.json").write_text('{"checks": {"max_offline_seconds": "soon"}}')
     proc = subprocess.run(
-        [sys.executable, "-m", "kchaos.harness.cli", "check", str(run_dir)],
+        [sys.executable, "-m", "kchaos.cli", "check", str(run_dir)],
         capture_output=True,
         text=True,
         check=False,
@@ -105,7 +105,7 @@ def test_exit_codes_of_the_real_command(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     generate_run(run_dir, events=2000, inject=("duplicate",))
     proc = subprocess.run(
-        [sys.executable, "-m", "kchaos.harness.cli", "check", str(run_dir)],
+        [sys.executable, "-m", "kchaos.cli", "check", str(run_dir)],
         capture_output=True,
         text=True,
         check=False,

@@ -290,7 +290,7 @@ def test_not_json_is_bad_input_and_a_torn_last_line_is_ignored(tmp_path: Path) -
 def test_check_cli_exits_3_on_a_bad_controller_record(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kchaos.harness.cli import main
+    from kchaos.cli.main import main
 
     h = _one_write()
     h.write(tmp_path / "history.jsonl")

@@ -518,7 +518,7 @@ def test_a_value_in_two_transactions_is_bad_input(tmp_path: Path) -> None:
 def test_kchaos_check_exits_3_on_a_txn_completion_without_invoke(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kchaos.harness.cli import main
+    from kchaos.cli.main import main
 
     h = good_txn()
     h.end(4, "ghost", "ok")
@@ -590,7 +590,7 @@ def test_near_miss_a_drain_that_says_read_uncommitted_may_hold_aborted_values(
 def test_the_console_summary_counts_transactions(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kchaos.harness.cli import main
+    from kchaos.cli.main import main
 
     h = TH()
     committed_pair(h)

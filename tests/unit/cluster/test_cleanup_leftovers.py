@@ -9,7 +9,7 @@ from typing import Any
 import docker.errors
 import pytest
 
-from kchaos.harness import cli
+from kchaos.cli import main as cli
 from kchaos.harness.cluster import cleanup
 from kchaos.harness.labels import LABEL_APP, LABEL_RUN
 
@@ -184,3 +184,21 @@ def test_something_that_goes_away_while_cleanup_looks_again_is_no_leftover(
     code, _, err = run_cleanup(capsys)
     assert code == 0, err
     assert looks == [0.5] and "remain" not in err
+
+
+def test_kchaos_cleanup_hands_the_cluster_layer_the_faults_healer(
+    engine: FakeClient, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kchaos.faults.heal import heal_everything
+
+    handed: list[object] = []
+    real = cleanup.clean_up
+
+    def spy(run_id: str | None, **kw: Any) -> int:
+        handed.append(kw["healer"])
+        return real(run_id, **kw)
+
+    monkeypatch.setattr(cleanup, "clean_up", spy)
+    code, _, err = run_cleanup(capsys)
+    assert code == 0, err
+    assert handed == [heal_everything]

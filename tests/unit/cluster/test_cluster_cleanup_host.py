@@ -31,11 +31,56 @@ def test_a_run_directory_is_found_and_deleted(root: Path) -> None:
     outside = root / "keep-me"
     outside.mkdir()
     assert find_runs(None) == ["r1", "r2"]
-    dry = cleanup_run("r1", client=None, heal=False, dry_run=True)
+    dry = cleanup_run("r1", client=None, dry_run=True)
     assert dry == [f"would delete {run}"]
     assert run.exists()
-    done = cleanup_run("r1", client=None, heal=False)
+    done = cleanup_run("r1", client=None)
     assert done == [f"deleted {run}"]
     assert not run.exists()
     assert (root / "runs" / "r2").exists() and outside.exists()
-    assert cleanup_run("r1", client=None, heal=False) == []
+    assert cleanup_run("r1", client=None) == []
+
+
+def test_the_healer_handed_in_heals_the_attached_run_before_its_removal(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cluster layer does not know the faults: it calls the healer it is given (on the
+    attached cluster), and none when it is given none or only looks (dry run)."""
+    import kchaos.harness.cluster.cluster as cluster_module
+
+    run = root / "runs" / "r1"
+    run.mkdir(parents=True)
+    attached = object()
+    monkeypatch.setattr(cluster_module, "attach", lambda run_id: attached)
+    healed: list[object] = []
+
+    def healer(cluster: object) -> list[str]:
+        healed.append(cluster)
+        assert run.exists(), "faults are healed before anything is removed"
+        return ["healed latency on node-1"]
+
+    assert cleanup_run("r1", client=None, healer=healer, dry_run=True) == [f"would delete {run}"]
+    assert healed == []
+    assert cleanup_run("r1", client=None, healer=healer) == [
+        "healed latency on node-1",
+        f"deleted {run}",
+    ]
+    assert healed == [attached]
+
+
+def test_a_failing_healer_is_reported_and_the_run_still_removed(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kchaos.harness.cluster.cluster as cluster_module
+
+    run = root / "runs" / "r1"
+    run.mkdir(parents=True)
+    monkeypatch.setattr(cluster_module, "attach", lambda run_id: object())
+
+    def heal_everything(cluster: object) -> list[str]:
+        raise RuntimeError("toxiproxy gone")
+
+    done = cleanup_run("r1", client=None, healer=heal_everything)
+    # named after the healer: `kchaos cleanup` prints what it printed before issue 23
+    assert done == ["heal_everything failed: toxiproxy gone", f"deleted {run}"]
+    assert not run.exists()

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kchaos.cli.cluster import cluster_cmd
 from kchaos.harness.cluster import Cluster, ClusterSpec
 from kchaos.harness.cluster import cluster as cluster_mod
-from kchaos.harness.cluster.commands import cluster_cmd
 from kchaos.harness.cluster.state import RunState, save
 from kchaos.harness.cluster.topology import plan_nodes
 from kchaos.harness.errors import ClusterError

@@ -225,7 +225,7 @@ def test_cleanup_continues_a_client_a_killed_harness_left_stopped(
 ) -> None:
     clientpids.record("gone-run", child.pid, "txn worker 3")
     child.send_signal(__import__("signal").SIGSTOP)
-    done = cleanup_run("gone-run", client=None, heal=False)
+    done = cleanup_run("gone-run", client=None)
     assert f"sent SIGCONT to the paused client txn worker 3 (pid {child.pid})" in done
     assert running(child.pid)
 

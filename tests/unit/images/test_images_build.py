@@ -184,7 +184,7 @@ def test_check_and_tail_helpers(tmp_path: Path) -> None:
 
 
 def test_cli_build_and_list(monkeypatch: pytest.MonkeyPatch, fake_tools: FakeTools) -> None:
-    from kchaos.harness.images import commands
+    from kchaos.cli import images as commands
 
     seen: dict[str, object] = {}
 

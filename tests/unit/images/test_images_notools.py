@@ -51,7 +51,7 @@ def test_a_rebuilt_parent_rebuilds_the_derived_image(
 
 def test_notools_with_the_registry_source_is_a_clear_input_error() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "kchaos.harness.cli", "images", "build", "--notools"]
+        [sys.executable, "-m", "kchaos.cli", "images", "build", "--notools"]
         + ["--source", "registry"],
         capture_output=True,
         text=True,

@@ -5,9 +5,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from kchaos.cli.reports import report_cmd
 from kchaos.harness.checker import check_run
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.commands import report_cmd
 from kchaos.reports.rundata import load_run, series
 from kchaos.reports.sample import LOST, make_run
 from kchaos.reports.suite import SuiteFailure, write_suite_reports

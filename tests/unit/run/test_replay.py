@@ -13,7 +13,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from kchaos.harness import cli
+from kchaos.cli import main as cli
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.run import record
 from kchaos.harness.run.replay import read_run_json, replay_scenario
@@ -198,8 +198,8 @@ def test_prometheus_reaches_the_replay(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flag: list[str]
 ) -> None:
     import kchaos.harness.run
+    from kchaos.cli.batch import replay_cmd
     from kchaos.harness.run.orchestrate import RunResult
-    from kchaos.harness.run.replay import replay_cmd
     from kchaos.reports.build import write_run_reports
     from kchaos.reports.sample import VALID, make_run
 

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kchaos.harness import cli
+from kchaos.cli import main as cli
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.run import record
 from kchaos.harness.run.orchestrate import RunResult
@@ -218,8 +218,8 @@ def test_prometheus_reaches_every_trial_run(
 ) -> None:
     from click.testing import CliRunner
 
+    from kchaos.cli.batch import shrink_cmd
     from kchaos.harness.run import orchestrate
-    from kchaos.harness.run.shrink import shrink_cmd
 
     asked: list[object] = []
     fake = FakeRunner()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kchaos.harness import cli
+from kchaos.cli import main as cli
 from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.run import soak
 from kchaos.harness.run.orchestrate import RunResult
@@ -168,6 +168,7 @@ def test_prometheus_reaches_every_run_of_the_soak(
 ) -> None:
     from click.testing import CliRunner
 
+    from kchaos.cli import batch
     from kchaos.harness.run import matrix, suite
 
     asked: list[object] = []
@@ -180,6 +181,6 @@ def test_prometheus_reaches_every_run_of_the_soak(
     monkeypatch.setattr(suite, "run_scenario", run)
     monkeypatch.setattr(matrix, "maven_resolver", lambda: known)
     args = ["--runs", "2", "--seed-base", "1", "--out", str(tmp_path / "s"), *flag]
-    result = CliRunner().invoke(soak.soak_cmd, args, standalone_mode=False)
+    result = CliRunner().invoke(batch.soak_cmd, args, standalone_mode=False)
     assert result.exception is None, result.output
     assert asked == [bool(flag)] * 2

@@ -275,7 +275,7 @@ def test_bad_input_is_refused_before_any_run(tmp_path: Path) -> None:
 
 
 def test_the_suite_command_checks_its_sre_options(tmp_path: Path) -> None:
-    from kchaos.harness.scenario.commands import suite_cmd
+    from kchaos.cli.scenario import suite_cmd
 
     runner = CliRunner()
     src = tmp_path / "s"
@@ -295,8 +295,8 @@ def test_the_suite_command_checks_its_sre_options(tmp_path: Path) -> None:
 def test_prometheus_reaches_every_cell_of_the_validation(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flag: list[str]
 ) -> None:
+    from kchaos.cli.scenario import suite_cmd
     from kchaos.harness.run import suite
-    from kchaos.harness.scenario.commands import suite_cmd
 
     asked: list[object] = []
 

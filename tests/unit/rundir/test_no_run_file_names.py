@@ -16,7 +16,7 @@ from pathlib import Path
 from kchaos.harness.rundir.names import FILE_NAMES
 
 ROOT = Path(__file__).resolve().parents[3]
-PACKAGES = ("harness", "faults", "workloads", "reports", "compose")
+PACKAGES = ("harness", "faults", "workloads", "reports", "compose", "cli", "bench")
 OWNER = Path("harness", "rundir")
 
 # A name as a word of its own: "logs/librdkafka.log" and "analysis/summary.json" count,

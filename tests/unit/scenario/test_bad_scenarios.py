@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kchaos.harness.cli import main
+from kchaos.cli.main import main
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.scenario import load_scenario
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kchaos.harness import cli
+from kchaos.cli import main as cli
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.run import matrix
 from kchaos.harness.run.orchestrate import RunResult

@@ -4,7 +4,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from kchaos.harness.cli import main
+from kchaos.cli.main import main
 from kchaos.harness.scenario import library
 from kchaos.harness.scenario.loader import schema
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kchaos.harness import cli
+from kchaos.cli import main as cli
 from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.run import matrix
 from kchaos.harness.run.orchestrate import RunResult
@@ -181,6 +181,7 @@ def test_prometheus_reaches_every_run_of_the_matrix(
 ) -> None:
     from click.testing import CliRunner
 
+    from kchaos.cli import batch
     from kchaos.harness.run import suite
 
     asked: list[object] = []
@@ -193,6 +194,6 @@ def test_prometheus_reaches_every_run_of_the_matrix(
     monkeypatch.setattr(suite, "run_scenario", run)
     monkeypatch.setattr(matrix, "maven_resolver", lambda: resolver)
     args = ["smoke", "--kafka-version", "3.5.2,4.4.0", "--out", str(tmp_path / "m"), *flag]
-    result = CliRunner().invoke(matrix.matrix_cmd, args, standalone_mode=False)
+    result = CliRunner().invoke(batch.matrix_cmd, args, standalone_mode=False)
     assert result.exception is None, result.output
     assert asked == [bool(flag)] * 2

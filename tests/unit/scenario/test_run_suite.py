@@ -76,7 +76,7 @@ def test_prometheus_reaches_every_run_of_the_suite(
 ) -> None:
     from click.testing import CliRunner
 
-    from kchaos.harness.scenario.commands import suite_cmd
+    from kchaos.cli.scenario import suite_cmd
 
     asked: list[object] = []
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from kchaos.bench.produce import Case, disk_mb, parse_perf_output, ratios
 from kchaos.harness.errors import ConfigError, WorkloadError
-from kchaos.workloads.bench import Case, disk_mb, parse_perf_output, ratios
 from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
 
 PERF_OUTPUT = """\

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from kchaos.harness.cli import cli
+from kchaos.bench import produce, produce_txn
+from kchaos.bench.produce import Case, parse_produce_args
+from kchaos.cli.main import cli
 from kchaos.harness.errors import ConfigError, WorkloadError
 from kchaos.harness.rundir.history_writer import HistoryWriter, NullSink
-from kchaos.workloads import bench, txnbench
-from kchaos.workloads.bench import Case, parse_produce_args
 
 
 def test_the_options_and_their_defaults() -> None:
@@ -77,7 +77,7 @@ def test_only_committed_values_count_and_recording_decides_the_kind(tmp_path: Pa
         made.append(FakeWorker(config, sink, stop, 4))
         return made[-1]
 
-    bare = txnbench.run_txn("b:9092", "topic-1", 100, 30, NullSink(), 8, 2, factory=factory)
+    bare = produce_txn.run_txn("b:9092", "topic-1", 100, 30, NullSink(), 8, 2, factory=factory)
     assert (bare.kind, bare.client, bare.size, bare.round) == ("txn-bare", "confluent", 100, 2)
     assert bare.records == 32 and bare.seconds > 0  # 8 committed transactions of 4
     spec = made[0].config.spec
@@ -85,7 +85,7 @@ def test_only_committed_values_count_and_recording_decides_the_kind(tmp_path: Pa
     assert (spec.abort_ratio, spec.rate, spec.max_sends, spec.message_size) == (0.0, None, 8, 100)
     path = tmp_path / "h.jsonl"
     with HistoryWriter(path) as writer:
-        rec = txnbench.run_txn("b:9092", "topic-2", 100, 30, writer, 8, factory=factory)
+        rec = produce_txn.run_txn("b:9092", "topic-2", 100, 30, writer, 8, factory=factory)
     assert rec.kind == "txn-recording" and rec.records == 32
     lines = path.read_bytes().splitlines()
     assert len(lines) == 2 + 2 * 11  # init, then 11 transactions (8 committed, 3 aborted)
@@ -96,7 +96,7 @@ def test_a_producer_that_commits_nothing_is_an_error() -> None:
         return FakeWorker(config, sink, stop, 0)
 
     with pytest.raises(WorkloadError, match="only 0 of 10 values committed"):
-        txnbench.run_txn("b", "t", 100, 10, NullSink(), 4, factory=factory, deadline_s=0.2)
+        produce_txn.run_txn("b", "t", 100, 10, NullSink(), 4, factory=factory, deadline_s=0.2)
 
 
 def test_rounds_warm_up_then_rotate_the_order() -> None:
@@ -107,8 +107,8 @@ def test_rounds_warm_up_then_rotate_the_order() -> None:
         calls.append((kind, size, n, round_))
         return Case(kind, "confluent", size, n, 1.0, round_)
 
-    cases = txnbench.txn_rounds([100], {100: 50_000}, 3, run_case, logged.append)
-    assert calls[:3] == [(k, 100, 5000, -1) for k in txnbench.KINDS]
+    cases = produce_txn.txn_rounds([100], {100: 50_000}, 3, run_case, logged.append)
+    assert calls[:3] == [(k, 100, 5000, -1) for k in produce_txn.KINDS]
     assert [c.kind for c in cases] == [
         "idempotent", "txn-recording", "txn-bare",
         "txn-recording", "txn-bare", "idempotent",
@@ -121,13 +121,13 @@ def rounds(*rates: tuple[float, float, float]) -> list[Case]:
     """Cases of 1000 values each: (idempotent, txn-recording, txn-bare) rates per round."""
     out = []
     for r, trio in enumerate(rates):
-        for kind, rate in zip(txnbench.KINDS, trio, strict=True):
+        for kind, rate in zip(produce_txn.KINDS, trio, strict=True):
             out.append(Case(kind, "confluent", 100, 1000, 1000 / rate, r))
     return out
 
 
 def test_ratios_are_medians_of_each_rounds_pairs_and_the_table_says_the_goal() -> None:
-    rows = txnbench.txn_ratios(rounds((1000, 500, 600), (2000, 900, 1000), (1000, 400, 800)))
+    rows = produce_txn.txn_ratios(rounds((1000, 500, 600), (2000, 900, 1000), (1000, 400, 800)))
     (row,) = rows
     assert row["rounds"] == 3
     assert (row["idempotent_rps"], row["txn_recording_rps"], row["txn_bare_rps"]) == (
@@ -138,9 +138,9 @@ def test_ratios_are_medians_of_each_rounds_pairs_and_the_table_says_the_goal() -
     assert row["txn_vs_idempotent"] == 0.45  # median of 0.5, 0.45, 0.4
     assert row["txn_recording_vs_bare"] == 0.833  # median of 0.833, 0.9, 0.5
     assert row["txn_recording_vs_bare_per_round"] == [0.833, 0.9, 0.5]
-    table = txnbench.report_lines(rows)
+    table = produce_txn.report_lines(rows)
     assert table[1].split() == ["confluent", "100", "1000", "500", "800", "0.450", "0.833", "met"]
-    low = txnbench.report_lines(txnbench.txn_ratios(rounds((1000, 500, 1000))))
+    low = produce_txn.report_lines(produce_txn.txn_ratios(rounds((1000, 500, 1000))))
     assert low[1].endswith("NOT met") and "txn-recording / txn-bare >= 0.8" in low[-1]
 
 
@@ -152,11 +152,11 @@ def test_the_command_end_to_end_with_fakes(monkeypatch: pytest.MonkeyPatch, tmp_
     seen: list[tuple[str, int, int, int]] = []
 
     @contextlib.contextmanager
-    def fake_cluster(args: bench.ProduceArgs) -> Iterator[FakeCluster]:
+    def fake_cluster(args: produce.ProduceArgs) -> Iterator[FakeCluster]:
         assert args.transactional and args.max_sends == 10
         yield FakeCluster()
 
-    def fake_cases(bootstrap: str, max_sends: int, workdir: Path) -> txnbench.RunCase:
+    def fake_cases(bootstrap: str, max_sends: int, workdir: Path) -> produce_txn.RunCase:
         assert (bootstrap, max_sends) == ("fake:9092", 10)
 
         def run_case(kind: str, size: int, n: int, round_: int) -> Case:
@@ -166,8 +166,8 @@ def test_the_command_end_to_end_with_fakes(monkeypatch: pytest.MonkeyPatch, tmp_
 
         return run_case
 
-    monkeypatch.setattr(bench, "bench_cluster", fake_cluster)
-    monkeypatch.setattr(txnbench, "real_cases", fake_cases)
+    monkeypatch.setattr(produce, "bench_cluster", fake_cluster)
+    monkeypatch.setattr(produce_txn, "real_cases", fake_cases)
     out = tmp_path / "bench.json"
     args = ["bench", "produce", "--transactional", "--sizes", "100", "--records", "3000",
             "--repeat", "2", "--max-sends", "10", "--out", str(out)]  # fmt: skip

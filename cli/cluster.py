@@ -9,7 +9,7 @@ from types import FrameType
 
 import click
 
-from kchaos.harness.cli_options import kafka_version_option
+from kchaos.cli.options import kafka_version_option
 from kchaos.harness.cluster.cleanup import check_run_id, cleanup_run
 from kchaos.harness.cluster.cluster import Cluster
 from kchaos.harness.cluster.containers import docker_client
@@ -103,7 +103,11 @@ def _describe(cluster: Cluster) -> None:
 @click.argument("run_id")
 def down_cmd(run_id: str) -> int:
     """Remove a run's cluster (containers, network, proxies, filesystems)."""
-    done = cleanup_run(check_run_id(run_id), client=docker_client(), heal=True, echo=click.echo)
+    from kchaos.faults.heal import heal_everything
+
+    done = cleanup_run(
+        check_run_id(run_id), client=docker_client(), healer=heal_everything, echo=click.echo
+    )
     if not done:
         click.echo(f"run {run_id}: nothing left")
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kchaos.harness.cli_options import kafka_version_option
+from kchaos.cli.options import kafka_version_option
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.images.build import ensure_images
 from kchaos.harness.images.dockercli import DockerCli

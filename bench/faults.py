@@ -1,5 +1,5 @@
-"""``kchaos bench faults``: how late the nemesis starts and stops faults against its
-schedule, on a real cluster, as p50 / p99 / max, next to a baseline run of the same
+"""``kchaos bench faults``, the measuring: how late the nemesis starts and stops faults
+against its schedule, on a real cluster, as p50 / p99 / max, next to a baseline run of the same
 schedule whose faults do nothing (the runner's own timer error), and their ratio.
 
 The schedule is random and seeded (default 60 faults of latency, bandwidth, timeout and
@@ -14,8 +14,6 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from typing import Any
-
-import click
 
 from kchaos.faults.base import Fault, FaultSpec
 from kchaos.faults.nemesis import Nemesis
@@ -102,30 +100,3 @@ def run_bench(cluster: ClusterHandle, faults: int = 60, seed: int = 1) -> dict[s
         "errors": errors,
         "heal_actions": real.heal_actions,
     }
-
-
-@click.command("faults")
-@click.option("--faults", "count", default=60, show_default=True, help="faults in the schedule")
-@click.option("--seed", default=1, show_default=True)
-@click.option("--run", "run_id", default=None, help="use this live run's cluster")
-def bench_faults_cmd(count: int, seed: int, run_id: str | None) -> int:
-    """Nemesis start/stop lateness against its schedule (p50, p99, max)."""
-    from kchaos.harness.cluster import Cluster, attach
-
-    if run_id:
-        result = run_bench(attach(run_id), count, seed)
-    else:
-        with Cluster() as cluster:
-            result = run_bench(cluster, count, seed)
-    click.echo(f"schedule: {result['faults']} faults, seed {seed}")
-    for label in ("baseline_ms", "nemesis_ms", "starts_ms", "stops_ms"):
-        s = result[label]
-        click.echo(
-            f"{label[:-3]:>9}: n={s['n']}  p50={s['p50']:.1f} ms  "
-            f"p99={s['p99']:.1f} ms  max={s['max']:.1f} ms"
-        )
-    click.echo(f"p99 ratio nemesis/baseline: {result['ratio_p99']:.2f}  (goal: p99 <= 100 ms)")
-    if result["errors"]:
-        click.echo(f"{len(result['errors'])} faults failed to start: {result['errors'][:3]}")
-        return 1
-    return 0

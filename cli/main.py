@@ -1,6 +1,6 @@
 """The ``kchaos`` command.
 
-Each sub-command lives in the module that owns it and is imported only when used, so
+Each sub-command lives in a module of ``kchaos.cli`` and is imported only when used, so
 ``kchaos check`` never loads Docker or Spark. The table below is the whole registry.
 """
 
@@ -17,44 +17,44 @@ from kchaos.harness.rundir.names import RUN_JSON
 
 # command name -> ("module:attribute" of a click.Command, one-line help for the listing)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("kchaos.harness.scenario.commands:run_cmd", "Run one scenario against a real cluster."),
-    "suite": ("kchaos.harness.scenario.commands:suite_cmd", "Run several scenarios, one report."),
+    "run": ("kchaos.cli.scenario:run_cmd", "Run one scenario against a real cluster."),
+    "suite": ("kchaos.cli.scenario:suite_cmd", "Run several scenarios, one report."),
     "matrix": (
-        "kchaos.harness.run.matrix:matrix_cmd",
+        "kchaos.cli.batch:matrix_cmd",
         "Run scenarios on several Kafka versions and seeds, one page.",
     ),
     "replay": (
-        "kchaos.harness.run.replay:replay_cmd",
+        "kchaos.cli.batch:replay_cmd",
         f"Run a stored run again from its {RUN_JSON}.",
     ),
     "shrink": (
-        "kchaos.harness.run.shrink:shrink_cmd",
+        "kchaos.cli.batch:shrink_cmd",
         "Find a smaller fault schedule that still fails.",
     ),
     "soak": (
-        "kchaos.harness.run.soak:soak_cmd",
+        "kchaos.cli.batch:soak_cmd",
         "Seeded random fault schedules on a safe config: count false alarms.",
     ),
-    "scenarios": ("kchaos.harness.scenario.commands:scenarios_cmd", "List the incident library."),
-    "validate": ("kchaos.harness.scenario.commands:validate_cmd", "Check a scenario file."),
-    "report": ("kchaos.reports.commands:report_cmd", "Write the reports of a run directory."),
-    "check": ("kchaos.harness.checker.commands:check_cmd", "Judge a run's history."),
-    "analyze": ("kchaos.harness.analysis.commands:analyze_cmd", "Spark loss analysis of runs."),
-    "export": ("kchaos.harness.analysis.commands:export_cmd", "Write a Parquet copy of a history."),
-    "cleanup": ("kchaos.harness.cluster.cleanup:cleanup_cmd", "Heal and remove what runs left."),
+    "scenarios": ("kchaos.cli.scenario:scenarios_cmd", "List the incident library."),
+    "validate": ("kchaos.cli.scenario:validate_cmd", "Check a scenario file."),
+    "report": ("kchaos.cli.reports:report_cmd", "Write the reports of a run directory."),
+    "check": ("kchaos.cli.check:check_cmd", "Judge a run's history."),
+    "analyze": ("kchaos.cli.analysis:analyze_cmd", "Spark loss analysis of runs."),
+    "export": ("kchaos.cli.analysis:export_cmd", "Write a Parquet copy of a history."),
+    "cleanup": ("kchaos.cli.cleanup:cleanup_cmd", "Heal and remove what runs left."),
     "cluster": (
-        "kchaos.harness.cluster.commands:cluster_cmd",
+        "kchaos.cli.cluster:cluster_cmd",
         "Bring a cluster up or down.",
     ),
-    "images": ("kchaos.harness.images.commands:images_cmd", "Build or fetch the kchaos images."),
+    "images": ("kchaos.cli.images:images_cmd", "Build or fetch the kchaos images."),
 }
 
 BENCH_COMMANDS: dict[str, tuple[str, str]] = {
-    "produce": ("kchaos.workloads.bench:produce_cmd", "Recording producer vs perf-test."),
-    "cluster": ("kchaos.harness.cluster.bench:bench_cluster_cmd", "Cluster start and set-up time."),
-    "check": ("kchaos.harness.checker.bench:bench_check_cmd", "Checker vs plain JSON parsing."),
-    "analyze": ("kchaos.harness.analysis.bench:bench_analyze_cmd", "Spark job vs DuckDB."),
-    "faults": ("kchaos.faults.bench:bench_faults_cmd", "Nemesis start/stop lateness vs schedule."),
+    "produce": ("kchaos.cli.bench:produce_cmd", "Recording producer vs perf-test."),
+    "cluster": ("kchaos.cli.bench:bench_cluster_cmd", "Cluster start and set-up time."),
+    "check": ("kchaos.cli.bench:bench_check_cmd", "Checker vs plain JSON parsing."),
+    "analyze": ("kchaos.cli.bench:bench_analyze_cmd", "Spark job vs DuckDB."),
+    "faults": ("kchaos.cli.bench:bench_faults_cmd", "Nemesis start/stop lateness vs schedule."),
 }
 
 
@@ -128,7 +128,3 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     # A command may return its exit code (e.g. check: 0 valid, 1 invalid, 2 unknown).
     sys.exit(result if isinstance(result, int) else 0)
-
-
-if __name__ == "__main__":
-    main()

@@ -6,7 +6,7 @@ passes only what really differs (the directory ``--out`` defaults to, whether ``
 applies to one scenario or to every one, a default release). Each function returns a
 click decorator. Options one command alone has stay with that command.
 
-Foundation layer (docs/architecture.md): click and the standard library only.
+Part of kchaos.cli (docs/architecture.md): click and the standard library only.
 """
 
 from __future__ import annotations

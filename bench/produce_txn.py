@@ -25,10 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kchaos.bench.produce import TOPIC_CONFIGS, Case, _median, _ratio, run_recording
 from kchaos.harness.errors import WorkloadError
 from kchaos.harness.rundir.history import F_TXN, F_TXN_INIT, OK
 from kchaos.harness.rundir.history_writer import HistorySink, HistoryWriter, NullSink
-from kchaos.workloads.bench import TOPIC_CONFIGS, Case, _median, _ratio, run_recording
 from kchaos.workloads.spec import TxnSpec
 from kchaos.workloads.topics import delete_topics, ensure_topics
 from kchaos.workloads.txn import EventSink

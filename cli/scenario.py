@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from kchaos.harness.cli_options import (
+from kchaos.cli.options import (
     broker_config_option,
     kafka_version_option,
     out_option,

@@ -1,4 +1,4 @@
-"""``kchaos bench produce``: the recording producer against Kafka's own perf-test.
+"""``kchaos bench produce``, the measuring: the recording producer against Kafka's perf-test.
 
 On one 3-broker cluster, for each record size, side by side:
 
@@ -10,14 +10,13 @@ On one 3-broker cluster, for each record size, side by side:
 for each client library. Prints recording / perf-test (goal >= 0.8) and recording / bare
 (goal >= 0.9). Each case uses a fresh topic (3 partitions, RF 3, min.insync.replicas 2).
 
-``--transactional`` runs :mod:`kchaos.workloads.txnbench` instead: the transactional
+``--transactional`` runs :mod:`kchaos.bench.produce_txn` instead: the transactional
 producer, recording and bare, against the plain idempotent recording producer.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import re
 import statistics
@@ -27,8 +26,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-
-import click
 
 from kchaos.harness.errors import ConfigError, WorkloadError
 from kchaos.harness.labels import labels_for
@@ -55,7 +52,7 @@ BENCH_IN_FLIGHT = 100_000
 
 @dataclass(frozen=True)
 class Case:
-    kind: str  # perf-test | recording | bare; txnbench: idempotent | txn-recording | txn-bare
+    kind: str  # perf-test | recording | bare; produce_txn: idempotent | txn-recording | txn-bare
     client: str  # java | confluent | kafka-python
     size: int
     records: int
@@ -320,89 +317,9 @@ def bench_cluster(args: ProduceArgs) -> Iterator[Any]:
         yield cluster
 
 
-def log_case(case: Case) -> None:
-    click.echo(
+def case_line(case: Case) -> str:
+    """One case as the bench prints it while it runs."""
+    return (
         f"  {case.kind:13} {case.client:13} {case.size:5} B  {case.records:7} records"
         f"  {case.seconds:7.2f} s  {case.rate:10.0f} records/s"
     )
-
-
-@click.command("produce")
-@click.option("--sizes", default="100,1024", show_default=True, help="Record sizes in bytes.")
-@click.option(
-    "--clients",
-    default=None,
-    help="Client libraries [default: confluent,kafka-python; confluent with --transactional].",
-)
-@click.option("--records", type=int, default=None, help="Records per case (default by size).")
-@click.option("--repeat", type=int, default=1, show_default=True, help="Rounds; medians.")
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write JSON here.")
-@click.option(
-    "--perf-props",
-    default="",
-    help="Extra perf-test producer props, comma-separated (e.g. batch.size=1000000).",
-)
-@click.option(
-    "--transactional",
-    is_flag=True,
-    help="The transactional producer, recording and bare, against the plain idempotent "
-    "recording producer (no perf-test).",
-)
-@click.option(
-    "--max-sends",
-    type=int,
-    default=50,
-    show_default=True,
-    help="With --transactional: values per transaction, 1 to this many.",
-)
-def produce_cmd(
-    sizes: str,
-    clients: str | None,
-    records: int | None,
-    repeat: int,
-    out: Path | None,
-    perf_props: str,
-    transactional: bool,
-    max_sends: int,
-) -> int:
-    """Recording producer vs kafka-producer-perf-test, with and without recording;
-    with --transactional, the transactional producer vs the idempotent one."""
-    args = parse_produce_args(sizes, clients, records, perf_props, transactional, max_sends)
-    if repeat < 1:
-        raise ConfigError("must be at least 1", field="--repeat")
-    if transactional:
-        return _produce_transactional(args, repeat, out)
-    with bench_cluster(args) as cluster:
-        click.echo(f"cluster {cluster.run_id} ready; bootstrap {cluster.bootstrap_servers}")
-        cases = run_bench(cluster, list(args.sizes), list(args.libs), args.records, repeat,
-                          log_case, args.perf_props)  # fmt: skip
-    rows = ratios(cases)
-    click.echo("")
-    click.echo("client        size   perf-test/s  recording/s   bare/s   rec/perf  rec/bare")
-    for r in rows:
-        click.echo(
-            f"{r['client']:13} {r['size']:5}  {r['perf_test_rps']:11}  {r['recording_rps']:11}"
-            f"  {r['bare_rps']:7}  {r['recording_vs_perf_test']:8}  {r['recording_vs_bare']:8}"
-        )
-    click.echo("goals: rec/perf >= 0.8, rec/bare >= 0.9")
-    if out is not None:
-        out.write_text(json.dumps({"cases": [c.__dict__ for c in cases], "ratios": rows}, indent=2))
-    return 0
-
-
-def _produce_transactional(args: ProduceArgs, repeat: int, out: Path | None) -> int:
-    from kchaos.workloads import txnbench
-
-    with bench_cluster(args) as cluster, tempfile.TemporaryDirectory(prefix="kchaos-bench-") as tmp:
-        click.echo(f"cluster {cluster.run_id} ready; bootstrap {cluster.bootstrap_servers}")
-        run_case = txnbench.real_cases(cluster.bootstrap_servers, args.max_sends, Path(tmp))
-        cases = txnbench.txn_rounds(list(args.sizes), args.records, repeat, run_case, log_case)
-    rows = txnbench.txn_ratios(cases)
-    click.echo("")
-    for line in txnbench.report_lines(rows):
-        click.echo(line)
-    if out is not None:
-        body = {"transactional": True, "max_sends": args.max_sends,
-                "cases": [c.__dict__ for c in cases], "ratios": rows}  # fmt: skip
-        out.write_text(json.dumps(body, indent=2))
-    return 0

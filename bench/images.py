@@ -4,6 +4,8 @@
 (the default) and ``KCHAOS_CDS=0``, each timed from ``docker run`` to Kafka's "Kafka
 Server started" log line, and reports the medians and their ratio. Containers carry
 kchaos labels (role "tool") and are removed whatever happens.
+
+Run by hand: ``python -m kchaos.bench.images [IMAGE]`` (default: the ensured Kafka image).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``kchaos bench check``: the full check against merely parsing the file with ``json``.
+"""``kchaos bench check``, the measuring: the full check against merely parsing with ``json``.
 
 Both run side by side on the same generated history, alternately, ``--repeat`` times;
 the best time of each is kept and the ratio check / json is printed (goal: <= 1).
@@ -17,12 +17,9 @@ import json
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-import click
 
 from kchaos.harness.checker.api import check_history
 from kchaos.harness.histgen import GeneratedHistory, generate, generate_txn
@@ -174,75 +171,21 @@ def peak_memory(path: Path) -> tuple[float, float, str]:
     return seconds, peak_kb / 1024, proc.stdout.strip()
 
 
-@click.command("check")
-@click.option("--events", default=1_000_000, show_default=True, help="History size.")
-@click.option("--repeat", default=3, show_default=True, help="Runs of each side.")
-@click.option("--seed", default=1, show_default=True)
-@click.option("--memory-events", default=0, help="Also measure peak RSS at this size.")
-@click.option(
-    "--transactional",
-    is_flag=True,
-    help="A transactional history (format 1.2) against a plain one of as many lines.",
-)
-@click.option(
-    "--dir",
-    "workdir",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Where to write the generated histories (default: a temp dir).",
-)
-def bench_check_cmd(
-    events: int,
-    repeat: int,
-    seed: int,
-    memory_events: int,
-    transactional: bool,
-    workdir: Path | None,
-) -> int:
-    """Checker speed vs json.loads of every line (ratio), and peak memory; with
-    --transactional, a transactional history vs a plain one of the same size."""
-    with tempfile.TemporaryDirectory(prefix="kchaos-bench-check-") as tmp:
-        base = workdir or Path(tmp)
-        base.mkdir(parents=True, exist_ok=True)
-        path = base / "bench-history.jsonl"
-        make = _txn_history if transactional else _plain_history
-        t0 = time.perf_counter()
-        gen = make(path, events, seed)
-        click.echo(f"generated {gen.events} events in {time.perf_counter() - t0:.1f} s")
-        if transactional:
-            plain = _plain_history(base / "bench-history-plain.jsonl", gen.events, seed)
-            click.echo(f"generated a plain history of {plain.events} events")
-            for line in txn_report(compare_txn(gen, plain, repeat)):
-                click.echo(line)
-        else:
-            r = compare(path, repeat)
-            click.echo(f"history: {r.events} lines, {r.file_mb:.0f} MB; verdict {r.verdict}")
-            click.echo(f"json.loads every line: {r.json_seconds:7.2f} s  (cpu {r.json_cpu:.2f} s)")
-            click.echo(
-                f"kchaos check         : {r.check_seconds:7.2f} s  (cpu {r.check_cpu:.2f} s)"
-            )
-            met = "met" if r.ratio <= 1.0 else "NOT met"
-            click.echo(
-                f"ratio check/json: {r.ratio:.2f} (cpu {r.cpu_ratio:.2f}); goal <= 1.0 {met}"
-            )
-        if memory_events:
-            big = base / "bench-history-big.jsonl"
-            t0 = time.perf_counter()
-            make(big, memory_events, seed)
-            click.echo(f"generated {memory_events} events in {time.perf_counter() - t0:.1f} s")
-            seconds, mb, verdict = peak_memory(big)
-            click.echo(
-                f"check of {memory_events} events: {seconds:.1f} s, peak RSS {mb:.0f} MB, "
-                f"verdict {verdict}; goal <= 2048 MB "
-                f"{'met' if mb <= 2048 else 'NOT met'}"
-            )
-            big.unlink()
-    return 0
-
-
-def _plain_history(path: Path, events: int, seed: int) -> GeneratedHistory:
+def plain_history(path: Path, events: int, seed: int) -> GeneratedHistory:
     return generate(path, events=events, seed=seed, partitions=6, producers=4, consumers=3)
 
 
-def _txn_history(path: Path, events: int, seed: int) -> GeneratedHistory:
+def txn_history(path: Path, events: int, seed: int) -> GeneratedHistory:
     return generate_txn(path, events=events, seed=seed, partitions=6, producers=4)
+
+
+def wrong_verdict(what: str, got: object, expected: bool | str) -> str | None:
+    """A message when the check of a generated history did not reach the verdict the
+    generator promised (``expected``: True, False or "unknown"), else None.
+
+    ``got`` is the checker's ``valid`` (a bool or "unknown"), or its printed form from
+    :func:`peak_memory`'s child process.
+    """
+    if str(got) == str(expected):
+        return None
+    return f"wrong verdict: the check of {what} said {got}, the generated history is {expected}"

@@ -1,0 +1,5 @@
+"""``python -m kchaos.cli``: the ``kchaos`` command."""
+
+from kchaos.cli.main import main
+
+main()

@@ -1,0 +1,201 @@
+"""``kchaos matrix``, ``replay``, ``shrink`` and ``soak``: the commands that start runs
+from something other than one scenario file (several scenarios and versions, a stored run,
+a search, random schedules). The work is in :mod:`kchaos.harness.run`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kchaos.cli.options import (
+    kafka_version_option,
+    out_option,
+    overrides_option,
+    prometheus_option,
+    quiet_option,
+)
+from kchaos.harness.run.matrix import run_matrix
+from kchaos.harness.run.replay import replay_run
+from kchaos.harness.run.shrink import shrink_run
+from kchaos.harness.run.soak import (
+    DEFAULT_DURATION_S,
+    DEFAULT_KAFKA_VERSION,
+    DEFAULT_RUNS,
+    DEFAULT_SEED_BASE,
+    run_soak,
+)
+
+
+@click.command("matrix")
+@click.argument("scenarios", nargs=-1, metavar="[SCENARIO...]")
+@click.option(
+    "--tag",
+    metavar="TAG",
+    help="Add every library scenario with this tag (known-bug: the Kafka tickets).",
+)
+@click.option(
+    "--kafka-version",
+    "versions",
+    metavar="V1,V2,...",
+    help="Kafka releases to run every scenario on, comma-separated, e.g. 3.4.1,3.5.2 "
+    "(default: each ticket scenario's own compare releases).",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Runs per scenario and version; run i uses the scenario's seed + i.",
+)
+@overrides_option(every_scenario=True)
+@out_option("runs/matrix-NAMES-TIME")
+@prometheus_option()
+def matrix_cmd(
+    scenarios: tuple[str, ...],
+    tag: str | None,
+    versions: str | None,
+    seeds: int,
+    overrides: tuple[str, ...],
+    out: Path | None,
+    prometheus: bool,
+) -> int:
+    """Run SCENARIO... on every Kafka version, SEEDS times each, and write one page.
+
+    SCENARIO is a library scenario name or a YAML file. Every combination runs on a fresh
+    cluster, one after another. Writes OUT/report.html (per scenario a grid of versions by
+    seeds, each cell linking to its run's report), OUT/junit.xml and OUT/summary.json.
+    Bad input (a scenario, a malformed or unknown version) is reported before any run.
+    Exit code: 0 when every run ended as its scenario expects, otherwise the worst exit
+    code of `kchaos run`.
+    """
+    refs = list(scenarios)
+    if tag is not None:
+        from kchaos.harness.scenario import library
+
+        refs += [n for n in library.names_with_tag(tag) if n not in refs]
+    return run_matrix(
+        refs,
+        versions,
+        seeds=seeds,
+        out=out,
+        overrides=overrides,
+        command=sys.argv,
+        prometheus=prometheus,
+    )
+
+
+@click.command("replay")
+@click.argument("run_dir", metavar="RUN_DIR", type=click.Path(path_type=Path))
+@kafka_version_option(otherwise="the stored run's")
+@out_option("runs/RUN_ID")
+@quiet_option()
+@prometheus_option()
+def replay_cmd(
+    run_dir: Path, kafka_version: str | None, out: Path | None, quiet: bool, prometheus: bool
+) -> int:
+    """Run RUN_DIR again from its run.json alone, into a new run directory.
+
+    Same Kafka version, images, broker/topic/client configs, seed and concrete fault
+    schedule (times, targets, params) as the stored run; its run.json names the original
+    (`replay_of`). --kafka-version tries the same run on another release, judged by
+    what the scenario's `expect` says for that release (its `before` entries). Exit code
+    as `kchaos run`; 3 when RUN_DIR has no usable run.json.
+    """
+    return replay_run(
+        run_dir,
+        kafka_version=kafka_version,
+        out=out,
+        quiet=quiet,
+        prometheus=prometheus,
+        command=sys.argv,
+    )
+
+
+@click.command("shrink")
+@click.argument("run_dir", metavar="RUN_DIR", type=click.Path(path_type=Path))
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=12,
+    show_default=True,
+    help="At most this many runs (each a fresh cluster).",
+)
+@click.option(
+    "--repeat",
+    "repeats",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Clean runs before a candidate counts as not reproducing (flaky reproductions).",
+)
+@out_option("runs/shrink-RUN_ID-TIME")
+@prometheus_option()
+def shrink_cmd(run_dir: Path, budget: int, repeats: int, out: Path | None, prometheus: bool) -> int:
+    """Find a smaller fault schedule that still produces RUN_DIR's anomaly.
+
+    RUN_DIR must be a run whose verdict was invalid. Delta debugging over its concrete
+    schedule (fewer steps, then shorter durations, then fewer targets), each candidate a
+    full run, at most --budget runs; a candidate counts as not reproducing only after
+    --repeat clean runs. Writes OUT/shrunk.yaml (a scenario) and OUT/report.html (every
+    attempt and its verdict). Exit code 0; 3 for bad input (no run.json, a valid run).
+    """
+    shrink_run(
+        run_dir, budget=budget, repeats=repeats, out=out, command=sys.argv, prometheus=prometheus
+    )
+    return 0
+
+
+@click.command("soak")
+@click.option(
+    "--runs",
+    type=click.IntRange(min=1),
+    default=DEFAULT_RUNS,
+    show_default=True,
+    help="Number of runs (seeds SEED_BASE .. SEED_BASE+RUNS-1).",
+)
+@click.option(
+    "--seed-base",
+    type=int,
+    default=DEFAULT_SEED_BASE,
+    show_default=True,
+    help="Seed of the first run; the same base gives the same schedules.",
+)
+@kafka_version_option(DEFAULT_KAFKA_VERSION)
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=20),
+    default=DEFAULT_DURATION_S,
+    show_default=True,
+    help="Seconds of workload per run.",
+)
+@out_option("runs/soak-VERSION-seeds-A-B-TIME")
+@prometheus_option()
+def soak_cmd(
+    runs: int,
+    seed_base: int,
+    kafka_version: str,
+    duration: float,
+    out: Path | None,
+    prometheus: bool,
+) -> int:
+    """Run RUNS seeded random fault schedules against a safely configured cluster.
+
+    Every run: 3 nodes, RF 3, min.insync.replicas=2, unclean leader election off, acks=all
+    idempotent producers, a random schedule over every fault family (network, partition,
+    pause, disk, crash). Kafka promises to keep every acknowledged write, so each invalid
+    run is a false alarm or a bug. Writes OUT/seed-S/ (one run directory each),
+    OUT/scenarios/soak-S.yaml, OUT/report.html, OUT/junit.xml and OUT/soak.json.
+    Exit code: 0 when every run was valid, else the worst exit code of `kchaos run`.
+    """
+    return run_soak(
+        runs=runs,
+        seed_base=seed_base,
+        kafka_version=kafka_version,
+        duration=duration,
+        out=out,
+        command=sys.argv,
+        prometheus=prometheus,
+    )
