@@ -25,7 +25,7 @@ def test_help_lists_every_command_without_importing_them() -> None:
             sys.executable,
             "-c",
             "import sys\n"
-            "from kchaos.harness import cli\n"
+            "from kchaos.cli import main as cli\n"
             "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
             "heavy = [m for m in ('docker', 'pyspark', 'confluent_kafka') if m in sys.modules]\n"
             "print('heavy=' + ','.join(heavy))",
