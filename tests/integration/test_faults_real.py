@@ -245,11 +245,18 @@ def test_rolling_restart_keeps_the_cluster_serving(healthy_cluster: Cluster) -> 
     assert down.keys() == {1, 2}, seen
     assert down[1] < registered[1][0] < down[2] < registered[2][0], seen
     full = [x.offset for x in parts if x.time and set(x.isr) == set(x.replicas)]
-    # broker 1's restart took it out of the ISR; the ISR was whole again before broker 2
-    # went down, and again at the end
-    assert any(down[1] <= x.offset and 1 not in x.isr for x in parts if x.time), seen
-    assert any(registered[1][0] < o < down[2] for o in full), seen
-    assert any(2 not in x.isr for x in parts if x.time and x.offset > down[2]), seen
+    # each restart took its broker out of the ISR before it registered again; the ISR was
+    # whole again before broker 2 went down, and again at the end. The removal is not
+    # always after the broker's own "down" line: the controller may commit it first (seen
+    # 2026-11-26 on 4.4.0: ISR [2, 3] at offset 1451, broker 1 fenced at 1459, with no
+    # controlled-shutdown line before them), so the window is from the fault's start to
+    # the broker's new registration.
+    assert any(1 not in x.isr for x in parts if x.time and x.offset < registered[1][0]), seen
+    back = [o for o in full if registered[1][0] < o < down[2]]
+    assert back, seen
+    assert any(2 not in x.isr for x in parts if x.time and back[0] < x.offset < registered[2][0]), (
+        seen
+    )
     assert full and full[-1] > registered[2][0] and parts[-1].offset == full[-1], seen
     assert produce(bs, topic, 10) == [None] * 10
 
