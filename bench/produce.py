@@ -204,24 +204,33 @@ def run_bench(
     return cases
 
 
+def _rates(
+    cases: list[Case], kind: str, size: int, client: str | None = None, round_: int | None = None
+) -> list[float]:
+    """The rates of the cases of one kind and size (and client and round, when given)."""
+    return [c.rate for c in cases if c.kind == kind and c.size == size
+            and (client is None or c.client == client)
+            and (round_ is None or c.round == round_)]  # fmt: skip
+
+
+def _paired(num: list[float], den: list[float]) -> float | None:
+    """One round's ratio of two cases' rates; None when either case is missing or zero."""
+    return num[0] / den[0] if num and den and den[0] else None
+
+
 def ratios(cases: list[Case]) -> list[dict[str, Any]]:
     """Per (client, size): median rates, and the medians of each round's two ratios."""
 
     def rate(kind: str, client: str | None, size: int, round_: int | None = None) -> list[float]:
-        return [c.rate for c in cases if c.kind == kind and c.size == size
-                and (client is None or c.client == client)
-                and (round_ is None or c.round == round_)]  # fmt: skip
-
-    def paired(num: list[float], den: list[float]) -> float | None:
-        return num[0] / den[0] if num and den and den[0] else None
+        return _rates(cases, kind, size, client, round_)
 
     rows = []
     for size in sorted({c.size for c in cases}):
         rounds = sorted({c.round for c in cases if c.size == size})
         for lib in sorted({c.client for c in cases if c.client != "java"}):
-            vs_perf = [paired(rate("recording", lib, size, r), rate("perf-test", None, size, r))
+            vs_perf = [_paired(rate("recording", lib, size, r), rate("perf-test", None, size, r))
                        for r in rounds]  # fmt: skip
-            vs_bare = [paired(rate("recording", lib, size, r), rate("bare", lib, size, r))
+            vs_bare = [_paired(rate("recording", lib, size, r), rate("bare", lib, size, r))
                        for r in rounds]  # fmt: skip
             rows.append(
                 {

@@ -25,7 +25,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kchaos.bench.produce import TOPIC_CONFIGS, Case, _median, _ratio, run_recording
+from kchaos.bench.produce import (
+    TOPIC_CONFIGS,
+    Case,
+    _median,
+    _paired,
+    _rates,
+    _ratio,
+    run_recording,
+)
 from kchaos.harness.errors import WorkloadError
 from kchaos.harness.rundir.history import F_TXN, F_TXN_INIT, OK
 from kchaos.harness.rundir.history_writer import HistorySink, HistoryWriter, NullSink
@@ -170,18 +178,14 @@ def txn_ratios(cases: list[Case]) -> list[dict[str, Any]]:
     """Per size: median rates, and the medians of each round's two ratios."""
 
     def rates(kind: str, size: int, round_: int | None = None) -> list[float]:
-        return [c.rate for c in cases if c.kind == kind and c.size == size
-                and (round_ is None or c.round == round_)]  # fmt: skip
-
-    def paired(num: list[float], den: list[float]) -> float | None:
-        return num[0] / den[0] if num and den and den[0] else None
+        return _rates(cases, kind, size, round_=round_)
 
     rows = []
     for size in sorted({c.size for c in cases}):
         rounds = sorted({c.round for c in cases if c.size == size})
-        vs_idem = [paired(rates(TXN_RECORDING, size, r), rates(IDEMPOTENT, size, r))
+        vs_idem = [_paired(rates(TXN_RECORDING, size, r), rates(IDEMPOTENT, size, r))
                    for r in rounds]  # fmt: skip
-        vs_bare = [paired(rates(TXN_RECORDING, size, r), rates(TXN_BARE, size, r))
+        vs_bare = [_paired(rates(TXN_RECORDING, size, r), rates(TXN_BARE, size, r))
                    for r in rounds]  # fmt: skip
         rows.append(
             {
