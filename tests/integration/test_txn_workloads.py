@@ -17,6 +17,7 @@ check``'s verdict (the checker of the 1.2 kinds is separate work):
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -35,7 +36,12 @@ KCHAOS = str(Path(sys.executable).with_name("kchaos"))
 
 
 def _kchaos(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([KCHAOS, *args], capture_output=True, text=True, timeout=400)
+    """``kchaos run ...`` on 4.4.0, or on ``KCHAOS_TEST_KAFKA_VERSION`` (``make
+    txn-releases`` runs this file on 3.9.1, the newest release before transaction
+    version 2)."""
+    version = os.environ.get("KCHAOS_TEST_KAFKA_VERSION")
+    extra = ["--kafka-version", version] if version else []
+    return subprocess.run([KCHAOS, *args, *extra], capture_output=True, text=True, timeout=400)
 
 
 def _history(run_dir: Path) -> list[dict[str, Any]]:
@@ -53,6 +59,13 @@ def test_txn_smoke_commits_are_read_and_aborts_are_not(tmp_path: Path, kafka_ima
     assert (run_dir / "history.jsonl").is_file(), done.stdout + done.stderr
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "completed", done.stdout + done.stderr
+    judge_txn_smoke(run_dir)
+    assert took < 180, f"the run took {took:.0f} s"
+
+
+def judge_txn_smoke(run_dir: Path) -> None:
+    """The assertions of the txn-smoke test on one run directory (also used to judge
+    measured runs of the scenario, docs/incidents.md)."""
     events = _history(run_dir)
 
     inits = [e for e in events if e["f"] == "txn-init" and e["type"] == "ok"]
@@ -94,7 +107,6 @@ def test_txn_smoke_commits_are_read_and_aborts_are_not(tmp_path: Path, kafka_ima
     assert copies and max(copies.values()) == 1, copies.most_common(3)
     assigns = [e for e in events if e["f"] == "assign"]
     assert assigns and all(e["isolation"] == "read_committed" for e in assigns)
-    assert took < 180, f"the run took {took:.0f} s"
 
 
 FENCING_ERRORS = {"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "FENCED"}
@@ -112,8 +124,16 @@ def test_txn_zombie_fencing_fences_the_paused_producer(tmp_path: Path, kafka_ima
     took = time.monotonic() - began
     print(f"txn-zombie-fencing took {took:.0f} s, exit {done.returncode}")
     assert (run_dir / "history.jsonl").is_file(), done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    judge_zombie_fencing(run_dir)
+    assert took < 120, f"the run took {took:.0f} s"
+
+
+def judge_zombie_fencing(run_dir: Path) -> None:
+    """The assertions of the zombie test on one run directory (also used to judge the
+    measured runs of the scenario: its catch rate in docs/incidents.md)."""
     results = json.loads((run_dir / "results.json").read_text())
-    assert done.returncode == 0 and results["valid"] is True, results["anomalies"]
+    assert results["valid"] is True, results["anomalies"]
     assert "zombie-commit" not in results["anomalies"]
     events = _history(run_dir)
 
@@ -144,4 +164,3 @@ def test_txn_zombie_fencing_fences_the_paused_producer(tmp_path: Path, kafka_ima
     committed = {e["txn"] for e in txns if e["type"] == "ok"}
     assert not committed & {e["txn"] for e in late}, "producer 3 committed after the fence"
     assert any(e["type"] == "ok" for e in events if e["f"] == "txn" and e["process"] == 5)
-    assert took < 120, f"the run took {took:.0f} s"
