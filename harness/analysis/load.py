@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 _RUN_DIR = r"^(.*)/history\.(?:jsonl|parquet)(?:/.*)?$"
+_COPY_KEY = r"/run-([0-9]+)\.parquet$"  # the name _ingest gives a DuckDB copy
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,16 @@ def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[Dat
     for run in runs:
         if run.fmt == "parquet":
             check_parquet_schema(spark, run.history)
-    parquet += [(key, str(path)) for key, path in copies.items()]
+    if copies:
+        # DuckDB's copies are single files named by run key: ONE table for all of them.
+        # A table per run, unioned, grows every later query's plan with the number of
+        # runs (23 small runs exhausted a 2 GB driver in the optimizer).
+        df = spark.read.schema(history_schema(with_corrupt=False)).parquet(
+            *[str(copies[key]) for key in sorted(copies)]
+        )
+        rk = F.regexp_extract(F.col("_metadata.file_path"), _COPY_KEY, 1).cast("int")
+        df = df.withColumn("rk", rk).withColumn(CORRUPT, F.lit(None).cast(StringType()))
+        parts.append(df.select(*cols))
     if jsonl:
         df = (
             spark.read.schema(history_schema())
@@ -128,7 +138,7 @@ def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[Dat
             .json([str(r.history) for r in jsonl])
         )
         parts.append(_with_run_key(spark, df, jsonl).select(*cols))
-    for key, path in parquet:  # each copy is its own table (partitioned by f, or not)
+    for key, path in parquet:  # each export is its own table (partitioned by f)
         df = spark.read.schema(history_schema(with_corrupt=False)).parquet(path)
         df = df.withColumn("rk", F.lit(key)).withColumn(CORRUPT, F.lit(None).cast(StringType()))
         parts.append(df.select(*cols))

@@ -2,7 +2,8 @@
 
 Three sources, all analysed in ONE Spark job (one session, every run unioned):
 - hand-written histories (tests/unit/analysis/hist.py);
-- histories from the shared generator (harness.histgen), clean and with each injection;
+- histories from the shared generator (harness.histgen), clean and with each injection,
+  plain (format 1.1) and transactional (1.2);
 - every history the checker's own unit tests write (captured by wrapping their
   ``H.write``), compared with ``kchaos.harness.checker.check_history`` on the same file.
 """
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kchaos.harness.histgen import INJECTABLE, generate_run
+from kchaos.harness.histgen import INJECTABLE, TXN_INJECTABLE, generate_run
 from kchaos.harness.rundir.anomalies import DATA_KINDS
 
 CHECKER_TESTS = Path(__file__).resolve().parents[1] / "checker"
@@ -56,6 +57,15 @@ def histgen_cases(root: Path) -> list[Case]:
         ("gen-all-data", {"inject": [k for k in DATA_KINDS if k in INJECTABLE], "seed": 9}),
     ]
     shapes += [(f"gen-{kind}", {"inject": (kind,), "seed": i}) for i, kind in enumerate(INJECTABLE)]
+    # format 1.2: transactional histories from the same generator, clean, with every
+    # transactional kind at once, and with each kind alone
+    txn: list[tuple[str, dict[str, Any]]] = [
+        ("gentxn-clean", {"seed": 3}),
+        ("gentxn-all", {"inject": TXN_INJECTABLE, "seed": 11}),
+    ]
+    txn += [(f"gentxn-{kind}", {"inject": (kind,), "seed": 20 + i})
+            for i, kind in enumerate(TXN_INJECTABLE)]  # fmt: skip
+    shapes += [(name, {**kwargs, "transactional": True}) for name, kwargs in txn]
     for name, kwargs in shapes:
         gen = generate_run(root / name, events=2500, partitions=3, **kwargs)
         expected = {k: v for k, v in gen.expected.items() if k in DATA_KINDS}
