@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from kchaos.faults.params import Param, Where, validate_params
 from kchaos.faults.targets import parse_target, resolve
-from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
+from kchaos.harness.cluster.api import ClusterHandle, NodeHandle, Topology
 from kchaos.harness.errors import FaultError
 
 _REGISTRY: dict[str, type[Fault]] = {}
@@ -172,7 +172,7 @@ def active_faults() -> list[Fault]:
         return list(_ACTIVE)
 
 
-def forget_healed(cluster: ClusterHandle) -> list[Fault]:
+def forget_healed(cluster: Topology) -> list[Fault]:
     """After a stateless heal that undid everything on ``cluster``, its faults are no
     longer in effect: mark them stopped (a later ``stop()`` is then a no-op) and drop them
     from the active set, so progress lines and exit heals stop listing them. Returns them."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kchaos.harness.cluster.api import ClusterHandle
+from kchaos.harness.cluster.api import Leadership
 from kchaos.harness.errors import ClusterError, FaultError
 
 #: ``coordinator:KIND:KEY`` kinds and the internal topic each one's state lives in.
@@ -67,7 +67,7 @@ def parse_key(text: str) -> CoordinatorKey:
     return CoordinatorKey(kind, key)
 
 
-def coordinator_topic_partition(cluster: ClusterHandle, key: CoordinatorKey) -> tuple[str, int]:
+def coordinator_topic_partition(cluster: Leadership, key: CoordinatorKey) -> tuple[str, int]:
     """(internal topic, partition) holding ``key``'s state, from the live partition count."""
     try:
         count = int(cluster.partition_count(key.topic))
@@ -76,7 +76,7 @@ def coordinator_topic_partition(cluster: ClusterHandle, key: CoordinatorKey) -> 
     return key.topic, coordinator_partition(key.key, count)
 
 
-def coordinator_node(cluster: ClusterHandle, key: CoordinatorKey) -> int:
+def coordinator_node(cluster: Leadership, key: CoordinatorKey) -> int:
     """Node id of ``key``'s coordinator right now (FaultError when it has none)."""
     topic, partition = coordinator_topic_partition(cluster, key)
     try:

@@ -1,7 +1,7 @@
 """A fault's view of a node's own ext4 filesystem (at ``NodeHandle.mount_path``).
 
 Freezing, thawing, shutting down and remounting are the cluster's own operations
-(``ClusterHandle.freeze_fs`` and friends, implemented once in
+(``NodeFilesystems.freeze_fs`` and friends, implemented once in
 ``kchaos.harness.cluster.filesystem``); here they get the fault's error types
 (FaultError when a fault cannot start, HealError when a heal fails). Filling the disk,
 and telling whether a filesystem is healthy, are the faults' own.
@@ -18,18 +18,18 @@ import os
 from pathlib import Path
 
 from kchaos.harness.cluster import filesystem
-from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
+from kchaos.harness.cluster.api import NodeFilesystems, NodeHandle
 from kchaos.harness.errors import ClusterError, FaultError, HealError
 
 FILL_PREFIX = "kchaos-diskfill-"
 PROBE_NAME = ".kchaos-probe"
 
 
-def is_mounted(cluster: ClusterHandle, node: NodeHandle) -> bool:
+def is_mounted(cluster: NodeFilesystems, node: NodeHandle) -> bool:
     return cluster.is_mounted(node)
 
 
-def freeze(cluster: ClusterHandle, node: NodeHandle) -> None:
+def freeze(cluster: NodeFilesystems, node: NodeHandle) -> None:
     if not cluster.is_mounted(node):
         raise FaultError(f"{node.name}: {node.mount_path} is not mounted")
     try:
@@ -38,7 +38,7 @@ def freeze(cluster: ClusterHandle, node: NodeHandle) -> None:
         raise FaultError(f"{node.name}: {exc}") from exc
 
 
-def thaw(cluster: ClusterHandle, node: NodeHandle) -> bool:
+def thaw(cluster: NodeFilesystems, node: NodeHandle) -> bool:
     """Thaw the node's filesystem; True when it was frozen."""
     if not cluster.is_mounted(node):
         return False
@@ -48,7 +48,7 @@ def thaw(cluster: ClusterHandle, node: NodeHandle) -> bool:
         raise HealError(f"{node.name}: {exc}") from exc
 
 
-def shutdown(cluster: ClusterHandle, node: NodeHandle) -> None:
+def shutdown(cluster: NodeFilesystems, node: NodeHandle) -> None:
     """EXT4_IOC_SHUTDOWN with NOLOGFLUSH: whatever is not written back is lost."""
     try:
         cluster.shutdown_fs(node)
@@ -61,7 +61,7 @@ def loop_backs_image(node: NodeHandle) -> bool:
     return filesystem.loop_backs(node.loop_device, node.image_file)
 
 
-def remount(cluster: ClusterHandle, node: NodeHandle) -> None:
+def remount(cluster: NodeFilesystems, node: NodeHandle) -> None:
     """Unmount (if mounted) and mount the node's loop device again."""
     try:
         cluster.remount_fs(node)
@@ -69,7 +69,7 @@ def remount(cluster: ClusterHandle, node: NodeHandle) -> None:
         raise HealError(f"{node.name}: remount {node.mount_path}: {exc}") from exc
 
 
-def is_healthy(cluster: ClusterHandle, node: NodeHandle) -> bool:
+def is_healthy(cluster: NodeFilesystems, node: NodeHandle) -> bool:
     """Mounted and able to create a file (False on a shut-down fs). Never call on a
     frozen filesystem: thaw first."""
     if not is_mounted(cluster, node):
@@ -114,7 +114,7 @@ def fill(node: NodeHandle, fault_id: str, leave_bytes: int, max_bytes: int = 0) 
     return size
 
 
-def fill_files(cluster: ClusterHandle, node: NodeHandle) -> list[Path]:
+def fill_files(cluster: NodeFilesystems, node: NodeHandle) -> list[Path]:
     if not is_mounted(cluster, node):
         return []
     try:
@@ -123,7 +123,7 @@ def fill_files(cluster: ClusterHandle, node: NodeHandle) -> list[Path]:
         return []
 
 
-def unfill(cluster: ClusterHandle, node: NodeHandle, fault_id: str | None = None) -> list[Path]:
+def unfill(cluster: NodeFilesystems, node: NodeHandle, fault_id: str | None = None) -> list[Path]:
     """Delete this fault's fill file (or every kchaos fill file); returns what was deleted."""
     removed = []
     for path in fill_files(cluster, node):

@@ -1,7 +1,7 @@
 """iptables rules for partitions, built as plain data first, then applied from the host.
 
 The rules are installed by the *host's* iptables inside each node's network namespace
-(:meth:`ClusterHandle.net_exec`, ``nsenter -t PID -n``), so the broker image needs no
+(:meth:`NodeProcesses.net_exec`, ``nsenter -t PID -n``), so the broker image needs no
 iptables and no NET_ADMIN of its own: the project's image and one without any tools get the
 same partitions. The host needs iptables and nsenter (``compose/setup.sh`` installs them).
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from kchaos.harness.cluster.api import PROXY_PORT_BASE, ClusterHandle, NodeHandle
+from kchaos.harness.cluster.api import PROXY_PORT_BASE, NodeAccess, NodeHandle, NodeProcesses
 from kchaos.harness.errors import FaultError, HealError
 
 MAIN_CHAIN = "KCHAOS"
@@ -145,7 +145,7 @@ def heal_script() -> str:
 # --- running them --------------------------------------------------------------------
 
 
-def run_script(cluster: ClusterHandle, node: NodeHandle, script: str, *, heal: bool) -> str:
+def run_script(cluster: NodeProcesses, node: NodeHandle, script: str, *, heal: bool) -> str:
     """Run a script of this module with the host's sh in the node's network namespace."""
     try:
         code, out = cluster.net_exec(node, ["sh", "-c", script])
@@ -163,7 +163,7 @@ def run_script(cluster: ClusterHandle, node: NodeHandle, script: str, *, heal: b
 
 
 def install(
-    cluster: ClusterHandle, chain: str, rules: Mapping[int, Sequence[Sequence[str]]]
+    cluster: NodeAccess, chain: str, rules: Mapping[int, Sequence[Sequence[str]]]
 ) -> list[int]:
     """Install rules node by node; returns the node ids done (for the undo)."""
     done = []
@@ -174,7 +174,7 @@ def install(
     return done
 
 
-def remove(cluster: ClusterHandle, chain: str, node_ids: Iterable[int]) -> None:
+def remove(cluster: NodeAccess, chain: str, node_ids: Iterable[int]) -> None:
     errors = []
     for node_id in sorted(set(node_ids)):
         try:

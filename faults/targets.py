@@ -24,7 +24,7 @@ so the same seed and the same cluster state give the same targets.
 A coordinator is the leader of the internal topic partition that holds the id's or the
 group's state (``kchaos.faults.coordinators``), so it is resolved live like ``leader:``.
 The leader and the active controller are the cluster's own reads,
-``ClusterHandle.partition_leader(topic, partition)`` and ``active_controller_id()``
+``Leadership.partition_leader(topic, partition)`` and ``active_controller_id()``
 (implemented in ``kchaos.harness.cluster.observe``).
 
 A ``client:`` target names a client process, not a node: it resolves to no node, and
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from kchaos.faults.clients import parse_client
 from kchaos.faults.coordinators import coordinator_node, parse_key
 from kchaos.faults.params import Where
-from kchaos.harness.cluster.api import ClusterHandle, NodeHandle
+from kchaos.harness.cluster.api import Leadership, NodeHandle, Targeting
 from kchaos.harness.errors import ClusterError, FaultError
 
 _KEYWORDS = ("all", "brokers", "controllers", "minority", "majority", "controller", "none")
@@ -112,7 +112,7 @@ def _by_id(nodes: Sequence[NodeHandle]) -> list[NodeHandle]:
     return sorted(nodes, key=lambda n: n.node_id)
 
 
-def resolve(cluster: ClusterHandle, spec: TargetSpec | str, rng: random.Random) -> list[NodeHandle]:
+def resolve(cluster: Targeting, spec: TargetSpec | str, rng: random.Random) -> list[NodeHandle]:
     """The nodes a spec names right now, sorted by id. FaultError when none can be found."""
     if not isinstance(spec, TargetSpec):
         spec = parse_target(spec)
@@ -151,7 +151,7 @@ def resolve(cluster: ClusterHandle, spec: TargetSpec | str, rng: random.Random) 
     return _by_id(list({n.node_id: n for n in out}.values()))
 
 
-def partition_leader(cluster: ClusterHandle, topic: str, partition: int) -> int:
+def partition_leader(cluster: Leadership, topic: str, partition: int) -> int:
     """Node id of the partition's current leader (FaultError when it has none)."""
     try:
         return int(cluster.partition_leader(topic, partition))
@@ -159,7 +159,7 @@ def partition_leader(cluster: ClusterHandle, topic: str, partition: int) -> int:
         raise FaultError(f"leader:{topic}:{partition}: {exc}") from exc
 
 
-def active_controller(cluster: ClusterHandle) -> int:
+def active_controller(cluster: Leadership) -> int:
     """Node id of the active KRaft controller (FaultError when none is found)."""
     try:
         return int(cluster.active_controller_id())

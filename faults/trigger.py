@@ -29,7 +29,7 @@ coordinator (``kchaos.faults.coordinators``; the partition count is read live)::
     "when": {"isr_below": {"coordinator": "txn:kchaos-t1", "size": 3}}
 
 How each is observed (never from a sleep), through the cluster's own reads
-(``ClusterHandle.partition_isr``, ``broker_epoch``, ``alive_brokers``, implemented in
+(``ClusterReads.partition_isr``, ``broker_epoch``, ``alive_brokers``, implemented in
 ``kchaos.harness.cluster.observe``):
 
 * ISR conditions: a Metadata request through the cluster's client proxies (confluent-kafka
@@ -64,7 +64,7 @@ from typing import Any, Protocol
 
 from kchaos.faults.coordinators import coordinator_partition, parse_key
 from kchaos.faults.params import Where
-from kchaos.harness.cluster.api import ClusterHandle
+from kchaos.harness.cluster.api import ClusterReads
 from kchaos.harness.errors import ClusterError, FaultError, TriggerCancelled, TriggerTimeout
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -301,7 +301,7 @@ class HandleState:
     """The conditions' reads, on the cluster's own members (``partition_isr``,
     ``broker_epoch``, ``alive_brokers``); a failed read is a FaultError (retried)."""
 
-    def __init__(self, cluster: ClusterHandle) -> None:
+    def __init__(self, cluster: ClusterReads) -> None:
         self.cluster = cluster
 
     def isr(self, topic: str, partition: int) -> list[int]:

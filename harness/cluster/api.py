@@ -1,8 +1,10 @@
 """The cluster's public shape: what faults, workloads and the runner may rely on.
 
-`kchaos.harness.cluster.Cluster` implements :class:`ClusterHandle`. Faults act only through
-these handles (never through Docker directly), so that `kchaos cleanup` knows every
-kind of thing that can be left behind.
+`kchaos.harness.cluster.Cluster` implements :class:`ClusterHandle`, the union of the small
+protocols below (:class:`Topology`, :class:`NodeProcesses`, :class:`NodeLifecycle`,
+:class:`ProxyAccess`, :class:`Leadership` and :class:`ClusterReads`,
+:class:`NodeFilesystems`). Faults act only through these handles (never through Docker
+directly), so that `kchaos cleanup` knows every kind of thing that can be left behind.
 
 Topology (one Docker network per run, explicit /24 subnet, static addresses):
 
@@ -78,8 +80,14 @@ class NodeHandle:
         return "controller" in self.roles
 
 
-class ClusterHandle(Protocol):
-    """What a started cluster offers to faults, workloads and the runner."""
+# The cluster's members come in small protocols, one concern each; a consumer is annotated
+# with the smallest one it needs (or a named union of two), so a test fake implements only
+# that. ClusterHandle is the union of all of them: what the real Cluster offers (checked
+# by mypy in harness/cluster/cluster.py) and what a fault, which may act on anything, holds.
+
+
+class Topology(Protocol):
+    """The cluster's layout: names, addresses and nodes, fixed once it has started."""
 
     run_id: str
     subnet: str
@@ -103,15 +111,10 @@ class ClusterHandle(Protocol):
         """Comma-separated client-proxy addresses, for producers and consumers."""
         ...
 
-    @property
-    def toxiproxy_url(self) -> str:
-        """Base URL of the Toxiproxy HTTP API, e.g. http://10.x.y.2:8474."""
-        ...
 
-    @property
-    def toxiproxy(self) -> Toxiproxy:
-        """The client of this run's Toxiproxy server (toxics, proxies, reset)."""
-        ...
+class NodeProcesses(Protocol):
+    """Processes in a node's container: run a command, signal or freeze the JVM, read
+    its output."""
 
     def exec(self, node: NodeHandle, cmd: Sequence[str], *, user: str = "root") -> tuple[int, str]:
         """Run a command inside the node's container; (exit code, combined output)."""
@@ -139,6 +142,19 @@ class ClusterHandle(Protocol):
 
     def unpause(self, node: NodeHandle) -> None: ...
 
+    def logs(self, node: NodeHandle, tail: int = 50, *, last_start: bool = False) -> str:
+        """The node's last ``tail`` log lines; with ``last_start`` only lines written since
+        its container last started (docker keeps a container's log across restarts)."""
+        ...
+
+    def full_log(self, node: NodeHandle) -> bytes:
+        """The node's whole container log, across restarts; also of a stopped container."""
+        ...
+
+
+class NodeLifecycle(Protocol):
+    """Stopping and starting nodes, and waiting for the cluster to be whole again."""
+
     def stop_node(self, node: NodeHandle, *, hard: bool) -> None:
         """SIGKILL (hard) or SIGTERM and wait for the container to exit."""
         ...
@@ -160,33 +176,53 @@ class ClusterHandle(Protocol):
         replica set in the ISR, or ReadinessTimeout."""
         ...
 
-    def logs(self, node: NodeHandle, tail: int = 50, *, last_start: bool = False) -> str:
-        """The node's last ``tail`` log lines; with ``last_start`` only lines written since
-        its container last started (docker keeps a container's log across restarts)."""
+
+class ProxyAccess(Protocol):
+    """This run's Toxiproxy server, in front of every listener."""
+
+    @property
+    def toxiproxy_url(self) -> str:
+        """Base URL of the Toxiproxy HTTP API, e.g. http://10.x.y.2:8474."""
         ...
 
-    # The cluster's state, read for faults and triggers (ClusterError when a read fails).
+    @property
+    def toxiproxy(self) -> Toxiproxy:
+        """The client of this run's Toxiproxy server (toxics, proxies, reset)."""
+        ...
+
+
+class Leadership(Protocol):
+    """Who leads now: what fault targets are resolved from (ClusterError when a read
+    fails). The scenario validator answers these from the plan."""
+
     def partition_leader(self, topic: str, partition: int) -> int:
         """Node id of the partition's current leader."""
         ...
-
-    def partition_isr(self, topic: str, partition: int) -> list[int]: ...
 
     def partition_count(self, topic: str) -> int:
         """How many partitions the topic has now (internal topics included)."""
         ...
 
+    def active_controller_id(self) -> int: ...
+
+
+class ClusterReads(Leadership, Protocol):
+    """Leadership and the rest of the cluster's state that triggers watch."""
+
+    def partition_isr(self, topic: str, partition: int) -> list[int]: ...
+
     def alive_brokers(self) -> set[int]:
         """Brokers in the client metadata now."""
         ...
-
-    def active_controller_id(self) -> int: ...
 
     def broker_epoch(self, broker: int) -> int | None:
         """The epoch of the broker's last registration, from its own log (None: none yet)."""
         ...
 
-    # The node's own data filesystem, on the host (ClusterError when an operation fails).
+
+class NodeFilesystems(Protocol):
+    """The node's own data filesystem, on the host (ClusterError when an operation fails)."""
+
     def is_mounted(self, node: NodeHandle) -> bool: ...
 
     def freeze_fs(self, node: NodeHandle) -> None:
@@ -204,3 +240,26 @@ class ClusterHandle(Protocol):
     def remount_fs(self, node: NodeHandle) -> None:
         """Unmount if mounted and mount the node's loop device again (node stopped)."""
         ...
+
+
+# Named unions, for consumers that need two of the above.
+
+
+class NodeAccess(Topology, NodeProcesses, Protocol):
+    """The nodes and commands in them: iptables rules, the after-run collectors."""
+
+
+class Targeting(Topology, Leadership, Protocol):
+    """The nodes and who leads: resolving a fault's target spec."""
+
+
+class ClusterHandle(
+    Topology,
+    NodeProcesses,
+    NodeLifecycle,
+    ProxyAccess,
+    ClusterReads,
+    NodeFilesystems,
+    Protocol,
+):
+    """Everything a started cluster offers to faults, workloads and the runner."""

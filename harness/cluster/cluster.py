@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import docker
 import docker.errors
@@ -580,3 +580,26 @@ def attach(run_id: str) -> Cluster:
     cluster._state = st
     cluster.subnet, cluster.toxiproxy_ip = st.subnet, st.toxiproxy_ip
     return cluster
+
+
+if TYPE_CHECKING:
+    from kchaos.harness.cluster import api
+
+    def _satisfies_every_protocol(
+        cluster: Cluster,
+    ) -> tuple[
+        api.Topology,
+        api.NodeProcesses,
+        api.NodeLifecycle,
+        api.ProxyAccess,
+        api.Leadership,
+        api.ClusterReads,
+        api.NodeFilesystems,
+        api.NodeAccess,
+        api.Targeting,
+        api.ClusterHandle,
+    ]:
+        """Never called: mypy checks here that Cluster implements each protocol of
+        kchaos.harness.cluster.api (a missing or mistyped member fails `.ci/typecheck`)."""
+        c = cluster
+        return (c, c, c, c, c, c, c, c, c, c)

@@ -12,13 +12,14 @@ import base64
 import re
 import uuid
 from collections.abc import Mapping
-from typing import Any
 
 from kchaos.harness.cluster.api import (
     CLIENT_PORT,
     CONTROLLER_PORT,
     PROXY_PORT_BASE,
     REPLICATION_PORT,
+    NodeHandle,
+    Topology,
 )
 from kchaos.harness.cluster.spec import ClusterSpec
 from kchaos.harness.errors import ConfigError
@@ -163,11 +164,15 @@ def node_properties(spec: ClusterSpec, node_id: int, toxiproxy_ip: str) -> dict[
     return props
 
 
-def given_properties(cluster: Any, node: Any) -> dict[str, str]:
+def given_properties(cluster: Topology, node: NodeHandle) -> dict[str, str]:
     """The server properties the harness gives ``node`` of ``cluster`` (from the cluster's
-    ``spec``); empty for a cluster without a spec, where the image's defaults hold."""
+    ``spec``, which harness.cluster.Cluster has and the protocols do not); empty for a
+    cluster without a spec, where the image's defaults hold."""
+    spec = getattr(cluster, "spec", None)
+    if not isinstance(spec, ClusterSpec):
+        return {}
     try:
-        return node_properties(cluster.spec, node.node_id, cluster.toxiproxy_ip)
+        return node_properties(spec, node.node_id, cluster.toxiproxy_ip)
     except Exception:  # noqa: BLE001 - a cluster without a spec: the image's default
         return {}
 

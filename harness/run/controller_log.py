@@ -22,10 +22,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kchaos.harness.cluster.api import NodeAccess, NodeHandle, Topology
 from kchaos.harness.cluster.config import DATA_DIR, given_properties
 from kchaos.harness.errors import MetadataDumpError
 from kchaos.harness.run.metadata_records import convert, parse_dump, snapshot_to_read
-from kchaos.harness.run.record import record_step
+from kchaos.harness.run.record import RunRecord, record_step
 from kchaos.harness.rundir.names import (
     CONTROLLER_JSONL,
     CONTROLLER_LOG,
@@ -52,7 +53,7 @@ _LOGGER = re.compile(r"\(([^()\s]+)\)\s*$")
 _ENTRY_START = re.compile(r"^\[\d{4}-\d\d-\d\d")
 
 
-def metadata_dir(cluster: Any, node: Any) -> str:
+def metadata_dir(cluster: Topology, node: NodeHandle) -> str:
     """The node's ``__cluster_metadata-0`` directory, from the properties the harness
     gives it: ``metadata.log.dir``, else the first of ``log.dirs`` (or ``log.dir``)."""
     props = given_properties(cluster, node)
@@ -71,7 +72,7 @@ def dump_files(directory: str, names: Iterable[str]) -> list[str]:
     return [f"{directory}/{n}" for n in chosen]
 
 
-def read_metadata_log(cluster: Any) -> tuple[str, str]:
+def read_metadata_log(cluster: NodeAccess) -> tuple[str, str]:
     """(node name, dump text) from the first running controller that can give it."""
     nodes = [n for n in cluster.nodes if n.is_controller]
     if not nodes:
@@ -100,7 +101,7 @@ def read_metadata_log(cluster: Any) -> tuple[str, str]:
 
 
 def write_controller_log(
-    cluster: Any, run_dir: Path, *, topics: Sequence[str], origin_unix_ns: int
+    cluster: NodeAccess, run_dir: Path, *, topics: Sequence[str], origin_unix_ns: int
 ) -> dict[str, Any]:
     """Write ``run_dir/controller.jsonl``; returns what run.json records about it.
     Raises on failure (the caller records it); never leaves a partial file."""
@@ -154,7 +155,7 @@ def split_log(text: str) -> dict[str, str]:
     }
 
 
-def copy_logs(cluster: Any, run_dir: Path) -> dict[str, Any]:
+def copy_logs(cluster: NodeAccess, run_dir: Path) -> dict[str, Any]:
     """Every node's log into ``run_dir/logs/<container-name>/``; per node what was
     written, or why not."""
     out: dict[str, Any] = {}
@@ -173,7 +174,7 @@ def copy_logs(cluster: Any, run_dir: Path) -> dict[str, Any]:
 
 
 def collect_after_run(
-    cluster: Any, run_dir: Path, rec: Any, topics: Sequence[str]
+    cluster: NodeAccess, run_dir: Path, rec: RunRecord, topics: Sequence[str]
 ) -> dict[str, Any]:
     """Both steps, each on its own; the outcome goes to run.json's ``after_run``
     (through :func:`~kchaos.harness.run.record.record_step`, as every after-run step).
@@ -186,7 +187,9 @@ def collect_after_run(
     )
 
 
-def _after_run(cluster: Any, run_dir: Path, rec: Any, topics: Sequence[str]) -> dict[str, Any]:
+def _after_run(
+    cluster: NodeAccess, run_dir: Path, rec: RunRecord, topics: Sequence[str]
+) -> dict[str, Any]:
     after: dict[str, Any] = {}
     try:
         after["logs"] = {"dir": LOGS_DIR, "nodes": copy_logs(cluster, run_dir)}

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -27,11 +27,17 @@ from kchaos.harness.errors import ConfigError, KchaosError, RunInterrupted
 from kchaos.harness.labels import new_run_id
 from kchaos.harness.paths import runs_dir
 from kchaos.harness.run import record, reread
+from kchaos.harness.run.context import RunContext
 from kchaos.harness.run.progress import RunProgress
 from kchaos.harness.run.topics import create_topics
+from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.plan import image_source, plan_of
+
+if TYPE_CHECKING:
+    from kchaos.harness.images import ImageSet
+    from kchaos.reports.build import RunReport
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +85,7 @@ class _Tags:
     kafka_version: str
 
 
-def ensure_images(sc: Scenario, kafka_version: str) -> Any:
+def ensure_images(sc: Scenario, kafka_version: str) -> ImageSet:
     """kchaos.harness.images.ensure_images for the scenario's image source."""
     from kchaos.harness.images import ensure_images as ensure
 
@@ -116,18 +122,11 @@ class _Live:
         return text + ("  faults: " + " ".join(active) if active else "  no fault active")
 
 
-def _drive(
-    sc: Scenario,
-    cluster: Any,
-    run_dir: Path,
-    progress: RunProgress,
-    rec: Any,
-    metrics: Any = None,
-) -> None:
+def _drive(ctx: RunContext) -> None:
     """Topics, workload, nemesis, heal, drain; the history is closed on the way out.
 
-    With ``metrics`` (HarnessMetrics), the workload counts its sends there and the fault
-    and ISR lines of the history update it too (MetricsSink)."""
+    With ``ctx.metrics``, the workload counts its sends there and the fault and ISR lines
+    of the history update it too (MetricsSink)."""
     from kchaos.faults import clients
     from kchaos.faults.base import abort_all
     from kchaos.faults.heal import heal_everything
@@ -135,15 +134,17 @@ def _drive(
     from kchaos.workloads.metrics import MetricsSink
     from kchaos.workloads.workload import Workload
 
+    sc, cluster, rec = ctx.scenario, ctx.cluster, ctx.record
+    progress, metrics, run_dir = ctx.progress, ctx.metrics, ctx.run_dir.path
     with progress.phase("topics"):
         create_topics(cluster.bootstrap_servers, sc.topics)
     live = _Live()
     nemesis = None
-    with RunDir(run_dir).history_writer() as history:
+    with ctx.run_dir.history_writer() as history:
         # the wall clock of the history's time 0, to align controller.jsonl with it
         rec.update(history_start_unix_ns=time.time_ns() - history.elapsed_ns())
         plan = plan_of(sc)
-        sink: Any = history if metrics is None else MetricsSink(history, metrics)
+        sink: HistorySink = history if metrics is None else MetricsSink(history, metrics)
         with (
             Workload.for_cluster(
                 plan.workload, cluster, sink, run_dir=run_dir, metrics=metrics
@@ -227,6 +228,7 @@ def run_scenario(
             rec.update(image={"kafka": images.kafka, "toxiproxy": images.toxiproxy})
             spec = dataclasses.replace(plan.cluster, images=images, run_id=run_id)
             cluster = Cluster(spec)
+            ctx = RunContext(sc, cluster, RunDir(run_dir), progress, rec)
             started = False
             try:
                 with progress.phase(f"cluster ({sc.cluster.brokers} brokers)"):
@@ -234,12 +236,12 @@ def run_scenario(
                 started = True
                 rec.update(cluster_spec=spec.to_dict(), status="started")
                 with observe_run(cluster, run_dir, rec, server=prometheus) as metrics:
-                    _drive(sc, cluster, run_dir, progress, rec, metrics)
+                    _drive(dataclasses.replace(ctx, metrics=metrics))
                 status = "completed"
             finally:
                 try:
                     if started:
-                        _collect(cluster, run_dir, rec, sc, progress)
+                        _collect(ctx)
                 finally:
                     if not keep_cluster:
                         with progress.phase("teardown"):
@@ -266,13 +268,14 @@ def run_scenario(
     )
 
 
-def _collect(cluster: Any, run_dir: Path, rec: Any, sc: Scenario, progress: RunProgress) -> None:
+def _collect(ctx: RunContext) -> None:
     """controller.jsonl, the nodes' logs and every replica's log (replicas.jsonl), while
     the containers still exist."""
     from kchaos.harness.run import replicas
     from kchaos.harness.run.controller_log import collect_after_run, describe
 
-    topics = [t.name for t in sc.topics]
+    cluster, run_dir, rec, progress = ctx.cluster, ctx.run_dir.path, ctx.record, ctx.progress
+    topics = [t.name for t in ctx.scenario.topics]
     with progress.phase("controller log and broker logs"):
         after = collect_after_run(cluster, run_dir, rec, topics)
     progress.note(describe(after))
@@ -281,7 +284,7 @@ def _collect(cluster: Any, run_dir: Path, rec: Any, sc: Scenario, progress: RunP
     progress.note(replicas.describe(dumped))
 
 
-def _judge(run_dir: Path, progress: RunProgress, console: Console) -> Any:
+def _judge(run_dir: Path, progress: RunProgress, console: Console) -> RunReport | None:
     """Check the history and write the reports (also for a run cut short)."""
     try:
         from kchaos.harness.checker import check_run

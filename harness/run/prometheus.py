@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kchaos.harness.cluster.api import Topology
 from kchaos.harness.cluster.prometheus import PrometheusServer, render_config
-from kchaos.harness.run.record import record_step
+from kchaos.harness.run.record import RunRecord, record_step
 from kchaos.harness.rundir import prometheus as prometheus_json
 from kchaos.harness.rundir.names import PROMETHEUS_JSON
 from kchaos.harness.rundir.rundir import RunDir
@@ -71,7 +72,7 @@ SERIES: tuple[tuple[str, str, str, str], ...] = (
 
 @contextlib.contextmanager
 def observe_run(
-    cluster: Any, run_dir: Path, rec: Any, *, server: bool
+    cluster: Topology, run_dir: Path, rec: RunRecord, *, server: bool
 ) -> Iterator[HarnessMetrics | None]:
     """The run's HarnessMetrics (None when neither ``server`` nor KCHAOS_METRICS_PORT asks
     for metrics), served on /metrics; with ``server``, a Prometheus scraping it and the

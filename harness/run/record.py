@@ -46,7 +46,7 @@ class RunRecord:
 
 
 def record_step(
-    rec: Any, key: str, what: str, step: Callable[[], dict[str, Any]]
+    rec: RunRecord, key: str, what: str, step: Callable[[], dict[str, Any]]
 ) -> dict[str, Any]:
     """Run one optional after-run step; its summary, or its error, goes to run.json[key].
 

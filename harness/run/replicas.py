@@ -35,8 +35,9 @@ from typing import Any
 
 import orjson
 
+from kchaos.harness.cluster.api import NodeAccess, NodeHandle, Topology
 from kchaos.harness.cluster.config import DATA_DIR, given_properties
-from kchaos.harness.run.record import record_step
+from kchaos.harness.run.record import RunRecord, record_step
 from kchaos.harness.run.replica_dump import parse_segments, partition_of
 from kchaos.harness.rundir.names import REPLICAS_JSONL
 from kchaos.harness.rundir.rundir import RunDir
@@ -58,7 +59,7 @@ _DUMP = (
 )
 
 
-def log_dirs(cluster: Any, node: Any) -> list[str]:
+def log_dirs(cluster: Topology, node: NodeHandle) -> list[str]:
     """The broker's log dirs, from the properties the harness gives it."""
     props = given_properties(cluster, node)
     raw = props.get("log.dirs") or props.get("log.dir") or DATA_DIR
@@ -92,7 +93,9 @@ def parse_checkpoint(text: str) -> dict[tuple[str, int], int]:
     return out
 
 
-def dump_broker(cluster: Any, node: Any, topics: Sequence[str]) -> tuple[list[str], str, list[str]]:
+def dump_broker(
+    cluster: NodeAccess, node: NodeHandle, topics: Sequence[str]
+) -> tuple[list[str], str, list[str]]:
     """(segment files, dump text, checkpoint texts) of one broker; raises when it cannot."""
     dirs = log_dirs(cluster, node)
     code, listing = cluster.exec(
@@ -115,7 +118,7 @@ def dump_broker(cluster: Any, node: Any, topics: Sequence[str]) -> tuple[list[st
 
 
 def _broker_lines(
-    node: Any, files: list[str], text: str, checkpoints: list[str], out: list[bytes]
+    node: NodeHandle, files: list[str], text: str, checkpoints: list[str], out: list[bytes]
 ) -> dict[str, Any]:
     """The broker's batch lines appended to ``out``; its ``broker`` line."""
     hws: dict[tuple[str, int], int] = {}
@@ -155,7 +158,7 @@ def _broker_lines(
     }
 
 
-def write_replicas(cluster: Any, run_dir: Path, topics: Sequence[str]) -> dict[str, Any]:
+def write_replicas(cluster: NodeAccess, run_dir: Path, topics: Sequence[str]) -> dict[str, Any]:
     """Write ``run_dir/replicas.jsonl``; returns what run.json records about it."""
     started = time.monotonic()
     summary: dict[str, Any] = {"file": REPLICAS_JSONL, "brokers": {}}
@@ -191,7 +194,9 @@ def write_replicas(cluster: Any, run_dir: Path, topics: Sequence[str]) -> dict[s
     return summary
 
 
-def collect(cluster: Any, run_dir: Path, rec: Any, topics: Sequence[str]) -> dict[str, Any]:
+def collect(
+    cluster: NodeAccess, run_dir: Path, rec: RunRecord, topics: Sequence[str]
+) -> dict[str, Any]:
     """Write replicas.jsonl and record the outcome in run.json; never raises."""
     return record_step(
         rec, "replicas", REPLICAS_JSONL, lambda: write_replicas(cluster, run_dir, topics)

@@ -18,11 +18,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kchaos.harness.run.record import record_step
+from kchaos.harness.cluster.api import NodeAccess
+from kchaos.harness.run.record import RunRecord, record_step
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.workloads.values import value_of
+
+if TYPE_CHECKING:
+    from kchaos.workloads.drain import DrainResult
 
 TOOL = "/opt/kafka/bin/kafka-console-consumer.sh"
 IDLE_MS = 10_000  # the reader stops after this long without a record
@@ -79,7 +83,7 @@ def parse_output(topic: str, text: str) -> Iterable[dict[str, Any]]:
 
 
 def reread(
-    cluster: Any, run_dir: Path, topics: Sequence[str], expected: dict[str, int]
+    cluster: NodeAccess, run_dir: Path, topics: Sequence[str], expected: dict[str, int]
 ) -> dict[str, Any]:
     """Read every topic with the console consumer; write reread.jsonl; a summary."""
     broker = next(n for n in cluster.brokers)
@@ -101,7 +105,7 @@ def reread(
     return {"records": counts, "seconds": round(time.monotonic() - started, 1)}
 
 
-def expected_counts(drain: Any) -> dict[str, int]:
+def expected_counts(drain: DrainResult | None) -> dict[str, int]:
     """Records per topic between each partition's log start offset and high watermark, by
     the drain's DrainResult ((topic, partition) -> (low, high, records read)): the reader
     stops once it has that many, or after IDLE_MS without a record."""
@@ -111,7 +115,7 @@ def expected_counts(drain: Any) -> dict[str, int]:
     return counts
 
 
-def collect(cluster: Any, run_dir: Path, rec: Any, drain: Any) -> None:
+def collect(cluster: NodeAccess, run_dir: Path, rec: RunRecord, drain: DrainResult | None) -> None:
     """Read the topics the drain read; never raise (the verdict does not need it)."""
     topics = sorted({tp[0] for tp in getattr(drain, "drained", {})})
     record_step(

@@ -33,7 +33,8 @@ _SUBNET = "172.31.0.0/24"  # any subnet: only names, ids and proxies are looked 
 
 
 class PlannedCluster:
-    """A ClusterHandle's look-ups, answered from the plan of the cluster (no containers)."""
+    """A cluster's look-ups (``Targeting``: topology and leadership), answered from the plan of
+    the cluster (no containers)."""
 
     run_id = "validate"
     subnet = _SUBNET
@@ -160,7 +161,7 @@ def _check_fault(
     cls = fault_class(spec.fault)
     params: Mapping[str, Any] = spec.params
     try:
-        targets = resolve(cluster, spec.target, spec.rng())  # type: ignore[arg-type]
+        targets = resolve(cluster, spec.target, spec.rng())
         cls(cluster, targets, params, fault_id=spec.id, rng=spec.rng())  # type: ignore[arg-type]
         _check_proxies(cls, targets, params)
     except (FaultError, ClusterError) as exc:
@@ -171,7 +172,7 @@ def _check_fault(
         ) from None
     if spec.fault == "cut":
         try:
-            resolve(cluster, params["to"], spec.rng())  # type: ignore[arg-type]
+            resolve(cluster, params["to"], spec.rng())
         except (FaultError, ClusterError) as exc:
             raise src.error(
                 (*params_path, "to"), f"{exc}; this cluster has {cluster.describe()}"

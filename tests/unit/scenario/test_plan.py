@@ -14,6 +14,8 @@ import pytest
 import kchaos.faults.base
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.run import orchestrate
+from kchaos.harness.run.context import RunContext
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.scenario import library, load_scenario
 from kchaos.harness.scenario.plan import plan_of
 
@@ -236,7 +238,8 @@ def test_the_runner_hands_on_the_loaders_objects(monkeypatch, tmp_path: Path, va
             pass
 
     rec = _Rec()
-    orchestrate._drive(sc, Cluster(), tmp_path, _Progress(), rec)  # type: ignore[arg-type]
+    ctx = RunContext(sc, Cluster(), RunDir(tmp_path), _Progress(), rec)  # type: ignore[arg-type]
+    orchestrate._drive(ctx)
     assert seen["workload"] is sc.plan.workload
     assert seen["schedule"] is sc.plan.schedule
     assert rec.data["schedule"] == sc.plan.schedule.to_list()  # type: ignore[union-attr]

@@ -13,6 +13,7 @@ import pytest
 from kchaos.faults.leadership import rotated
 from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.run import orchestrate, record
+from kchaos.harness.run.context import RunContext
 from kchaos.harness.scenario import library
 from kchaos.reports.sample import make_run
 
@@ -50,9 +51,8 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> list[FakeCluster]:
 def writes_history(results: dict | None = None, fail: BaseException | None = None) -> Any:
     """A _drive stand-in: writes a small history (as the workload would), maybe fails."""
 
-    def drive(
-        sc: Any, cluster: Any, run_dir: Path, progress: Any, rec: Any, metrics: Any = None
-    ) -> None:
+    def drive(ctx: RunContext) -> None:
+        run_dir = ctx.run_dir.path
         sample = make_run(run_dir.parent / (run_dir.name + "-sample"), results=None)
         (run_dir / "history.jsonl").write_bytes((sample / "history.jsonl").read_bytes())
         if fail is not None:
