@@ -14,7 +14,6 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from kchaos.harness.checker.config import acks_is_all
 from kchaos.harness.checker.facts import (
     FAIL,
     INFO,
@@ -44,6 +43,7 @@ from kchaos.harness.rundir.history import (
     TYPES,
     numbered,
 )
+from kchaos.harness.rundir.runjson import acks_is_all
 from kchaos.harness.rundir.where import LineCursor
 
 _TYPES = TYPES
