@@ -17,7 +17,11 @@ from kchaos.harness.errors import ConfigError
 
 @dataclass(frozen=True)
 class Where:
-    """Where a value came from, for error messages: a file, a field path, a line."""
+    """Where a scenario value came from, for error messages: a file, a field path, a line.
+
+    Frozen; :meth:`child` names a nested value. Not the run-file reader's
+    :class:`kchaos.harness.rundir.where.LineCursor`, which raises ``HistoryError``.
+    """
 
     file: str | None = None
     field: str = ""

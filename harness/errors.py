@@ -33,8 +33,22 @@ swallow one by mistake:
     ├── ClientFatal                  a Kafka client can send no more
     └── TxnError                     a transactional call failed (classified)
 
-tests/unit/test_errors_module.py checks that this drawing matches the classes below and
-that no product module defines an exception class of its own.
+Three private control-flow exceptions stay in their modules, outside this tree, because
+each is raised and caught inside the one module that defines it and never reaches a
+caller, a log reader or a user; it is a jump out of nested code, not an error:
+
+- ``kchaos.harness.run.metadata_records._Skip``: a metadata record the replay cannot
+  apply; the replay loop catches it and keeps the reason as a warning.
+- ``kchaos.workloads.txn._Restart``: the transactional worker's client is unusable; the
+  worker's own loop (``TxnWorkerBase.run``) replaces the client.
+- ``kchaos.workloads.txn._Fenced``: another producer holds the transactional id; the
+  same loop stops the worker and marks it fenced.
+
+A class of this kind that could leave its module belongs in the tree above instead.
+
+tests/unit/test_errors_module.py checks that this drawing matches the classes below, that
+no product module defines an exception class of its own other than the three named above,
+and that this docstring names each of those three.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from kchaos.harness.rundir.expect import EXIT_UNEXPECTED, Outcome, evaluate
 from kchaos.harness.rundir.files import write_bytes
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.reports import html, junit
-from kchaos.reports.rundata import RunData, load_run
+from kchaos.reports.rundata import RunData, load_run_data
 from kchaos.reports.summary import summarize
 
 
@@ -42,7 +42,7 @@ def with_fault_errors(outcome: Outcome, data: RunData) -> Outcome:
 
 def write_run_reports(run_dir: str | Path) -> RunReport:
     """report.html, junit.xml and summary.json into ``run_dir``."""
-    data = load_run(run_dir)
+    data = load_run_data(run_dir)
     outcome = with_fault_errors(evaluate(data.expect, data.results), data)
     summary = summarize(data, outcome)
     out = RunDir(run_dir)

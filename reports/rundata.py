@@ -31,7 +31,7 @@ from kchaos.harness.rundir.results import FaultWindow, FullIsr, OfflineWindow
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.runjson import RunJson
 
-__all__ = ["FaultWindow", "RunData", "Series", "load_run", "series"]
+__all__ = ["FaultWindow", "RunData", "Series", "load_run_data", "series"]
 
 FINE = 0.1  # seconds per fine bucket
 SAMPLES_PER_BUCKET = 400
@@ -190,7 +190,7 @@ class _Scanner:
             b.latencies.append(max(0.0, t - started))
 
 
-def load_run(run_dir: str | Path) -> RunData:
+def load_run_data(run_dir: str | Path) -> RunData:
     """Read a run directory; HistoryError when it is not one."""
     path = Path(run_dir)
     if not path.is_dir():

@@ -1,9 +1,9 @@
 """Checkers: verdicts from a history (format v1), without Docker or Kafka clients."""
 
 from kchaos.harness.checker.api import CHECKERS, check_facts, check_history, check_run
-from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.model import Anomaly, CheckOutcome, Results
 from kchaos.harness.rundir.anomalies import KINDS
+from kchaos.harness.rundir.runjson import RunSettings
 
 __all__ = [
     "CHECKERS",
@@ -11,7 +11,7 @@ __all__ = [
     "Anomaly",
     "CheckOutcome",
     "Results",
-    "RunConfig",
+    "RunSettings",
     "check_facts",
     "check_history",
     "check_run",

@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kchaos.harness.checker.availability import check_availability
-from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.controller import load_controller, read_controller
 from kchaos.harness.checker.durability import check_durability
 from kchaos.harness.checker.examples import add_line_indexes
@@ -35,8 +34,9 @@ from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.files import write_json
 from kchaos.harness.rundir.names import HISTORY_JSONL, RUN_JSON
 from kchaos.harness.rundir.rundir import RunDir
+from kchaos.harness.rundir.runjson import RunSettings
 
-Checker = Callable[[Facts, RunConfig], CheckOutcome]
+Checker = Callable[[Facts, RunSettings], CheckOutcome]
 LOG_WARNINGS = 20  # unreadable node-log lines named in the warnings; the rest counted
 
 CHECKERS: dict[str, Checker] = {
@@ -53,7 +53,7 @@ CHECKERS: dict[str, Checker] = {
 }
 
 
-def run_checker(name: str, checker: Checker, facts: Facts, config: RunConfig) -> CheckOutcome:
+def run_checker(name: str, checker: Checker, facts: Facts, config: RunSettings) -> CheckOutcome:
     """One checker; a crash becomes an ``unknown`` outcome carrying the error."""
     try:
         return checker(facts, config)
@@ -62,9 +62,9 @@ def run_checker(name: str, checker: Checker, facts: Facts, config: RunConfig) ->
 
 
 def check_facts(
-    facts: Facts, config: RunConfig | None = None, checkers: Sequence[str] | None = None
+    facts: Facts, config: RunSettings | None = None, checkers: Sequence[str] | None = None
 ) -> Results:
-    config = config or RunConfig()
+    config = config or RunSettings()
     names = list(checkers) if checkers is not None else list(CHECKERS)
     started = time.perf_counter()
     outcomes = {n: run_checker(n, CHECKERS[n], facts, config) for n in names}
@@ -148,7 +148,7 @@ def missing_evidence(facts: Facts) -> list[str]:
 
 def check_history(
     path: str | Path,
-    run_config: RunConfig | None = None,
+    run_config: RunSettings | None = None,
     checkers: Sequence[str] | None = None,
     controller: str | Path | None = None,
 ) -> Results:
@@ -162,7 +162,7 @@ def check_history(
 
 def _check_history(
     path: str | Path,
-    run_config: RunConfig | None,
+    run_config: RunSettings | None,
     checkers: Sequence[str] | None,
     controller: str | Path | None,
 ) -> Results:
@@ -243,7 +243,7 @@ def check_run(run_dir: str | Path, *, write: bool = True) -> Results:
     out = RunDir(run_dir).results
     if write and out.is_dir():
         raise HistoryError("is in the way: not a regular file", file=str(out))
-    results = check_history(history, RunConfig.load(run_dir))
+    results = check_history(history, RunSettings.load(run_dir))
     if write:
         write_results(out, results)
     return results

@@ -11,16 +11,16 @@ import math
 from array import array
 from typing import Any
 
-from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.facts import PENDING, Facts
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.checker.recovery import time_to_full_isr
 from kchaos.harness.rundir.history import OK
+from kchaos.harness.rundir.runjson import RunSettings
 
 _NS = 1e9
 
 
-def check_availability(facts: Facts, config: RunConfig) -> CheckOutcome:
+def check_availability(facts: Facts, config: RunSettings) -> CheckOutcome:
     out = CheckOutcome("availability")
     windows = offline_windows(facts)
     for w in windows:

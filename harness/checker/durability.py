@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.rundir.runjson import RunSettings
 
 
-def check_durability(facts: Facts, config: RunConfig) -> CheckOutcome:
+def check_durability(facts: Facts, config: RunSettings) -> CheckOutcome:
     """lost-write: acknowledged at an offset at or above the drain's log start offset, and
     its value nowhere in that partition's completed drain; or acknowledged at or above the
     final high watermark and drained at that very offset (the drain says the log ends

@@ -27,12 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.controller import BrokerState
 from kchaos.harness.checker.facts import Facts, Fault
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.checker.recovery import target_brokers
 from kchaos.harness.rundir.names import CONTROLLER_JSONL
+from kchaos.harness.rundir.runjson import RunSettings
 
 KIND = "live-broker-fenced"
 #: Fault names that restore the cluster rather than disturb it (their targets are every
@@ -54,7 +54,7 @@ class Window:
         return self.start <= time and (self.end is None or time <= self.end)
 
 
-def check_fencing(facts: Facts, config: RunConfig) -> CheckOutcome:
+def check_fencing(facts: Facts, config: RunSettings) -> CheckOutcome:
     out = CheckOutcome("fencing")
     record = facts.controller
     if record is None:
@@ -105,7 +105,7 @@ def _lost_session(before: BrokerState, after: BrokerState) -> bool:
 
 
 def _example(
-    broker: int, before: BrokerState, after: BrokerState, faults: list[Fault], config: RunConfig
+    broker: int, before: BrokerState, after: BrokerState, faults: list[Fault], config: RunSettings
 ) -> dict[str, Any]:
     started = [f for f in faults if f.start_time <= after.time]
     open_now = [f for f in started if f.stop_time is None or after.time <= f.stop_time]

@@ -6,12 +6,12 @@ from bisect import bisect_left, bisect_right
 from itertools import accumulate
 from typing import Any
 
-from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.controller import ControllerRecord, PartitionState
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.leaderlog import LeaderLog, explain
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.rundir.names import CONTROLLER_JSONL
+from kchaos.harness.rundir.runjson import RunSettings
 
 # How long before a send's invoke the committed ISR must already have been too small for
 # its acknowledgement to count against the broker: time for the leader to learn of it.
@@ -21,7 +21,7 @@ KAFKA_DEFAULT_MIN_ISR = 1
 SHRINKS_LISTED = 20  # results.json lists this many ISR removals; the count covers all
 
 
-def check_isr(facts: Facts, config: RunConfig) -> CheckOutcome:
+def check_isr(facts: Facts, config: RunSettings) -> CheckOutcome:
     """acked-below-min-isr and elections: from controller.jsonl for the partitions it
     describes, from the monitor's samples for the others (format 1.1)."""
     out = CheckOutcome("isr")
@@ -76,7 +76,7 @@ def _controller_shrinks(record: ControllerRecord, log: LeaderLog | None) -> dict
 
 
 def _controller_elections(
-    config: RunConfig, out: CheckOutcome, record: ControllerRecord
+    config: RunSettings, out: CheckOutcome, record: ControllerRecord
 ) -> dict[str, int]:
     """Every election in the controller's record, classified; unclean ones are reported
     wherever they happen and invalidate only where unclean election is disabled."""
@@ -98,7 +98,7 @@ def _controller_elections(
 
 
 def _controller_below_min_isr(
-    facts: Facts, config: RunConfig, out: CheckOutcome, record: ControllerRecord
+    facts: Facts, config: RunSettings, out: CheckOutcome, record: ControllerRecord
 ) -> int:
     """acks=all sends acknowledged while the committed ISR was smaller than min.insync from
     at least LEARN_NS before the invoke until the acknowledgement."""
@@ -162,7 +162,7 @@ def _below_runs(
     return runs
 
 
-def _min_isr(config: RunConfig, facts: Facts, tp: int) -> int:
+def _min_isr(config: RunSettings, facts: Facts, tp: int) -> int:
     """run.json's setting, else what the monitor reported, else Kafka's default."""
     override = config.min_insync_for(facts.tps[tp][0])
     if override is not None:
@@ -174,7 +174,7 @@ def _min_isr(config: RunConfig, facts: Facts, tp: int) -> int:
 
 
 def _samples_below_min_isr(
-    facts: Facts, config: RunConfig, out: CheckOutcome, covered: set[int]
+    facts: Facts, config: RunSettings, out: CheckOutcome, covered: set[int]
 ) -> tuple[int, int]:
     """acked-below-min-isr from the samples: every observation of the partition, from the
     last one before the invoke to the first one after the completion, below min.insync."""
@@ -230,7 +230,9 @@ def _samples_below_min_isr(
     return below, len(good_prefix)
 
 
-def _sample_elections(facts: Facts, config: RunConfig, out: CheckOutcome, covered: set[int]) -> int:
+def _sample_elections(
+    facts: Facts, config: RunSettings, out: CheckOutcome, covered: set[int]
+) -> int:
     """unclean-election from the samples: a new leader in neither the last observed ISR
     nor the last observed ELR (reported everywhere, invalid where unclean is disabled)."""
     allowed = 0
@@ -272,7 +274,7 @@ def _bad_runs(prefix: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def _need(config: RunConfig, facts: Facts, tp: int, reported: int) -> int | None:
+def _need(config: RunSettings, facts: Facts, tp: int, reported: int) -> int | None:
     override = config.min_insync_for(facts.tps[tp][0])
     if override is not None:
         return override

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from kchaos.harness.rundir.anomalies import INVALIDATING, KINDS, UNKNOWN_MAKING
-
-Verdict = bool | Literal["unknown"]
-
+from kchaos.harness.rundir.results import Verdict
 
 MAX_EXAMPLES = 5
 # Strings in results.json examples and on the console are cut to this many characters: a

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
-from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.rundir.runjson import RunSettings
 
 _NARROW = 8  # a gap over at most this many offsets is judged by looking each one up
 
 
-def check_ordering(facts: Facts, config: RunConfig) -> CheckOutcome:
+def check_ordering(facts: Facts, config: RunSettings) -> CheckOutcome:
     """nonmonotonic-poll: an offset not above the previous one in the stretch.
     poll-skip: the next offset jumps over offsets at which the completed drain has records.
     (A stretch starts at the consumer's first poll and again at each ``assign`` line.)"""

@@ -14,7 +14,6 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from kchaos.harness.checker.config import acks_is_all
 from kchaos.harness.checker.facts import (
     FAIL,
     INFO,
@@ -28,7 +27,7 @@ from kchaos.harness.checker.facts import (
 from kchaos.harness.checker.nogc import paused_gc
 from kchaos.harness.checker.txnfacts import READ_COMMITTED
 from kchaos.harness.checker.txnparse import isolation, txn, txn_init
-from kchaos.harness.checker.validate import Where, bad_record, metadata, record_fault
+from kchaos.harness.checker.validate import bad_record, metadata, record_fault
 from kchaos.harness.errors import shown
 from kchaos.harness.rundir.history import (
     F_ASSIGN,
@@ -44,6 +43,8 @@ from kchaos.harness.rundir.history import (
     TYPES,
     numbered,
 )
+from kchaos.harness.rundir.runjson import acks_is_all
+from kchaos.harness.rundir.where import LineCursor
 
 _TYPES = TYPES
 
@@ -53,12 +54,12 @@ def read_history(path: str | Path) -> Facts:
     collector paused: see :mod:`.nogc`)."""
     name = str(path)
     with paused_gc():
-        facts = _read(path, name, Where(name))
+        facts = _read(path, name, LineCursor(name))
     facts.trim()
     return facts
 
 
-def _read(path: str | Path, name: str, where: Where) -> Facts:  # noqa: C901 - the hot loop is kept in one place
+def _read(path: str | Path, name: str, where: LineCursor) -> Facts:  # noqa: C901 - the hot loop is kept in one place
     facts = Facts(path=name)
     torn: list[str] = []
     values = facts.values

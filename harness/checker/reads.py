@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.facts import FAIL, TP_BITS, Facts, unpack
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.rundir.history import FAIL as FAIL_OUTCOME
 from kchaos.harness.rundir.history import OK
+from kchaos.harness.rundir.runjson import RunSettings
 
 
-def check_reads(facts: Facts, config: RunConfig) -> CheckOutcome:
+def check_reads(facts: Facts, config: RunSettings) -> CheckOutcome:
     """uncommitted-read, aborted-read, duplicate and inconsistent-offset."""
     out = CheckOutcome("reads")
     uncommitted = find_uncommitted(facts)

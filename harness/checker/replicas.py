@@ -36,10 +36,10 @@ from typing import Any
 
 from kchaos.harness.checker.facts import Facts, unpack
 from kchaos.harness.checker.model import MAX_EXAMPLES, Anomaly
-from kchaos.harness.checker.validate import Where
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.files import json_lines
 from kchaos.harness.rundir.names import REPLICAS_JSONL
+from kchaos.harness.rundir.where import LineCursor
 
 KIND = "replica-divergence"
 NO_PRODUCER = -1
@@ -78,7 +78,7 @@ class ReplicaLogs:
 
 def read_replicas(path: str | Path) -> ReplicaLogs:
     """Parse replicas.jsonl; a bad line is a HistoryError naming file, line and field."""
-    where = Where(str(path))
+    where = LineCursor(str(path))
     out = ReplicaLogs(str(path))
     for no, line in json_lines(path):
         where.at(no)
@@ -92,7 +92,7 @@ def read_replicas(path: str | Path) -> ReplicaLogs:
     return out
 
 
-def _broker(where: Where, line: dict[str, Any], out: ReplicaLogs) -> None:
+def _broker(where: LineCursor, line: dict[str, Any], out: ReplicaLogs) -> None:
     broker = where.expect(line, "broker", int)
     status = where.expect(line, "status", str)
     if status == "dumped":
@@ -106,7 +106,7 @@ def _broker(where: Where, line: dict[str, Any], out: ReplicaLogs) -> None:
         out.unavailable[broker] = str(line.get("error", status))
 
 
-def _batch(where: Where, line: dict[str, Any], out: ReplicaLogs) -> None:
+def _batch(where: LineCursor, line: dict[str, Any], out: ReplicaLogs) -> None:
     broker = where.expect(line, "broker", int)
     tp = (where.expect(line, "topic", str), where.natural(line, "partition"))
     epoch = where.expect(line, "leader_epoch", int)

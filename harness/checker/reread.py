@@ -16,9 +16,9 @@ from typing import Any
 
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import Anomaly
-from kchaos.harness.checker.validate import Where
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.files import json_lines
+from kchaos.harness.rundir.where import LineCursor
 
 KIND = "reader-disagrees"
 
@@ -32,7 +32,7 @@ def compare_reread(facts: Facts, path: Path) -> Anomaly | None:
         raise HistoryError("expected a file", file=str(path))
     found = Anomaly()
     seen: dict[int, set[int]] = {}
-    where = Where(str(path))
+    where = LineCursor(str(path))
     for no, rec in json_lines(path):
         if "topic" not in rec:  # the header line naming the reader
             continue

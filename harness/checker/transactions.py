@@ -22,12 +22,12 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.durability import judge_acked
 from kchaos.harness.checker.facts import Facts, unpack
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.checker.txnfacts import OUTCOMES, Txn, TxnLog
 from kchaos.harness.rundir.history import FAIL, OK
+from kchaos.harness.rundir.runjson import RunSettings
 
 IN, OUT, UNDRAINED, UNKNOWN = "in", "out", "undrained", "unknown"
 #: Reports one anomaly of a transaction (example None: counted by another checker).
@@ -35,7 +35,7 @@ Found = Callable[[str, Txn, "dict[str, Any] | None"], None]
 _NS_PER_MS = 1_000_000
 
 
-def check_transactions(facts: Facts, config: RunConfig) -> CheckOutcome:
+def check_transactions(facts: Facts, config: RunSettings) -> CheckOutcome:
     out = CheckOutcome("transactions")
     log = facts.txn
     if not log:
@@ -205,7 +205,7 @@ def _zombies(log: TxnLog, outcome_of: list[str], found: Found) -> None:
             found("zombie-commit", t, ex)
 
 
-def _hanging(facts: Facts, log: TxnLog, config: RunConfig, out: CheckOutcome) -> list[Any]:
+def _hanging(facts: Facts, log: TxnLog, config: RunSettings, out: CheckOutcome) -> list[Any]:
     """hanging-transaction: the last stable offset stuck below the high watermark at the
     drain's end, the drain more than the transaction timeout after the last transaction
     line (every producer done by then)."""

@@ -23,12 +23,12 @@ from kchaos.harness.checker.txnfacts import (
 )
 from kchaos.harness.errors import shown
 from kchaos.harness.rundir.history import FAIL, INFO, INVOKE, OK
-from kchaos.harness.rundir.where import Where
+from kchaos.harness.rundir.where import LineCursor
 
 _STATUS = {OK: fx.OK, FAIL: fx.FAIL, INFO: fx.INFO}
 
 
-def isolation(where: Where, ev: dict[str, Any]) -> str:
+def isolation(where: LineCursor, ev: dict[str, Any]) -> str:
     """An ``assign`` or ``drain-end`` line's isolation (absent: read_uncommitted)."""
     if "isolation" not in ev:
         return READ_UNCOMMITTED
@@ -40,13 +40,13 @@ def isolation(where: Where, ev: dict[str, Any]) -> str:
     return str(value)
 
 
-def _optional_int(where: Where, ev: dict[str, Any], key: str) -> int | None:
+def _optional_int(where: LineCursor, ev: dict[str, Any], key: str) -> int | None:
     if key not in ev or ev[key] is None:
         return None
     return int(where.expect(ev, key, int))
 
 
-def txn_init(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, typ: str) -> None:
+def txn_init(facts: Facts, where: LineCursor, ev: dict[str, Any], proc: Any, typ: str) -> None:
     """``init_transactions()``: an ``ok`` one fences every earlier producer of its id."""
     log = facts.txn
     log.last_time = ev["time"]
@@ -68,7 +68,7 @@ def txn_init(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, typ: str
     )
 
 
-def txn(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, typ: str) -> None:
+def txn(facts: Facts, where: LineCursor, ev: dict[str, Any], proc: Any, typ: str) -> None:
     """One transaction's invoke or completion, matched by its ``txn`` id."""
     txn_id = ev.get("txn")
     if type(txn_id) is not str:
@@ -80,7 +80,7 @@ def txn(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, typ: str) -> 
         _complete(facts, where, ev, typ, txn_id)
 
 
-def _invoke(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, txn_id: str) -> None:
+def _invoke(facts: Facts, where: LineCursor, ev: dict[str, Any], proc: Any, txn_id: str) -> None:
     # Written flat, with locals, like the history pass's loop: a transactional history
     # has one of these per transaction and one turn of the inner loop per value sent.
     log = facts.txn
@@ -163,7 +163,7 @@ def _invoke(facts: Facts, where: Where, ev: dict[str, Any], proc: Any, txn_id: s
     log.pending[txn_id] = pos
 
 
-def _complete(facts: Facts, where: Where, ev: dict[str, Any], typ: str, txn_id: str) -> None:
+def _complete(facts: Facts, where: LineCursor, ev: dict[str, Any], typ: str, txn_id: str) -> None:
     log = facts.txn
     pos = log.pending.pop(txn_id, None)
     if pos is None:
@@ -222,7 +222,7 @@ def _complete(facts: Facts, where: Where, ev: dict[str, Any], typ: str, txn_id: 
             acked_vid[tp].append(vid)
 
 
-def _field(where: Where, obj: dict[str, Any], key: str, kind: type) -> Any:
+def _field(where: LineCursor, obj: dict[str, Any], key: str, kind: type) -> Any:
     """``obj[key]`` of a nested object; the field is named ``sends.<key>``."""
     if key not in obj:
         where.fail("a send lacks this field", f"sends.{key}")
@@ -232,7 +232,7 @@ def _field(where: Where, obj: dict[str, Any], key: str, kind: type) -> Any:
     return value
 
 
-def _consumed(where: Where, ev: dict[str, Any], seen: set[str]) -> list[Consumed]:
+def _consumed(where: LineCursor, ev: dict[str, Any], seen: set[str]) -> list[Consumed]:
     """A copying step's input records; their values are added to ``seen``."""
     out = []
     for rec in where.expect(ev, "consumed", list):
@@ -250,7 +250,7 @@ def _consumed(where: Where, ev: dict[str, Any], seen: set[str]) -> list[Consumed
     return out
 
 
-def _bad_consumed(where: Where, rec: Any) -> NoReturn:
+def _bad_consumed(where: LineCursor, rec: Any) -> NoReturn:
     if type(rec) is not dict:
         where.fail(f"expected a record object, got {shown(rec)}", "consumed")
     for key, kind in (("topic", str), ("partition", int), ("offset", int), ("value", str)):
@@ -262,7 +262,7 @@ def _bad_consumed(where: Where, rec: Any) -> NoReturn:
 
 
 def _offsets(
-    where: Where, ev: dict[str, Any]
+    where: LineCursor, ev: dict[str, Any]
 ) -> tuple[str | None, tuple[tuple[str, int, int], ...]]:
     if "offsets" not in ev:
         return None, ()

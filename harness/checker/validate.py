@@ -6,12 +6,12 @@ from typing import Any, NoReturn
 
 from kchaos.harness.checker.facts import Facts, Fault, LeaderChange
 from kchaos.harness.errors import shown
-from kchaos.harness.rundir.where import NAMES, Where
+from kchaos.harness.rundir.where import NAMES, LineCursor
 
-__all__ = ["Where", "bad_record", "metadata", "record_fault"]
+__all__ = ["bad_record", "metadata", "record_fault"]
 
 
-def bad_record(where: Where, rec: Any) -> NoReturn:
+def bad_record(where: LineCursor, rec: Any) -> NoReturn:
     """Name what is wrong with one record of a poll or drain line."""
     if type(rec) is not dict:
         where.fail(f"expected a record object, got {shown(rec)}", "records")
@@ -34,7 +34,7 @@ def _ints(value: Any) -> bool:
 
 def metadata(
     facts: Facts,
-    where: Where,
+    where: LineCursor,
     ev: Any,
     index: int,
     time: int,
@@ -93,7 +93,7 @@ def metadata(
 
 def record_fault(
     facts: Facts,
-    where: Where,
+    where: LineCursor,
     ev: dict[str, Any],
     index: int,
     time: int,

@@ -19,7 +19,7 @@ from typing import Any
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.history import numbered
 from kchaos.harness.rundir.names import CONTROLLER_JSONL as CONTROLLER_JSONL  # re-exported
-from kchaos.harness.rundir.where import Where
+from kchaos.harness.rundir.where import LineCursor
 
 NO_LEADER = -1
 
@@ -140,7 +140,7 @@ def read_controller_lines(path: str | Path) -> ControllerFile:
     if path.is_dir():
         raise HistoryError("expected a file, found a directory", file=name)
     out = ControllerFile(path=name)
-    where = Where(name)
+    where = LineCursor(name)
     last_offset = -1
     last_time = 0
     no = 0
@@ -168,7 +168,7 @@ def read_controller_lines(path: str | Path) -> ControllerFile:
 
 
 def _partition(
-    where: Where, line: dict[str, Any], no: int, offset: int, time: int
+    where: LineCursor, line: dict[str, Any], no: int, offset: int, time: int
 ) -> PartitionLine:
     topic = where.expect(line, "topic", str)
     part = where.expect(line, "partition", int)
@@ -198,7 +198,7 @@ def _partition(
 
 
 def _incomplete(
-    where: Where, line: dict[str, Any], no: int, offset: int, time: int
+    where: LineCursor, line: dict[str, Any], no: int, offset: int, time: int
 ) -> IncompleteLine:
     items = where.expect(line, "partitions", list)
     parts = []
@@ -215,7 +215,7 @@ def _incomplete(
     return IncompleteLine(offset, time, tuple(parts), reason, no)
 
 
-def _broker(where: Where, line: dict[str, Any], no: int, offset: int, time: int) -> BrokerLine:
+def _broker(where: LineCursor, line: dict[str, Any], no: int, offset: int, time: int) -> BrokerLine:
     broker = where.expect(line, "broker", int)
     if broker < 0:
         where.fail(f"a broker id cannot be negative, got {broker}", "broker")
@@ -232,7 +232,7 @@ def _broker(where: Where, line: dict[str, Any], no: int, offset: int, time: int)
 
 
 def _ids(
-    where: Where, line: dict[str, Any], key: str, *, required: bool = False
+    where: LineCursor, line: dict[str, Any], key: str, *, required: bool = False
 ) -> tuple[int, ...]:
     if key not in line and not required:
         return ()
@@ -243,7 +243,7 @@ def _ids(
     return tuple(items)
 
 
-def _optional(where: Where, line: dict[str, Any], key: str, default: Any) -> Any:
+def _optional(where: LineCursor, line: dict[str, Any], key: str, default: Any) -> Any:
     """``line[key]`` of exactly the default's type (int or bool), or the default."""
     if key not in line:
         return default

@@ -17,11 +17,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kchaos.harness.errors import HistoryError, shown
 from kchaos.harness.rundir.files import read_object
 from kchaos.harness.rundir.names import RESULTS_JSON as RESULTS_JSON  # re-exported
+
+#: A run's verdict, results.json's ``valid``: valid, invalid, or "unknown" (nothing proven
+#: either way). The one definition: the checker gives one, a scenario's ``expect.valid``
+#: names the one it wants.
+Verdict = bool | Literal["unknown"]
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ import orjson
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.history import numbered
 from kchaos.harness.rundir.names import STABLE_OFFSETS_JSONL as STABLE_OFFSETS_JSONL
-from kchaos.harness.rundir.where import Where
+from kchaos.harness.rundir.where import LineCursor
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def read_stable_offsets(
     name = str(path)
     if path.is_dir():
         raise HistoryError("expected a file, found a directory", file=name)
-    where = Where(name)
+    where = LineCursor(name)
     out: list[StableOffsetSample] = []
     for no, line in numbered(path, strict=True, on_torn=on_torn):
         where.at(no)

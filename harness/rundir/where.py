@@ -2,6 +2,10 @@
 
 The readers of history.jsonl, controller.jsonl, replicas.jsonl and the independent
 reader's file name the file, the 1-based line and the field of what they refuse.
+
+:class:`LineCursor` moves along one run file and raises :class:`HistoryError` (bad run
+data). It is not :class:`kchaos.faults.params.Where`, the frozen place of a value in a
+scenario file (file, field path, YAML line) that raises :class:`ConfigError`.
 """
 
 from __future__ import annotations
@@ -14,14 +18,17 @@ from kchaos.harness.errors import HistoryError, shown
 NAMES = {int: "an integer", str: "a string", list: "a list", dict: "an object"}
 
 
-class Where:
-    """The file and line being read, for error messages ``file:line: field: what``."""
+class LineCursor:
+    """The run file and the line being read, for error messages ``file:line: field: what``.
+
+    One cursor serves a whole file: the reader moves it with :meth:`at` as it goes.
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.no = 0
 
-    def at(self, no: int) -> Where:
+    def at(self, no: int) -> LineCursor:
         self.no = no
         return self
 

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kchaos.harness.rundir.anomalies import KINDS
 from kchaos.harness.rundir.files import jsonable
+from kchaos.harness.rundir.results import Verdict
 from kchaos.harness.rundir.tickets import Ticket
 
 if TYPE_CHECKING:
     from kchaos.harness.scenario.plan import Plan
 
-Verdict = Literal[True, False, "unknown"]
 # The anomaly kinds `expect` may name: the vocabulary defined once in rundir.anomalies.
 ANOMALY_KINDS: tuple[str, ...] = KINDS
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from kchaos.harness.checker import RunConfig, check_history
+from kchaos.harness.checker import RunSettings, check_history
 from kchaos.harness.checker.model import Results
 
 
@@ -151,7 +151,7 @@ class H:
         path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in self.events))
         return path
 
-    def check(self, tmp_path: Path, config: RunConfig | None = None) -> Results:
+    def check(self, tmp_path: Path, config: RunSettings | None = None) -> Results:
         return check_history(self.write(tmp_path / "history.jsonl"), config)
 
 
@@ -218,7 +218,7 @@ class C:
         return path
 
 
-def check_with(h: H, c: C, tmp_path: Path, config: RunConfig | None = None) -> Results:
+def check_with(h: H, c: C, tmp_path: Path, config: RunSettings | None = None) -> Results:
     """Write both files into one run directory and check them together."""
     c.write(tmp_path / "controller.jsonl")
     return h.check(tmp_path, config)

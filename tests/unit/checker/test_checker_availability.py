@@ -6,7 +6,7 @@ from pathlib import Path
 
 from checker_hist import H, counts
 
-from kchaos.harness.checker import RunConfig
+from kchaos.harness.checker import RunSettings
 
 
 def _history() -> H:
@@ -83,12 +83,12 @@ def test_time_to_full_isr_after_each_fault(tmp_path: Path) -> None:
 
 def test_thresholds_pass_and_fail(tmp_path: Path) -> None:
     h = _history()
-    ok = RunConfig(max_offline_seconds=0.5, max_time_to_full_isr_seconds=0.5)
+    ok = RunSettings(max_offline_seconds=0.5, max_time_to_full_isr_seconds=0.5)
     r = h.check(tmp_path, ok)
     assert r.valid is True
     slo = r.stats["availability"]["slo"]
     assert slo["max_offline_seconds"] == {"threshold": 0.5, "observed": 0.009, "pass": True}
-    strict = RunConfig(max_offline_seconds=0.005, max_time_to_full_isr_seconds=0.001)
+    strict = RunSettings(max_offline_seconds=0.005, max_time_to_full_isr_seconds=0.001)
     r = h.check(tmp_path, strict)
     assert r.valid is False
     assert r.checkers["availability"].valid is False
@@ -104,7 +104,7 @@ def test_open_offline_window_and_isr_never_full(tmp_path: Path) -> None:
     h.meta(0, -1, [1])
     h.send("late", 1, 0)  # the history goes on without partition 0 coming back
     h.drain_all(1, ["late"])
-    r = h.check(tmp_path, RunConfig(max_time_to_full_isr_seconds=10))
+    r = h.check(tmp_path, RunSettings(max_time_to_full_isr_seconds=10))
     w = r.anomalies["offline"].examples[0]
     assert w["open"] is True and w["length_s"] == 0.006
     assert r.stats["availability"]["full_isr_after_fault"][0]["seconds"] is None
@@ -122,8 +122,8 @@ def test_no_faults_no_observations(tmp_path: Path) -> None:
 
 def test_min_ok_sends(tmp_path: Path) -> None:
     h = _history()
-    assert h.check(tmp_path, RunConfig(min_ok_sends=2)).valid is True
-    r = h.check(tmp_path, RunConfig(min_ok_sends=3))
+    assert h.check(tmp_path, RunSettings(min_ok_sends=2)).valid is True
+    r = h.check(tmp_path, RunSettings(min_ok_sends=3))
     assert r.valid is False
     assert r.stats["availability"]["slo"]["min_ok_sends"] == {
         "threshold": 3,

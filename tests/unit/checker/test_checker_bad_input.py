@@ -19,7 +19,7 @@ import pytest
 from checker_hist import H, good
 
 from kchaos.cli.main import main
-from kchaos.harness.checker import RunConfig, check_history, check_run
+from kchaos.harness.checker import RunSettings, check_history, check_run
 from kchaos.harness.errors import HistoryError
 
 
@@ -156,14 +156,14 @@ def test_min_insync_replicas_in_run_json_must_be_a_positive_integer(
         data = {"topics": [{"name": "t", "configs": {"min.insync.replicas": value}}]}
     (tmp_path / "run.json").write_text(json.dumps(data))
     with pytest.raises(HistoryError) as err:
-        RunConfig.load(tmp_path)
+        RunSettings.load(tmp_path)
     assert err.value.exit_code == 3
     assert err.value.field is not None and err.value.field.endswith("min.insync.replicas")
 
 
 def test_a_valid_min_insync_replicas_is_read(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text(json.dumps({"broker_config": {"min.insync.replicas": "2"}}))
-    assert RunConfig.load(tmp_path).min_insync == 2
+    assert RunSettings.load(tmp_path).min_insync == 2
 
 
 # -- wrong kinds of files: errors, not tracebacks ---------------------------------------

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from checker_hist import C, H, check_with, counts
 
-from kchaos.harness.checker import RunConfig, check_run
+from kchaos.harness.checker import RunSettings, check_run
 from kchaos.harness.checker.controller import read_controller
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.expect import evaluate
@@ -160,7 +160,7 @@ def test_unclean_election_where_enabled_is_reported_but_allowed(tmp_path: Path) 
     c.part(0, 1, [1])
     c.part(S, -1, [1], epoch=1)
     c.part(2 * S, 2, [2], epoch=2)
-    r = check_with(h, c, tmp_path, RunConfig(unclean_enabled=True))
+    r = check_with(h, c, tmp_path, RunSettings(unclean_enabled=True))
     assert r.valid is True and r.count("unclean-election") == 1
     data = r.to_json()["anomalies"]["unclean-election"]
     assert data["allowed"] == 1
@@ -168,7 +168,7 @@ def test_unclean_election_where_enabled_is_reported_but_allowed(tmp_path: Path) 
     assert evaluate({"valid": True}, r.to_json()).expected
     # per topic: enabled on another topic only, the same election invalidates
     r2 = check_with(
-        h, c, _fresh(tmp_path, "t2"), RunConfig(topic_unclean={"other": True, "t": False})
+        h, c, _fresh(tmp_path, "t2"), RunSettings(topic_unclean={"other": True, "t": False})
     )
     assert r2.valid is False and "allowed" not in r2.to_json()["anomalies"]["unclean-election"]
 
@@ -214,7 +214,7 @@ def test_acked_below_min_isr_uses_run_json_and_acks(tmp_path: Path) -> None:
     h.drain_all(0, ["a", "b"])
     # ISR of 2 is below a configured min.insync of 3; Kafka's default 1 is not
     assert counts(check_with(h, c, _fresh(tmp_path, "d"))) == {}
-    r = check_with(h, c, _fresh(tmp_path, "m"), RunConfig(min_insync=3))
+    r = check_with(h, c, _fresh(tmp_path, "m"), RunSettings(min_insync=3))
     assert counts(r) == {"acked-below-min-isr": 1}
     assert r.anomalies["acked-below-min-isr"].examples[0]["value"] == "a"
 

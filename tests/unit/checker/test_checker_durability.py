@@ -6,7 +6,7 @@ from pathlib import Path
 
 from checker_hist import H, counts
 
-from kchaos.harness.checker import RunConfig
+from kchaos.harness.checker import RunSettings
 
 
 def test_lost_writes_are_counted_with_their_lines(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_lost_write_applies_whatever_the_acks_setting(tmp_path: Path) -> None:
     h = H()
     h.send("a", 0, 0, acks="1")
     h.drain_end(0, hwm=0)
-    r = h.check(tmp_path, RunConfig(acks_all=False))
+    r = h.check(tmp_path, RunSettings(acks_all=False))
     assert counts(r) == {"lost-write": 1}
 
 

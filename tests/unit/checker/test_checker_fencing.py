@@ -7,7 +7,7 @@ from pathlib import Path
 
 from checker_hist import C, H, check_with, counts
 
-from kchaos.harness.checker import RunConfig, check_run
+from kchaos.harness.checker import RunSettings, check_run
 from kchaos.harness.rundir.expect import evaluate
 from kchaos.harness.scenario.loader import load_scenario
 
@@ -64,7 +64,7 @@ def test_the_3_6_2_pattern_is_flagged(tmp_path: Path) -> None:
     c.part(43_800_000_000, 1, [1], epoch=1)
     c.broker(43_870_000_000, 2, 12)
     c.broker(43_870_000_000, 3, 13)
-    r = check_with(h, c, tmp_path, RunConfig(broker_session_timeout_ms=18_000))
+    r = check_with(h, c, tmp_path, RunSettings(broker_session_timeout_ms=18_000))
     assert counts(r) == {KIND: 2}
     assert r.valid is True  # reported, never invalid
     first, second = r.anomalies[KIND].examples
@@ -103,7 +103,7 @@ def test_the_grace_after_a_fault_is_the_session_timeout(tmp_path: Path) -> None:
     assert counts(default) == {KIND: 1}
     assert default.anomalies[KIND].examples[0]["broker"] == 3
     assert default.stats["fencing"]["broker_session_timeout_ms"] == 9_000
-    longer = check_with(h, c, tmp_path / "longer", RunConfig(broker_session_timeout_ms=18_000))
+    longer = check_with(h, c, tmp_path / "longer", RunSettings(broker_session_timeout_ms=18_000))
     assert counts(longer) == {}
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from checker_hist import H, counts
 
-from kchaos.harness.checker import RunConfig
+from kchaos.harness.checker import RunSettings
 
 
 def _drained(h: H, values: list[str]) -> None:
@@ -63,7 +63,7 @@ def test_only_acks_all_sends_count(tmp_path: Path) -> None:
     h.meta(0, 1, [1])
     _drained(h, ["a", "b", "c"])
     assert counts(h.check(tmp_path)) == {"acked-below-min-isr": 2}
-    assert counts(h.check(tmp_path, RunConfig(acks_all=False))) == {"acked-below-min-isr": 1}
+    assert counts(h.check(tmp_path, RunSettings(acks_all=False))) == {"acked-below-min-isr": 1}
 
 
 def test_min_insync_from_run_json_overrides_the_monitor(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_min_insync_from_run_json_overrides_the_monitor(tmp_path: Path) -> None:
     h.meta(0, 1, [1, 2], min_insync=None)
     _drained(h, ["a"])
     assert h.check(tmp_path).valid is True  # nothing says what the minimum is
-    config = RunConfig.from_run_json(
+    config = RunSettings.from_run_json(
         {"topics": [{"name": "t", "configs": {"min.insync.replicas": "3"}}]}
     )
     assert counts(h.check(tmp_path, config)) == {"acked-below-min-isr": 1}
@@ -119,11 +119,11 @@ def test_unclean_elections_allowed_by_config(tmp_path: Path) -> None:
     h.meta(0, 2, [2])
     r = h.check(
         tmp_path,
-        RunConfig.from_run_json({"broker_config": {"unclean.leader.election.enable": "true"}}),
+        RunSettings.from_run_json({"broker_config": {"unclean.leader.election.enable": "true"}}),
     )
     assert r.checkers["isr"].valid is True
     assert r.stats["isr"]["unclean_elections_allowed"] == 1
-    topic_level = RunConfig.from_run_json(
+    topic_level = RunSettings.from_run_json(
         {
             "broker_config": {"unclean.leader.election.enable": "true"},
             "topics": {"t": {"configs": {"unclean.leader.election.enable": False}}},

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from checker_hist import H, counts
 
-from kchaos.harness.checker import CHECKERS, RunConfig, check_history, check_run
+from kchaos.harness.checker import CHECKERS, RunSettings, check_history, check_run
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import CheckOutcome, combine
 from kchaos.harness.errors import HistoryError
@@ -25,7 +25,7 @@ def test_combine_prefers_invalid_then_unknown() -> None:
 def test_a_crashing_checker_yields_unknown_with_its_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(facts: Facts, config: RunConfig) -> CheckOutcome:
+    def broken(facts: Facts, config: RunSettings) -> CheckOutcome:
         raise ZeroDivisionError("boom")
 
     monkeypatch.setitem(CHECKERS, "ordering", broken)
@@ -74,7 +74,7 @@ def test_at_most_five_examples_but_every_one_counted(tmp_path: Path) -> None:
 
 
 def test_run_json_keys() -> None:
-    cfg = RunConfig.from_run_json(
+    cfg = RunSettings.from_run_json(
         {
             "scenario": {
                 "workload": {"producer": {"acks": 1}},
@@ -97,16 +97,16 @@ def test_run_json_keys() -> None:
     assert cfg.min_insync_for("t") == 3 and cfg.min_insync_for("u") == 2
     assert (cfg.max_offline_seconds, cfg.max_time_to_full_isr_seconds) == (5.0, 30.0)
     assert cfg.min_ok_sends == 10
-    assert RunConfig.from_run_json({}) == RunConfig()
-    assert RunConfig.from_run_json({"producer": {"acks": "all"}}).acks_all is True
+    assert RunSettings.from_run_json({}) == RunSettings()
+    assert RunSettings.from_run_json({"producer": {"acks": "all"}}).acks_all is True
     with pytest.raises(HistoryError, match="unclean.leader.election.enable"):
-        RunConfig.from_run_json({"broker_config": {"unclean.leader.election.enable": "maybe"}})
+        RunSettings.from_run_json({"broker_config": {"unclean.leader.election.enable": "maybe"}})
 
 
 def test_run_json_that_is_not_json(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text("{")
     with pytest.raises(HistoryError, match="run.json"):
-        RunConfig.load(tmp_path)
+        RunSettings.load(tmp_path)
 
 
 def test_generator_is_deterministic_and_reports_what_it_injected(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from checker_hist import C, H, check_with
 
-from kchaos.harness.checker import RunConfig
+from kchaos.harness.checker import RunSettings
 from kchaos.harness.rundir.expect import EXIT_UNKNOWN, evaluate
 
 S = 1_000_000_000
@@ -44,7 +44,7 @@ def test_a_shrink_of_the_target_after_the_stop_counts(tmp_path: Path) -> None:
     c.part(0, 1, [1, 2, 3])
     c.part(stop + int(11.3 * S), 1, [1, 3], epoch=1)  # the session timed out after the stop
     c.part(stop + 20 * S, 1, [1, 2, 3], epoch=2)
-    r = check_with(h, c, tmp_path, RunConfig(max_time_to_full_isr_seconds=15))
+    r = check_with(h, c, tmp_path, RunSettings(max_time_to_full_isr_seconds=15))
     e = _full_isr(r)
     assert e["seconds"] == 20.0 and e["source"] == "controller" and e["unknown"] is False
     assert e["last_shrink_s"] == round((stop + 11.3 * S) / S, 6)
@@ -78,7 +78,7 @@ def test_a_shrink_within_the_window_is_measured_from_the_stop(tmp_path: Path) ->
     c.part(0, 1, [1, 2, 3])
     c.part(start, 1, [1, 3], epoch=1)
     c.part(stop + 2 * S, 1, [1, 2, 3], epoch=2)
-    r = check_with(h, c, tmp_path, RunConfig(max_time_to_full_isr_seconds=5))
+    r = check_with(h, c, tmp_path, RunSettings(max_time_to_full_isr_seconds=5))
     assert _full_isr(r)["seconds"] == 2.0
     assert r.stats["availability"]["slo"]["max_time_to_full_isr_seconds"]["pass"] is True
     assert r.valid is True
@@ -98,7 +98,7 @@ def test_never_full_again_is_none_and_fails(tmp_path: Path) -> None:
     c = C()
     c.part(0, 1, [1, 2, 3])
     c.part(start, 1, [1, 3], epoch=1)
-    r = check_with(h, c, tmp_path, RunConfig(max_time_to_full_isr_seconds=5))
+    r = check_with(h, c, tmp_path, RunSettings(max_time_to_full_isr_seconds=5))
     e = _full_isr(r)
     assert e["seconds"] is None and e["unknown"] is False
     assert r.stats["availability"]["slo"]["max_time_to_full_isr_seconds"]["pass"] is False
@@ -106,7 +106,7 @@ def test_never_full_again_is_none_and_fails(tmp_path: Path) -> None:
 
 def test_no_samples_and_no_record_is_unknown_never_zero(tmp_path: Path) -> None:
     h, _, _ = _faulted(samples=False)
-    r = h.check(tmp_path, RunConfig(max_time_to_full_isr_seconds=5))
+    r = h.check(tmp_path, RunSettings(max_time_to_full_isr_seconds=5))
     e = _full_isr(r)
     assert e["seconds"] is None and e["unknown"] is True and e["source"] is None
     slo = r.stats["availability"]["slo"]["max_time_to_full_isr_seconds"]
@@ -147,7 +147,7 @@ def test_an_incomplete_partition_without_samples_is_unknown(tmp_path: Path) -> N
     c.part(0, 1, [1, 2, 3])
     c.part(start, 1, [1, 2, 3], epoch=1)
     c.lines[-1]["incomplete"] = True
-    r = check_with(h, c, tmp_path, RunConfig(max_time_to_full_isr_seconds=5))
+    r = check_with(h, c, tmp_path, RunSettings(max_time_to_full_isr_seconds=5))
     e = _full_isr(r)
     assert e["seconds"] is None and e["unknown"] is True and e["unknown_for"] == ["t/0"]
     assert r.stats["availability"]["slo"]["max_time_to_full_isr_seconds"]["pass"] == "unknown"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from txn_hist import TH
 
-from kchaos.harness.checker import RunConfig, check_history, check_run
+from kchaos.harness.checker import RunSettings, check_history, check_run
 from kchaos.harness.checker.model import Results
 from kchaos.harness.errors import HistoryError
 
@@ -334,7 +334,7 @@ def test_the_transaction_timeout_comes_from_run_json(tmp_path: Path) -> None:
     r = check_run(tmp_path, write=False)
     assert r.valid is True, found(r)
     assert r.stats["transactions"]["transaction_timeout_ms"] == 120_000
-    assert RunConfig().transaction_timeout_ms == 60_000
+    assert RunSettings().transaction_timeout_ms == 60_000
 
 
 # -- eos-duplicate and eos-lost -----------------------------------------------------------
@@ -615,12 +615,12 @@ def test_the_console_summary_counts_transactions(
     ],
 )
 def test_the_transaction_timeout_keys(run_json: dict, timeout: int) -> None:
-    assert RunConfig.from_run_json(run_json).transaction_timeout_ms == timeout
+    assert RunSettings.from_run_json(run_json).transaction_timeout_ms == timeout
 
 
 def test_a_transaction_timeout_that_is_not_a_positive_integer_is_bad_input() -> None:
     with pytest.raises(HistoryError) as err:
-        RunConfig.from_run_json({"producer": {"transaction.timeout.ms": "soon"}})
+        RunSettings.from_run_json({"producer": {"transaction.timeout.ms": "soon"}})
     assert err.value.exit_code == 3 and err.value.field == "producer.transaction.timeout.ms"
 
 
@@ -687,6 +687,6 @@ def test_committed_transaction_values_count_as_acknowledged_for_min_ok_sends(
     h.drain_tp("t", 0, [(0, "a-0")], 4)
     h.drain_tp("u", 0, [(0, "a-1")], 2)
     for threshold, valid in ((2, True), (3, False)):
-        r = h.check(tmp_path, RunConfig(min_ok_sends=threshold))
+        r = h.check(tmp_path, RunSettings(min_ok_sends=threshold))
         slo = r.stats["availability"]["slo"]["min_ok_sends"]
         assert (slo["observed"], slo["pass"], r.valid) == (2, valid, valid)

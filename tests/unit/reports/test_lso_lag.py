@@ -14,7 +14,7 @@ from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.stable_offsets import StableOffsetSample
 from kchaos.reports import plots
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.rundata import load_run
+from kchaos.reports.rundata import load_run_data
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "txn"
 MS = 1_000_000
@@ -59,7 +59,7 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 def test_the_lag_per_partition_is_high_watermark_minus_lso(run_dir: Path) -> None:
-    data = load_run(run_dir)
+    data = load_run_data(run_dir)
     assert data.lso_lag == {
         "t/0": [(0.01, 0), (0.03, 3), (0.05, 0)],
         "u/0": [(0.01, 0), (0.03, 3), (0.05, 0)],
@@ -68,7 +68,7 @@ def test_the_lag_per_partition_is_high_watermark_minus_lso(run_dir: Path) -> Non
 
 
 def test_the_figure_has_a_line_per_partition_over_the_fault_windows(run_dir: Path) -> None:
-    data = load_run(run_dir)
+    data = load_run_data(run_dir)
     assert [(w.fault, w.start_s, w.stop_s) for w in data.faults] == [("pause", 0.02, 0.04)]
     fig = plots.stable_offset_lag(data)
     lines = {trace.name: (list(trace.x), list(trace.y)) for trace in fig.data}
@@ -93,7 +93,7 @@ def test_an_old_run_without_samples_renders_as_before(tmp_path: Path) -> None:
     _history(tmp_path)
     check_run(tmp_path)
     assert not (tmp_path / STABLE_OFFSETS_JSONL).exists()
-    data = load_run(tmp_path)
+    data = load_run_data(tmp_path)
     assert data.lso_lag == {} and data.lso_note == ""
     page = Path(write_run_reports(tmp_path).paths["html"]).read_text()
     assert "<h2>Transactions</h2>" in page and 'id="txns"' in page
@@ -103,7 +103,7 @@ def test_an_old_run_without_samples_renders_as_before(tmp_path: Path) -> None:
 def test_unreadable_samples_are_named_on_the_page_instead_of_failing_it(run_dir: Path) -> None:
     path = run_dir / STABLE_OFFSETS_JSONL
     path.write_text(path.read_text() + '{"time":1,"topic":"t"}\n{"time":2}\n')
-    data = load_run(run_dir)
+    data = load_run_data(run_dir)
     assert data.lso_lag == {}
     assert f"{path}:7" in data.lso_note and "partition" in data.lso_note
     page = Path(write_run_reports(run_dir).paths["html"]).read_text()

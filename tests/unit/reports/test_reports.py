@@ -8,13 +8,13 @@ from click.testing import CliRunner
 from kchaos.cli.reports import report_cmd
 from kchaos.harness.checker import check_run
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.rundata import load_run, series
+from kchaos.reports.rundata import load_run_data, series
 from kchaos.reports.sample import LOST, make_run
 from kchaos.reports.suite import SuiteFailure, write_suite_reports
 
 
 def test_rundata_reads_the_history(lost_run: Path):
-    data = load_run(lost_run)
+    data = load_run_data(lost_run)
     assert data.totals == {"ok": 240, "fail": 10, "info": 50}
     # fault windows, offline windows and recovery: the checker's, from results.json
     assert [(w.fault, w.start_s, w.stop_s) for w in data.faults] == [("pause", 10.0, 18.0)]
@@ -34,7 +34,7 @@ def test_rundata_reads_the_history(lost_run: Path):
 
 def test_torn_last_line_is_counted_not_fatal(tmp_path: Path):
     run = make_run(tmp_path / "torn", results=LOST, torn=True)
-    data = load_run(run)
+    data = load_run_data(run)
     assert data.torn_lines == 1 and data.totals["ok"] == 240
 
 

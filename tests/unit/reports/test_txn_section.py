@@ -8,7 +8,7 @@ from pathlib import Path
 from kchaos.harness.checker import check_run
 from kchaos.harness.rundir.names import HISTORY_JSONL
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.rundata import load_run
+from kchaos.reports.rundata import load_run_data
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "txn"
 
@@ -16,7 +16,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "txn"
 def test_outcomes_per_transactional_id_and_the_drains_stable_offsets(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "many.jsonl", tmp_path / HISTORY_JSONL)
     check_run(tmp_path)
-    data = load_run(tmp_path)
+    data = load_run_data(tmp_path)
     # every completed transaction lands under the id its invoke (or txn-init) named
     assert data.txn_outcomes and "?" not in data.txn_outcomes
     total = sum(len(v) for v in data.txn_outcomes.values())
