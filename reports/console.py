@@ -25,10 +25,12 @@ def print_run(summary: Mapping[str, Any], paths: Mapping[str, str], console: Con
     )
     for reason in summary["reasons"]:
         console.print(f"  - {reason}")
-    sends = summary["sends"]
+    sends, txns = summary["sends"], summary.get("transactions")
+    done = f"  sends ok {sends['ok']} / fail {sends['fail']} / info {sends['info']}; "
+    if txns:  # the sends of a transaction are counted with it, not as sends
+        done += f"transactions ok {txns['ok']} / fail {txns['fail']} / info {txns['info']}; "
     console.print(
-        f"  sends ok {sends['ok']} / fail {sends['fail']} / info {sends['info']}; "
-        f"faults {summary['faults']}; offline windows {summary['offline_windows']}; "
+        f"{done}faults {summary['faults']}; offline windows {summary['offline_windows']}; "
         f"{summary['duration_s']:.1f} s of history"
     )
     if summary["anomalies"]:

@@ -182,6 +182,9 @@ def header(data: RunData) -> str:
     ]
     t = data.totals
     facts.append(("sends", f"{t['ok']} ok, {t['fail']} fail, {t['info']} info"))
+    if data.txn_outcomes:
+        x = data.txn_totals
+        facts.append(("transactions", f"{x['ok']} ok, {x['fail']} fail, {x['info']} info"))
     return table(["", ""], [[escape(k), escape(v)] for k, v in facts])
 
 

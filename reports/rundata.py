@@ -94,6 +94,16 @@ class RunData:
     def expect(self) -> dict[str, Any]:
         return dict(self.run.expect)
 
+    @property
+    def txn_totals(self) -> dict[str, int]:
+        """Completed transactions by outcome (ok, fail, info); all 0 in a run without
+        transactions (format 1.2 only)."""
+        totals = {"ok": 0, "fail": 0, "info": 0}
+        for outcomes in self.txn_outcomes.values():
+            for _, outcome, _ in outcomes:
+                totals[outcome] += 1
+        return totals
+
 
 def _example_targets(results: Mapping[str, Any] | None) -> tuple[dict[str, str], dict[int, str]]:
     """value -> kind and history index -> kind, for anomalies worth a marker."""

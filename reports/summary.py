@@ -19,7 +19,7 @@ def summarize(data: RunData, outcome: Outcome) -> dict[str, Any]:
         for k, v in sorted(anomalies.items())
         if isinstance(v, dict) and isinstance(v.get("causes"), dict) and v["causes"]
     }
-    return {
+    summary: dict[str, Any] = {
         "run_id": data.run_id,
         "scenario": data.scenario_name,
         "kafka_version": data.run.kafka_version,
@@ -40,3 +40,6 @@ def summarize(data: RunData, outcome: Outcome) -> dict[str, Any]:
         "torn_lines": data.torn_lines,
         "analysis": bool(data.analysis),
     }
+    if data.txn_outcomes:  # a transactional run: its sends are inside the transactions
+        summary["transactions"] = data.txn_totals
+    return summary

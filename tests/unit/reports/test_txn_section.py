@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
+from collections import Counter
 from pathlib import Path
+
+from rich.console import Console
 
 from kchaos.harness.checker import check_run
 from kchaos.harness.rundir.names import HISTORY_JSONL
 from kchaos.reports.build import write_run_reports
+from kchaos.reports.console import print_run
 from kchaos.reports.rundata import load_run_data
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "txn"
@@ -33,9 +39,31 @@ def test_outcomes_per_transactional_id_and_the_drains_stable_offsets(tmp_path: P
     assert f"<tr class='bad'><td>{stuck[0]}</td>" in page
 
 
+def test_the_run_summary_counts_transactions(tmp_path: Path) -> None:
+    """A transactional run's sends are inside its transactions: summary.json, the run
+    page's facts and the console line count the transactions by outcome (a new user saw
+    "sends ok 0" and nothing else for txn-smoke)."""
+    shutil.copy(FIXTURES / "many.jsonl", tmp_path / HISTORY_JSONL)
+    check_run(tmp_path)
+    lines = [json.loads(ln) for ln in (tmp_path / HISTORY_JSONL).read_text().splitlines()]
+    want = Counter(e["type"] for e in lines if e["f"] == "txn" and e["type"] != "invoke")
+    reports = write_run_reports(tmp_path)
+    summary = json.loads(Path(reports.paths["summary"]).read_text())
+    assert summary["transactions"] == {k: want[k] for k in ("ok", "fail", "info")}
+    assert want["ok"] and want["fail"]
+    page = Path(reports.paths["html"]).read_text()
+    assert f"{want['ok']} ok, {want['fail']} fail, {want['info']} info" in page
+    console = Console(width=400, record=True)
+    print_run(summary, {}, console)
+    text = console.export_text()
+    assert re.search(rf"transactions ok {want['ok']} / fail {want['fail']} / info", text)
+
+
 def test_a_plain_run_has_no_transactions_section(tmp_path: Path) -> None:
     from kchaos.reports.sample import VALID, make_run
 
     make_run(tmp_path, results=VALID)
-    page = Path(write_run_reports(tmp_path).paths["html"]).read_text()
-    assert "<h2>Transactions</h2>" not in page
+    reports = write_run_reports(tmp_path)
+    page = Path(reports.paths["html"]).read_text()
+    assert "<h2>Transactions</h2>" not in page and "<td>transactions</td>" not in page
+    assert "transactions" not in json.loads(Path(reports.paths["summary"]).read_text())
