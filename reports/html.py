@@ -25,7 +25,7 @@ from kchaos.harness.rundir.names import CONTROLLER_JSONL, LOGS_DIR, RUN_JSON
 from kchaos.harness.rundir.results import FullIsr
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.reports import plots, prometheus, replicas, timeline
-from kchaos.reports.rundata import RunData, series
+from kchaos.reports.rundata import RunData, Series, series
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
@@ -286,6 +286,20 @@ def transactions_section(data: RunData, figure: str, lag_figure: str = "") -> st
     return "\n".join(out)
 
 
+def _send_plots(data: RunData, s: Series) -> list[str]:
+    """Sends per second and their latency; in a run whose sends were all inside
+    transactions, a line that says where they are instead of two empty plots."""
+    if data.txn_outcomes and not any(data.totals.values()):
+        return [
+            "<p class='muted'>No plain sends in this run: every send was inside a "
+            "transaction (see Transactions below).</p>"
+        ]
+    return [
+        figure_div(plots.throughput(data, s), "throughput"),
+        figure_div(plots.latency(data, s), "latency"),
+    ]
+
+
 def render_run(data: RunData, outcome: Outcome | None = None) -> str:
     outcome = outcome or evaluate(data.expect, data.results)
     s = series(data)
@@ -301,8 +315,7 @@ def render_run(data: RunData, outcome: Outcome | None = None) -> str:
         slo_table(outcome, data),
         agreement_table(data),
         "<h2>Over time</h2>",
-        figure_div(plots.throughput(data, s), "throughput"),
-        figure_div(plots.latency(data, s), "latency"),
+        *_send_plots(data, s),
         figure_div(plots.isr(data), "isr"),
         figure_div(plots.offline(data), "offline"),
     ]

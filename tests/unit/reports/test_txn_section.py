@@ -53,10 +53,23 @@ def test_the_run_summary_counts_transactions(tmp_path: Path) -> None:
     assert want["ok"] and want["fail"]
     page = Path(reports.paths["html"]).read_text()
     assert f"{want['ok']} ok, {want['fail']} fail, {want['info']} info" in page
+    # the fixture has plain sends too: both send plots are there
+    assert any(e["f"] == "send" for e in lines)
+    assert 'id="throughput"' in page and "No plain sends in this run" not in page
     console = Console(width=400, record=True)
     print_run(summary, {}, console)
     text = console.export_text()
     assert re.search(rf"transactions ok {want['ok']} / fail {want['fail']} / info", text)
+
+
+def test_a_run_of_transactions_only_has_no_empty_send_plots(tmp_path: Path) -> None:
+    text = (FIXTURES / "many.jsonl").read_text().splitlines(keepends=True)
+    kept = [ln for ln in text if json.loads(ln)["f"] != "send"]
+    assert len(kept) < len(text)
+    (tmp_path / HISTORY_JSONL).write_text("".join(kept))
+    page = Path(write_run_reports(tmp_path).paths["html"]).read_text()
+    assert 'id="throughput"' not in page and 'id="latency"' not in page
+    assert "No plain sends in this run" in page and "<h2>Transactions</h2>" in page
 
 
 def test_a_plain_run_has_no_transactions_section(tmp_path: Path) -> None:
