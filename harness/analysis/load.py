@@ -32,13 +32,15 @@ from kchaos.harness.analysis.schema import (
 from kchaos.harness.analysis.session import spark_errors
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.history import F_SEND, F_TXN, INVOKE, ends_with_newline, is_torn
-from kchaos.harness.rundir.parquet import is_partitioned, part_files, write_copy
+from kchaos.harness.rundir.parquet import part_files, write_copy
 from kchaos.harness.rundir.rundir import RunDir
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 _RUN_DIR = r"^(.*)/history\.(?:jsonl|parquet)(?:/.*)?$"
+_EXPORT_PART = r"/history\.parquet/f=([^/]*)/[^/]*$"  # a file of kchaos export's copy
+_NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # Spark's folder name for a null value
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,15 @@ def txn_line_bad() -> Column:
     return iso | empty | lines
 
 
+def _file_path() -> Column:
+    """The path of each row's file. Spark names files by URI (file:/a%20b/history.jsonl):
+    decoded back to a plain path."""
+    from pyspark.sql import functions as F
+
+    raw = F.regexp_replace(F.col("_metadata.file_path"), r"^file:/+", "/")
+    return F.url_decode(F.regexp_replace(raw, r"\+", "%2B"))
+
+
 def _with_run_key(
     spark: SparkSession, df: DataFrame, dirs: list[tuple[Path, int]]
 ) -> DataFrame:
@@ -85,15 +96,22 @@ def _with_run_key(
     history.jsonl, or a file under its history.parquet)."""
     from pyspark.sql import functions as F
 
-    # Spark names files by URI (file:/a%20b/history.jsonl); decode back to a plain path.
-    raw = F.regexp_replace(F.col("_metadata.file_path"), r"^file:/+", "/")
-    path = F.url_decode(F.regexp_replace(raw, r"\+", "%2B"))
     keys = spark.createDataFrame([(str(d), key) for d, key in dirs], "dir string, rk int")
     return (
-        df.withColumn("dir", F.regexp_extract(path, _RUN_DIR, 1))
+        df.withColumn("dir", F.regexp_extract(_file_path(), _RUN_DIR, 1))
         .join(F.broadcast(keys), "dir")
         .drop("dir")
     )
+
+
+def _f_of_export() -> Column:
+    """``f`` where the file holds none: an export's files leave it to their folder's name
+    (``f=VALUE``, escaped as Spark escapes partition values; its name for null)."""
+    from pyspark.sql import functions as F
+
+    value = F.regexp_extract(_file_path(), _EXPORT_PART, 1)
+    value = F.url_decode(F.regexp_replace(value, r"\+", "%2B"))
+    return F.when((value != "") & (value != _NULL_PARTITION), value)
 
 
 def _ingest(spark: SparkSession, runs: list[RunInput], scratch: Path) -> dict[int, Path]:
@@ -123,12 +141,13 @@ def _ingest(spark: SparkSession, runs: list[RunInput], scratch: Path) -> dict[in
 def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[DataFrame, bool]:
     """Every run's events, and whether any were parsed by Spark's JSON reader.
 
-    At most three tables, whatever the number of runs: every one-file Parquet copy (the
-    run-end copies and DuckDB's scratch copies) as ONE table, every ``kchaos export``
-    (partitioned by ``f``) as one more, every JSON history left as one more. Each row's
-    run key comes from its file's path. A table per run, unioned, grows every later
-    query's plan with the number of runs (23 small runs exhausted a 2 GB driver in the
-    optimizer)."""
+    Two tables at most, whatever the number of runs: every Parquet file (the run-end
+    copies, DuckDB's scratch copies, the files of every ``kchaos export``) as ONE table,
+    and the JSON histories left as one more. Each row's run key comes from its file's
+    path, and so does an export's ``f`` (its files hold the other columns). A table per
+    run, unioned, grows every later query's plan with the number of runs (23 small runs
+    exhausted a 2 GB driver in the optimizer); several exports cannot be one table by
+    their folders either, as Spark's partition discovery wants one base folder."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
@@ -136,21 +155,23 @@ def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[Dat
     parts: list[DataFrame] = []
     copies = _ingest(spark, runs, scratch)
     jsonl = [r for r in runs if r.fmt == "jsonl" and r.key not in copies]
-    single: list[tuple[Path, int]] = [(copies[key], key) for key in sorted(copies)]
-    exports: list[tuple[Path, int]] = []
+    keyed: list[tuple[Path, int]] = [(copies[key], key) for key in sorted(copies)]
+    keyed += [(r.path, r.key) for r in runs if r.fmt == "parquet"]
     for run in runs:
         if run.fmt == "parquet":
             check_parquet_schema(spark, run.history)
-            shape = exports if is_partitioned(run.history) else single
-            shape.append((run.path, run.key))
-    schema = history_schema(with_corrupt=False)
-    if single:
-        files = [str(f) for d, _ in single for f in part_files(RunDir(d).history_parquet)]
-        parts.append(_with_run_key(spark, spark.read.schema(schema).parquet(*files), single))
-    if exports:
-        paths = [str(RunDir(d).history_parquet) for d, _ in exports]
-        parts.append(_with_run_key(spark, spark.read.schema(schema).parquet(*paths), exports))
-    parts = [p.withColumn(CORRUPT, F.lit(None).cast(StringType())).select(*cols) for p in parts]
+    files: list[str] = []
+    for folder, _ in keyed:
+        copy = RunDir(folder).history_parquet
+        found = part_files(copy) + sorted(copy.glob("f=*/*.parquet"))
+        if not found:
+            raise HistoryError("no Parquet file in the copy", file=str(copy))
+        files.extend(str(f) for f in found)
+    if files:
+        df = spark.read.schema(history_schema(with_corrupt=False)).parquet(*files)
+        df = df.withColumn("f", F.coalesce(F.col("f"), _f_of_export()))
+        df = _with_run_key(spark, df, keyed).withColumn(CORRUPT, F.lit(None).cast(StringType()))
+        parts.append(df.select(*cols))
     if jsonl:
         df = (
             spark.read.schema(history_schema())

@@ -1,5 +1,5 @@
 """One run: scenario -> run dir -> cluster -> workload + nemesis -> heal -> drain ->
-check -> reports -> teardown.
+teardown -> check -> reports -> history.parquet.
 
 Every exit path (normal end, an error, Ctrl-C, SIGTERM) stops the nemesis (which heals
 what it started), runs ``heal_everything`` once more, closes the history (so every
