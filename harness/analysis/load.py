@@ -89,9 +89,7 @@ def _file_path() -> Column:
     return F.url_decode(F.regexp_replace(raw, r"\+", "%2B"))
 
 
-def _with_run_key(
-    spark: SparkSession, df: DataFrame, dirs: list[tuple[Path, int]]
-) -> DataFrame:
+def _with_run_key(spark: SparkSession, df: DataFrame, dirs: list[tuple[Path, int]]) -> DataFrame:
     """``df`` with ``rk``, the key of the run directory each row's file lies in (its
     history.jsonl, or a file under its history.parquet)."""
     from pyspark.sql import functions as F

@@ -94,9 +94,7 @@ def test_the_histories_differ_so_mixed_up_runs_would_show(
     assert summaries[0] != summaries[2] and summaries[1] != summaries[2]
 
 
-def test_a_bad_row_in_a_run_end_copy_is_named_by_its_json_line(
-    spark: Any, tmp_path: Path
-) -> None:
+def test_a_bad_row_in_a_run_end_copy_is_named_by_its_json_line(spark: Any, tmp_path: Path) -> None:
     """A row DuckDB reads but the format forbids (no ``f``) is caught from the copy as
     from the JSON lines, and named by the line it came from."""
     run = RunDir(tmp_path / "run").create()

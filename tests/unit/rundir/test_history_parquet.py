@@ -78,9 +78,7 @@ def _as_parquet(line: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("transactional", [False, True], ids=["plain", "txn"])
-def test_the_run_end_copy_reads_back_as_the_json_lines(
-    tmp_path: Path, transactional: bool
-) -> None:
+def test_the_run_end_copy_reads_back_as_the_json_lines(tmp_path: Path, transactional: bool) -> None:
     """Every line of a generated history (faults, drains, transactions) is one row of the
     copy, in the same order, with the same values."""
     run = RunDir(tmp_path / "run")
