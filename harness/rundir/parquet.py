@@ -7,8 +7,8 @@ The copy holds the columns of the analysis schema only, with the same types
 and into a scratch directory by ``kchaos analyze`` for a run that lacks it.
 
 On disk it is a directory, as ``kchaos export``'s copy partitioned by ``f`` is, holding
-one file (:data:`~kchaos.harness.rundir.names.HISTORY_PARQUET_PART`): readers tell the
-two shapes apart by the ``f=...`` folders of the export.
+one file (:data:`~kchaos.harness.rundir.names.HISTORY_PARQUET_PART`); the export's files
+are in ``f=...`` folders instead, and lack the ``f`` column their folder names.
 
 DuckDB reads strictly. A line it cannot read (not JSON, a field of the wrong type), a
 torn last line, an empty history, or DuckDB missing: no copy is written, and the
@@ -106,11 +106,6 @@ def to_parquet(history: Path, target: Path, threads: int = 2) -> bool:
 def part_files(copy: Path) -> list[Path]:
     """The Parquet files of a copy written here (a directory of one part)."""
     return sorted(p for p in copy.glob("*.parquet") if p.is_file())
-
-
-def is_partitioned(copy: Path) -> bool:
-    """True for ``kchaos export``'s shape: a directory of ``f=...`` folders."""
-    return copy.is_dir() and any(p.is_dir() and p.name.startswith("f=") for p in copy.iterdir())
 
 
 def write_copy(history: Path, target: Path, threads: int = 2) -> bool:
