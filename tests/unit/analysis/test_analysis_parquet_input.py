@@ -28,7 +28,7 @@ SHAPES = ("json", "end", "end-alone", "export")
 
 def _partitioned(copy: Path) -> bool:
     """kchaos export's shape: ``f=...`` folders."""
-    return any(p.is_dir() and p.name.startswith("f=") for p in copy.iterdir())
+    return copy.is_dir() and any(p.is_dir() and p.name.startswith("f=") for p in copy.iterdir())
 
 
 def _history(name: str) -> bytes:

@@ -32,7 +32,7 @@ DOUBTFUL_IDS = ["torn", "mistyped", "garbage"]
 
 def _partitioned(copy: Path) -> bool:
     """kchaos export's shape: ``f=...`` folders."""
-    return any(p.is_dir() and p.name.startswith("f=") for p in copy.iterdir())
+    return copy.is_dir() and any(p.is_dir() and p.name.startswith("f=") for p in copy.iterdir())
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
