@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kchaos.harness.analysis.ingest import json_columns, to_parquet
 from kchaos.harness.errors import AnalysisError
+from kchaos.harness.rundir.parquet import json_columns, to_parquet
 from kchaos.harness.rundir.rundir import RunDir
 
 if TYPE_CHECKING:

@@ -82,7 +82,10 @@ def analyze_cmd(
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--master", default=None, help=MASTER_HELP)
 def export_cmd(run_dirs: tuple[Path, ...], master: str | None) -> int:
-    """Write RUN_DIR/history.parquet, a Parquet copy of the history partitioned by f."""
+    """Write RUN_DIR/history.parquet, a Parquet copy of the history partitioned by f.
+
+    A run that ended normally has one already (one file, written by the runner); this is
+    for older runs, and for a history the runner's strict conversion refused."""
     from kchaos.harness.analysis.export import export_parquet
 
     for path in export_parquet(list(run_dirs), master=master):

@@ -115,16 +115,6 @@ def last_line(path: Path) -> str:
     return ""
 
 
-def ends_with_newline(path: Path) -> bool:
-    """True when the file's last byte is a newline (its last line is complete)."""
-    with path.open("rb") as fh:
-        fh.seek(0, 2)
-        if fh.tell() == 0:
-            return True
-        fh.seek(-1, 2)
-        return fh.read(1) == b"\n"
-
-
 def count_lines(path: Path) -> int:
     """The number of the last non-empty line (1-based)."""
     number = 0

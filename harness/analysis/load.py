@@ -14,10 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kchaos.harness.analysis.ingest import to_parquet
 from kchaos.harness.analysis.lines import (
     count_lines,
-    ends_with_newline,
     first_bad_line,
     last_line,
     line_problem,
@@ -33,13 +31,16 @@ from kchaos.harness.analysis.schema import (
 )
 from kchaos.harness.analysis.session import spark_errors
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.history import F_SEND, F_TXN, INVOKE, is_torn
+from kchaos.harness.rundir.history import F_SEND, F_TXN, INVOKE, ends_with_newline, is_torn
+from kchaos.harness.rundir.parquet import part_files, write_copy
+from kchaos.harness.rundir.rundir import RunDir
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 _RUN_DIR = r"^(.*)/history\.(?:jsonl|parquet)(?:/.*)?$"
-_COPY_KEY = r"/run-([0-9]+)\.parquet$"  # the name _ingest gives a DuckDB copy
+_EXPORT_PART = r"/history\.parquet/f=([^/]*)/[^/]*$"  # a file of kchaos export's copy
+_NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # Spark's folder name for a null value
 
 
 @dataclass(frozen=True)
@@ -79,36 +80,72 @@ def txn_line_bad() -> Column:
     return iso | empty | lines
 
 
-def _with_run_key(spark: SparkSession, df: DataFrame, runs: list[RunInput]) -> DataFrame:
+def _file_path() -> Column:
+    """The path of each row's file. Spark names files by URI (file:/a%20b/history.jsonl):
+    decoded back to a plain path."""
     from pyspark.sql import functions as F
 
-    # Spark names files by URI (file:/a%20b/history.jsonl); decode back to a plain path.
     raw = F.regexp_replace(F.col("_metadata.file_path"), r"^file:/+", "/")
-    path = F.url_decode(F.regexp_replace(raw, r"\+", "%2B"))
-    keys = spark.createDataFrame([(str(r.path), r.key) for r in runs], "dir string, rk int")
+    return F.url_decode(F.regexp_replace(raw, r"\+", "%2B"))
+
+
+def _with_run_key(spark: SparkSession, df: DataFrame, dirs: list[tuple[Path, int]]) -> DataFrame:
+    """``df`` with ``rk``, the key of the run directory each row's file lies in (its
+    history.jsonl, or a file under its history.parquet)."""
+    from pyspark.sql import functions as F
+
+    keys = spark.createDataFrame([(str(d), key) for d, key in dirs], "dir string, rk int")
     return (
-        df.withColumn("dir", F.regexp_extract(path, _RUN_DIR, 1))
+        df.withColumn("dir", F.regexp_extract(_file_path(), _RUN_DIR, 1))
         .join(F.broadcast(keys), "dir")
         .drop("dir")
     )
 
 
+def _f_of_export() -> Column:
+    """``f`` where the file holds none: an export's files leave it to their folder's name
+    (``f=VALUE``, escaped as Spark escapes partition values; its name for null)."""
+    from pyspark.sql import functions as F
+
+    value = F.regexp_extract(_file_path(), _EXPORT_PART, 1)
+    value = F.url_decode(F.regexp_replace(value, r"\+", "%2B"))
+    return F.when((value != "") & (value != _NULL_PARTITION), value)
+
+
 def _ingest(spark: SparkSession, runs: list[RunInput], scratch: Path) -> dict[int, Path]:
-    """Parquet copies made by DuckDB of the JSON histories, when the master is local."""
+    """JSON lines to Parquet with DuckDB before Spark reads them, when the master is local:
+    the run directory's own conversion (:mod:`kchaos.harness.rundir.parquet`), into
+    ``scratch/run-KEY/history.parquet``; returns the scratch run directory per run key.
+
+    Parsing is the biggest cost of the job on one machine: Spark's JSON reader took 3 to
+    5 s per million events on two cores, several times DuckDB's whole loss query. A run
+    that ended normally has this copy already (the runner writes it); this is for the
+    others. DuckDB reads strictly: a torn last line, a line that is not JSON or a field of
+    the wrong type, and the run goes to Spark's permissive reader, which names the file
+    and line. On a cluster the executors parse the JSON themselves, in parallel."""
     if not (spark.sparkContext.master or "").startswith("local"):
         return {}
     threads = max(1, spark.sparkContext.defaultParallelism)
     made: dict[int, Path] = {}
     for run in runs:
         if run.fmt == "jsonl":
-            target = scratch / f"run-{run.key}.parquet"
-            if to_parquet(run.history, target, threads):
-                made[run.key] = target
+            copy = RunDir(scratch / f"run-{run.key}")
+            copy.create()
+            if write_copy(run.history, copy.history_parquet, threads):
+                made[run.key] = copy.path
     return made
 
 
 def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[DataFrame, bool]:
-    """Every run's events, and whether any were parsed by Spark's JSON reader."""
+    """Every run's events, and whether any were parsed by Spark's JSON reader.
+
+    Two tables at most, whatever the number of runs: every Parquet file (the run-end
+    copies, DuckDB's scratch copies, the files of every ``kchaos export``) as ONE table,
+    and the JSON histories left as one more. Each row's run key comes from its file's
+    path, and so does an export's ``f`` (its files hold the other columns). A table per
+    run, unioned, grows every later query's plan with the number of runs (23 small runs
+    exhausted a 2 GB driver in the optimizer); several exports cannot be one table by
+    their folders either, as Spark's partition discovery wants one base folder."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
@@ -116,19 +153,22 @@ def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[Dat
     parts: list[DataFrame] = []
     copies = _ingest(spark, runs, scratch)
     jsonl = [r for r in runs if r.fmt == "jsonl" and r.key not in copies]
-    parquet = [(r.key, str(r.history)) for r in runs if r.fmt == "parquet"]
+    keyed: list[tuple[Path, int]] = [(copies[key], key) for key in sorted(copies)]
+    keyed += [(r.path, r.key) for r in runs if r.fmt == "parquet"]
     for run in runs:
         if run.fmt == "parquet":
             check_parquet_schema(spark, run.history)
-    if copies:
-        # DuckDB's copies are single files named by run key: ONE table for all of them.
-        # A table per run, unioned, grows every later query's plan with the number of
-        # runs (23 small runs exhausted a 2 GB driver in the optimizer).
-        df = spark.read.schema(history_schema(with_corrupt=False)).parquet(
-            *[str(copies[key]) for key in sorted(copies)]
-        )
-        rk = F.regexp_extract(F.col("_metadata.file_path"), _COPY_KEY, 1).cast("int")
-        df = df.withColumn("rk", rk).withColumn(CORRUPT, F.lit(None).cast(StringType()))
+    files: list[str] = []
+    for folder, _ in keyed:
+        copy = RunDir(folder).history_parquet
+        found = part_files(copy) + sorted(copy.glob("f=*/*.parquet"))
+        if not found:
+            raise HistoryError("no Parquet file in the copy", file=str(copy))
+        files.extend(str(f) for f in found)
+    if files:
+        df = spark.read.schema(history_schema(with_corrupt=False)).parquet(*files)
+        df = df.withColumn("f", F.coalesce(F.col("f"), _f_of_export()))
+        df = _with_run_key(spark, df, keyed).withColumn(CORRUPT, F.lit(None).cast(StringType()))
         parts.append(df.select(*cols))
     if jsonl:
         df = (
@@ -137,11 +177,7 @@ def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[Dat
             .option("columnNameOfCorruptRecord", CORRUPT)
             .json([str(r.history) for r in jsonl])
         )
-        parts.append(_with_run_key(spark, df, jsonl).select(*cols))
-    for key, path in parquet:  # each export is its own table (partitioned by f)
-        df = spark.read.schema(history_schema(with_corrupt=False)).parquet(path)
-        df = df.withColumn("rk", F.lit(key)).withColumn(CORRUPT, F.lit(None).cast(StringType()))
-        parts.append(df.select(*cols))
+        parts.append(_with_run_key(spark, df, [(r.path, r.key) for r in jsonl]).select(*cols))
     out = parts[0]
     for part in parts[1:]:
         out = out.unionByName(part)
@@ -232,12 +268,18 @@ def _load(spark: SparkSession, runs: list[RunInput], scratch: Path) -> Loaded:
             raise HistoryError("empty history: no events", file=str(run.history))
         n_corrupt, n_bad = got["corrupt"], got["bad"]
         if n_corrupt or n_bad:
+            if run.fmt != "jsonl":
+                # A Parquet copy has no line numbers: name the line from the JSON lines it
+                # was made from when they are still there.
+                jsonl = RunDir(run.path).history
+                if jsonl.is_file():
+                    raise first_bad_line(jsonl, skip_last=not ends_with_newline(jsonl))
+                raise HistoryError("rows missing required fields", file=str(run.history))
             # Torn, as the checker has it (rundir.history.is_torn): the last line lacks its
             # newline and begins as an event does, and it does not parse.
             tail = last_line(run.history)
             tail_bad = (
-                run.fmt == "jsonl"
-                and not ends_with_newline(run.history)
+                not ends_with_newline(run.history)
                 and is_torn(tail.encode())
                 and line_problem(tail) is not None
             )
@@ -245,11 +287,9 @@ def _load(spark: SparkSession, runs: list[RunInput], scratch: Path) -> Loaded:
                 n_bad == 0
                 and n_corrupt == 1
                 and tail_bad
-                and _corrupt_text(raw, run.key).strip() == last_line(run.history).strip()
+                and _corrupt_text(raw, run.key).strip() == tail.strip()
             )
             if not only_tail:
-                if run.fmt != "jsonl":
-                    raise HistoryError("rows missing required fields", file=str(run.history))
                 raise first_bad_line(run.history, skip_last=tail_bad)
             torn[run.key] = count_lines(run.history)
         kept[run.key] = got["n"] - n_corrupt

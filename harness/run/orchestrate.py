@@ -1,5 +1,5 @@
 """One run: scenario -> run dir -> cluster -> workload + nemesis -> heal -> drain ->
-check -> reports -> teardown.
+teardown -> check -> reports -> history.parquet.
 
 Every exit path (normal end, an error, Ctrl-C, SIGTERM) stops the nemesis (which heals
 what it started), runs ``heal_everything`` once more, closes the history (so every
@@ -293,11 +293,32 @@ def _judge(run_dir: Path, progress: RunProgress, console: Console) -> RunReport 
             check_run(run_dir)
     except Exception as exc:  # noqa: BLE001 - the reports say "no results" instead
         console.print(f"[red]check failed: {type(exc).__name__}: {exc}[/]")
+    report = None
     try:
         from kchaos.reports.build import write_run_reports
 
         with progress.phase("reports"):
-            return write_run_reports(run_dir)
+            report = write_run_reports(run_dir)
     except KchaosError as exc:
         console.print(f"[red]reports failed: {exc}[/]")
-    return None
+    write_history_parquet(RunDir(run_dir))
+    return report
+
+
+def write_history_parquet(run_dir: RunDir) -> bool:
+    """The run's history.parquet (:meth:`RunDir.write_history_parquet`), once the verdict
+    and the reports are on disk. It never fails the run: without the copy the analysis
+    reads history.jsonl, as for a run from before the copy existed. The seconds it took
+    go to the log (run.json has no place for one step's time)."""
+    began = time.monotonic()
+    try:
+        made = run_dir.write_history_parquet()
+    except Exception as exc:  # noqa: BLE001 - the copy is a convenience, the run stands
+        log.warning("%s not written: %s: %s", run_dir.history_parquet, type(exc).__name__, exc)
+        return False
+    seconds = time.monotonic() - began
+    if made:
+        log.info("%s written in %.2f s", run_dir.history_parquet, seconds)
+    else:
+        log.info("no %s (see above); the analysis reads the JSON lines", run_dir.history_parquet)
+    return made

@@ -16,6 +16,8 @@ directory, its path, its reader and its writer. Behind it:
 * :mod:`kchaos.harness.rundir.history`: ``history.jsonl``'s event names and its one
   streaming reader; :mod:`kchaos.harness.rundir.history_writer` its one writer (with the
   scribe process, :mod:`kchaos.harness.rundir.scribe`) and the in-memory sinks.
+* :mod:`kchaos.harness.rundir.parquet`: ``history.parquet``, the one DuckDB conversion
+  of the history to Parquet, written atomically.
 * :mod:`kchaos.harness.rundir.controller`: ``controller.jsonl``'s line types and reader.
 * :mod:`kchaos.harness.rundir.results`: ``results.json`` with the checker's series the
   reports plot (fault windows, offline windows, time to full ISR).

@@ -64,6 +64,16 @@ PHASE_STOP = "stop"
 _BUFFER = 1 << 20
 
 
+def ends_with_newline(path: Path) -> bool:
+    """True when the file's last byte is a newline (its last line is complete)."""
+    with path.open("rb") as fh:
+        fh.seek(0, 2)
+        if fh.tell() == 0:
+            return True
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"
+
+
 def is_torn(raw: bytes) -> bool:
     """A line cut short while it was written: no newline, and it begins as an event does
     (only a file's last line can lack its newline)."""

@@ -28,7 +28,10 @@ BROKER_METRICS_JSONL = "broker-metrics.jsonl"
 STABLE_OFFSETS_JSONL = "stable-offsets.jsonl"
 PROMETHEUS_YML = "prometheus.yml"
 PROMETHEUS_JSON = "prometheus.json"
+#: history.jsonl in Parquet: a directory, either ``kchaos export``'s ``f=...`` folders or
+#: the run-end copy's one file, ``HISTORY_PARQUET_PART`` (kchaos.harness.rundir.parquet)
 HISTORY_PARQUET = "history.parquet"
+HISTORY_PARQUET_PART = "part-0.parquet"
 
 # -- logs/: each node's container log split by logger, and the clients' own log
 LOGS_DIR = "logs"
@@ -65,6 +68,7 @@ FILE_NAMES: tuple[str, ...] = (
     PROMETHEUS_YML,
     PROMETHEUS_JSON,
     HISTORY_PARQUET,
+    HISTORY_PARQUET_PART,
     METADATA_DUMP_TXT,
     LIBRDKAFKA_LOG,
     *NODE_LOGS,

@@ -10,6 +10,7 @@ Writers of whole files are atomic (:func:`kchaos.harness.rundir.files.atomic_wri
 reader never sees half a run.json, results.json, controller.jsonl, replicas.jsonl,
 reread.jsonl, prometheus.json or analysis summary. history.jsonl is the exception by
 design: it is appended to while the run goes (:mod:`kchaos.harness.rundir.history_writer`).
+history.parquet, a directory, is built beside its final name and renamed into place.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from kchaos.harness.rundir.files import (
 from kchaos.harness.rundir.history import numbered
 from kchaos.harness.rundir.history_writer import HistoryWriter
 from kchaos.harness.rundir.nodelogs import NodeLog, node_logs
+from kchaos.harness.rundir.parquet import write_copy
 from kchaos.harness.rundir.prometheus import load_prometheus
 from kchaos.harness.rundir.results import Results, load_results
 from kchaos.harness.rundir.runjson import RunJson, load_run, write_run
@@ -74,7 +76,8 @@ class RunDir:
 
     @property
     def history_parquet(self) -> Path:
-        """The history in Parquet (``kchaos export``): a directory of parts."""
+        """The history in Parquet, a directory: the run-end copy (one file, written by
+        :meth:`write_history_parquet`) or ``kchaos export``'s (partitioned by ``f``)."""
         return self._file(names.HISTORY_PARQUET)
 
     @property
@@ -195,6 +198,13 @@ class RunDir:
     ) -> Iterator[tuple[int, Any]]:
         """history.jsonl's lines with their numbers (:func:`rundir.history.numbered`)."""
         return numbered(self.history, strict=strict, on_torn=on_torn)
+
+    def write_history_parquet(self, threads: int = 2) -> bool:
+        """history.parquet from history.jsonl, by DuckDB, atomically (a directory holding
+        one Parquet file: :func:`kchaos.harness.rundir.parquet.write_copy`). False, and no
+        copy, when the history is empty, has a torn last line or a line DuckDB cannot
+        read strictly: the analysis then reads the JSON lines."""
+        return write_copy(self.history, self.history_parquet, threads)
 
     # -- controller.jsonl -----------------------------------------------------------------
     def read_controller(self) -> ControllerFile | None:

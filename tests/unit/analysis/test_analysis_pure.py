@@ -9,7 +9,6 @@ import pytest
 
 from kchaos.harness.analysis.lines import (
     count_lines,
-    ends_with_newline,
     first_bad_line,
     last_line,
     line_problem,
@@ -17,6 +16,7 @@ from kchaos.harness.analysis.lines import (
 from kchaos.harness.analysis.runs import resolve_runs, run_facts
 from kchaos.harness.analysis.windows import NO_FAULT, FaultLine, cut_windows
 from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir.history import ends_with_newline
 
 
 def test_windows_cut_at_every_fault_boundary_and_track_overlaps() -> None:

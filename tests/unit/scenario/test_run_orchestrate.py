@@ -113,3 +113,52 @@ def test_out_dir_must_be_empty(tmp_path: Path):
 def test_jsonable_and_rotation():
     assert record.jsonable({("t", 0): (1, 2), 3: {4}}) == {"t/0": [1, 2], "3": [4]}
     assert rotated([1, 2, 3]) == [2, 3, 1] and rotated([5]) == [5]
+
+
+def _history_rows(run_dir: Path) -> list[tuple[Any, ...]]:
+    import duckdb
+
+    from kchaos.harness.rundir import RunDir
+
+    copy = RunDir(run_dir).history_parquet
+    return duckdb.sql(f"SELECT index, f, type FROM read_parquet('{copy}/*.parquet')").fetchall()
+
+
+def test_a_run_ends_with_its_history_in_parquet(fakes, monkeypatch, tmp_path: Path):
+    monkeypatch.setattr(orchestrate, "_drive", writes_history())
+    orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True)
+    lines = [json.loads(x) for x in (tmp_path / "run" / "history.jsonl").read_text().splitlines()]
+    assert _history_rows(tmp_path / "run") == [(e["index"], e["f"], e["type"]) for e in lines]
+    assert not list((tmp_path / "run").glob("*.tmp"))
+
+
+def _drive_torn(ctx: RunContext) -> None:
+    run_dir = ctx.run_dir.path
+    sample = make_run(run_dir.parent / "sample", results=None, torn=True)
+    (run_dir / "history.jsonl").write_bytes((sample / "history.jsonl").read_bytes())
+
+
+def test_a_torn_history_gets_no_parquet_and_the_run_stands(fakes, monkeypatch, tmp_path: Path):
+    monkeypatch.setattr(orchestrate, "_drive", _drive_torn)
+    result = orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True)
+    assert result.summary["verdict"] == "valid" and result.exit_code == 0
+    assert sorted(p.name for p in (tmp_path / "run").glob("history.*")) == ["history.jsonl"]
+    assert not list((tmp_path / "run").glob("*.tmp"))
+
+
+def test_a_failing_parquet_copy_neither_fails_the_run_nor_hides_its_verdict(
+    fakes, monkeypatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    from kchaos.harness.rundir.rundir import RunDir
+
+    def broken(self: RunDir, threads: int = 2) -> bool:
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(orchestrate, "_drive", writes_history())
+    monkeypatch.setattr(RunDir, "write_history_parquet", broken)
+    with caplog.at_level("WARNING", logger=orchestrate.__name__):
+        result = orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True)
+    assert result.summary["verdict"] == "valid" and result.exit_code == 0
+    assert (tmp_path / "run" / "results.json").is_file()
+    assert "no space left on device" in caplog.text
+    assert not (tmp_path / "run" / "history.parquet").exists()

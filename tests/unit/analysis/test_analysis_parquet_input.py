@@ -1,0 +1,113 @@
+"""history.parquet as the job's input: the run-end copy (one file, written by RunDir) and
+``kchaos export``'s (partitioned by f) give the summary the JSON lines give, also when
+several runs of each shape are analysed together in ONE job (their run keys must not mix).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kchaos.harness.analysis.export import export_parquet
+from kchaos.harness.analysis.job import run_job
+from kchaos.harness.errors import HistoryError
+from kchaos.harness.rundir import RunDir
+
+from hist import every_kind, near_misses  # isort: skip
+
+pytestmark = pytest.mark.spark
+
+TXN = Path(__file__).resolve().parents[1] / "fixtures" / "txn" / "many.jsonl"
+HISTORIES = ("bad", "good", "txn")
+SHAPES = ("json", "end", "end-alone", "export")
+
+
+def _partitioned(copy: Path) -> bool:
+    """kchaos export's shape: ``f=...`` folders."""
+    return copy.is_dir() and any(p.is_dir() and p.name.startswith("f=") for p in copy.iterdir())
+
+
+def _history(name: str) -> bytes:
+    if name == "txn":
+        return TXN.read_bytes()
+    h = every_kind()[0] if name == "bad" else near_misses()
+    return h.lines()
+
+
+@pytest.fixture(scope="module")
+def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Any]:
+    """Each history in each shape, every one in a single run_job call:
+    json (history.jsonl only), end (the run-end copy beside the JSON lines), end-alone
+    (the run-end copy, the JSON lines gone) and export (kchaos export's copy)."""
+    root = tmp_path_factory.mktemp("parquet-input")
+    dirs: dict[tuple[str, str], Path] = {}
+    for name in HISTORIES:
+        for shape in SHAPES:
+            run = RunDir(root / f"{name}-{shape}").create()
+            run.history.write_bytes(_history(name))
+            dirs[(name, shape)] = run.path
+            if shape.startswith("end"):
+                assert run.write_history_parquet()
+            if shape == "end-alone":
+                run.history.unlink()
+    export_parquet([dirs[(name, "export")] for name in HISTORIES], spark=spark)
+    result = run_job(list(dirs.values()), spark=spark, write=False)
+    by_path = {rs.run.path: rs for rs in result.runs}
+    return {key: by_path[path.resolve()] for key, path in dirs.items()}
+
+
+def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary without what names the input (its file and format)."""
+    stats = {k: v for k, v in summary["stats"].items() if k not in ("history", "input")}
+    anomalies = {
+        kind: {
+            "count": found["count"],
+            "examples": sorted(json.dumps(e, sort_keys=True) for e in found["examples"]),
+        }
+        for kind, found in summary["anomalies"].items()
+    }
+    return {"valid": summary["valid"], "anomalies": anomalies, "stats": stats}
+
+
+def test_each_run_read_the_input_its_shape_gives(analysed: dict[tuple[str, str], Any]) -> None:
+    for (name, shape), rs in analysed.items():
+        want = "jsonl" if shape == "json" else "parquet"
+        assert rs.run.fmt == want, (name, shape)
+        assert rs.summary["stats"]["input"] == want, (name, shape)
+        assert _partitioned(RunDir(rs.run.path).history_parquet) == (shape == "export")
+
+
+@pytest.mark.parametrize("name", HISTORIES)
+@pytest.mark.parametrize("shape", [s for s in SHAPES if s != "json"])
+def test_parquet_gives_the_summary_the_json_lines_give(
+    analysed: dict[tuple[str, str], Any], name: str, shape: str
+) -> None:
+    from_json = _comparable(analysed[(name, "json")].summary)
+    assert _comparable(analysed[(name, shape)].summary) == from_json
+
+
+def test_the_histories_differ_so_mixed_up_runs_would_show(
+    analysed: dict[tuple[str, str], Any],
+) -> None:
+    summaries = [_comparable(analysed[(name, "json")].summary) for name in HISTORIES]
+    assert summaries[0]["valid"] is False and summaries[1]["valid"] is True
+    assert summaries[0] != summaries[2] and summaries[1] != summaries[2]
+
+
+def test_a_bad_row_in_a_run_end_copy_is_named_by_its_json_line(spark: Any, tmp_path: Path) -> None:
+    """A row DuckDB reads but the format forbids (no ``f``) is caught from the copy as
+    from the JSON lines, and named by the line it came from."""
+    run = RunDir(tmp_path / "run").create()
+    lines = near_misses().lines().splitlines(keepends=True)
+    lines.insert(2, b'{"index":99,"time":5,"process":1,"type":"ok"}\n')
+    run.history.write_bytes(b"".join(lines))
+    assert run.write_history_parquet()
+    with pytest.raises(HistoryError) as err:
+        run_job([run.path], spark=spark, write=False)
+    assert err.value.line == 3 and err.value.field == "f"
+    assert str(run.history) in str(err.value)
+    shutil.rmtree(run.history_parquet)
