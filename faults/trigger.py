@@ -403,7 +403,6 @@ class _Watch:
             return c.broker in alive
         return True
 
-
     def _logged(self, broker: int, text: str, state: ClusterState) -> bool:
         lines = state.new_log_lines(broker)
         if not self.has_baseline:

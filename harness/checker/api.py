@@ -26,11 +26,11 @@ from kchaos.harness.checker.nogc import paused_gc
 from kchaos.harness.checker.ordering import check_ordering
 from kchaos.harness.checker.parse import read_history
 from kchaos.harness.checker.reads import check_reads
-from kchaos.harness.checker.startlog import check_start_log, load_start_log
 from kchaos.harness.checker.replicas import KIND as REPLICAS_KIND
 from kchaos.harness.checker.replicas import attach_causes, attach_stories, compare_replicas
 from kchaos.harness.checker.reread import KIND as REREAD_KIND
 from kchaos.harness.checker.reread import compare_reread
+from kchaos.harness.checker.startlog import check_start_log, load_start_log
 from kchaos.harness.checker.transactions import check_transactions
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.files import write_json
