@@ -46,6 +46,7 @@ from kchaos.harness.checker.config import RunConfig
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.checker.recovery import target_brokers
+from kchaos.harness.rundir.names import LOGS_DIR, SERVER_LOG
 from kchaos.harness.rundir.nodelogs import NodeLog, entry_unix_ms, history_time_ns
 from kchaos.harness.rundir.rundir import RunDir
 
@@ -187,7 +188,7 @@ def check_start_log(facts: Facts, config: RunConfig) -> CheckOutcome:
             _apply(state, broker, event, counts, out)
         for _, fault in pending:
             _crash(state, fault, counts)
-    out.stats = {"source": "logs/<broker>/server.log", **counts}
+    out.stats = {"source": f"{LOGS_DIR}/<broker>/{SERVER_LOG}", **counts}
     return out.settle()
 
 
