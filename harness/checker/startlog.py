@@ -18,8 +18,10 @@ recovery* from
 
 - a ``Recovering ... since no clean shutdown file was found`` line (Kafka says so), or
 - a crash fault (``kill``, ``hard-reboot``, ``power-loss``) on the broker while its
-  process was running and had begun loading its logs in that start (a ``Recovering`` or
-  ``Skipping`` line since the start's first launcher line): the file was deleted then. A
+  process was running and had begun loading its logs in that start (a ``Loading logs
+  from log dirs``, ``Recovering``, ``Skipping`` or ``Loaded`` line since the start's
+  first launcher line): the file was deleted then, and what was appended since is not
+  all on disk. A
   crash of a process that never reached loading leaves the directory as it was, and one
   of a process that had already exited (its last line ``Exiting Kafka``, ``Halting
   Kafka`` or ``shut down completed``) is no crash. A process that began loading and
@@ -61,6 +63,7 @@ EXITS = ("Exiting Kafka", "Halting Kafka", "shut down completed")
 _RECOVERING = re.compile(r"Recovering (\d+) logs from (\S+) since no clean shutdown file was found")
 _SKIPPING = re.compile(r"Skipping recovery of (\d+) logs from (\S+) since clean shutdown file")
 _LOADED = re.compile(r"Loaded (\d+) logs in (\d+)ms")
+_LOADING = "Loading logs from log dirs"
 _FATAL = "Fatal error during broker startup"
 _NS = 1e9
 
@@ -69,7 +72,7 @@ _NS = 1e9
 class LogEvent:
     """One line of a broker's log that the judgement reads."""
 
-    kind: str  # start, recovering, skipping, loaded, fatal, exit
+    kind: str  # start, loading, recovering, skipping, loaded, fatal, exit
     where: str  # <container>/server.log:<line>
     time: int | None  # history time base (ns); None: the line has no timestamp
     text: str
@@ -97,6 +100,8 @@ def classify(line: str) -> tuple[str, int | None, str | None] | None:
     m = _LOADED.search(line)
     if m:
         return "loaded", int(m.group(1)), None
+    if _LOADING in line:
+        return "loading", None, None
     if _FATAL in line:
         return "fatal", None, None
     if any(mark in line for mark in EXITS):
@@ -226,7 +231,10 @@ def _apply(
     elif event.kind == "fatal":
         if state.needs is not None:
             state.failed_starts.append(event.where)
+    elif event.kind == "loading":
+        state.loading_began = True
     elif event.kind == "loaded":
+        state.loading_began = True
         state.needs = None
     elif event.kind == "recovering":
         counts["recovering"] += 1
