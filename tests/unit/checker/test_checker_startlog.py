@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -221,3 +222,23 @@ def test_the_library_scenario_requires_it_before_the_fix_and_forbids_it_after() 
     after = load_scenario(SCENARIO, kafka_version="3.6.2").to_dict()["expect"]
     assert evaluate(before, found).expected and not evaluate(before, clean).expected
     assert evaluate(after, clean).expected and not evaluate(after, found).expected
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_the_real_3_5_1_run_shows_the_skip(tmp_path: Path) -> None:
+    # runs/k15375-351-s1 (2026-11-26), cut: start A failed at its deadline without ever
+    # loading (its LogManager shut down right after "Fatal error"), start B skipped
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "k15375-351", run)
+    r = check_run(run)
+    (example,) = r.anomalies[KIND].examples
+    log = "kchaos-20261126-062959-c8ec-broker-3/server.log"
+    assert example["log"] == f"{log}:40" and example["logs"] == 19
+    assert example["failed_starts"] == [f"{log}:30"]
+    why = example["needed_recovery_since"]
+    assert (why["cause"], why["fault"], why["fault_name"]) == ("crash", "f-1", "hard-reboot")
+    assert r.valid is True
+    expect = load_scenario(SCENARIO, kafka_version="3.5.1").to_dict()["expect"]
+    assert evaluate(expect, r.to_json()).expected
