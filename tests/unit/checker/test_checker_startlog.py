@@ -242,3 +242,19 @@ def test_the_real_3_5_1_run_shows_the_skip(tmp_path: Path) -> None:
     assert r.valid is True
     expect = load_scenario(SCENARIO, kafka_version="3.5.1").to_dict()["expect"]
     assert evaluate(expect, r.to_json()).expected
+
+
+def test_the_real_3_6_2_run_recovers(tmp_path: Path) -> None:
+    # runs/k15375-362-s1 (2026-11-26), cut: the same failed start A left no marker, and
+    # start B logged "Recovering 19 logs ... since no clean shutdown file was found"
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "k15375-362", run)
+    r = check_run(run)
+    assert KIND not in r.anomalies
+    stats = r.stats["startlog"]
+    assert (stats["recovering"], stats["skipping"], stats["crashes"]) == (1, 0, 1)
+    expect = load_scenario(SCENARIO, kafka_version="3.6.2").to_dict()["expect"]
+    assert evaluate(expect, r.to_json()).expected
+    # judged by the affected release's expectation, the same run is not as expected
+    before = load_scenario(SCENARIO, kafka_version="3.5.1").to_dict()["expect"]
+    assert evaluate(before, r.to_json()).reasons == (f"expected anomalies not found: {KIND}",)
