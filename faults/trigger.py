@@ -19,6 +19,9 @@ the first held, and so on; ``timeout`` bounds the whole wait. Conditions:
                                                        broker epoch) since it began to be
                                                        watched; with ``unfenced: true`` it must
                                                        also be unfenced (listed as alive)
+``log_line: {broker, contains}``                       the broker logged a line containing the
+                                                       text ``contains`` (plain text, case
+                                                       sensitive) since it began to be watched
 =====================================================  ====================================
 
 In the three ISR conditions, ``coordinator: txn:ID`` or ``coordinator: group:G`` may stand
@@ -44,6 +47,11 @@ How each is observed (never from a sleep), through the cluster's own reads
   up. Client metadata cannot do this (it lists unfenced brokers and no epoch), and a
   restart can fence and unfence a broker between two polls. ``unfenced`` adds the client
   metadata's list of alive brokers.
+* ``log_line``: the same log, followed with ``LogFollower`` (no line is missed however
+  busy the log): the first read is the baseline and is not matched, so a line already
+  there when watching began never counts; every later line is. This is the trigger for a
+  moment that only the broker itself knows, such as "Recovering 6 logs from
+  /var/lib/kafka/data since no clean shutdown file was found" (log loading began).
 
 When the condition holds, the fault's ``start`` line carries ``trigger``: the condition as
 written, ``held_at`` (nanoseconds since the run started, the history's clock: the moment the
@@ -64,7 +72,8 @@ from typing import Any, Protocol
 
 from kchaos.faults.coordinators import coordinator_partition, parse_key
 from kchaos.faults.params import Where
-from kchaos.harness.cluster.api import ClusterReads
+from kchaos.harness.cluster.api import TriggerReads
+from kchaos.harness.cluster.observe import LogFollower
 from kchaos.harness.errors import ClusterError, FaultError, TriggerCancelled, TriggerTimeout
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -77,6 +86,7 @@ _FIELDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "out_of_isr": (("broker", "topic", "partition"), {}),
     "isr_below": (("topic", "partition", "size"), {}),
     "registered": (("broker",), {"unfenced": False}),
+    "log_line": (("broker", "contains"), {}),
 }
 #: ``coordinator`` may replace ``topic`` and ``partition`` in these conditions
 _PARTITION_FIELDS = ("topic", "partition")
@@ -88,6 +98,7 @@ _KINDS = {
     "topic": "str",
     "unfenced": "bool",
     "coordinator": "str",
+    "contains": "str",
 }
 _MINIMUM = {"broker": 0, "partition": 0, "size": 1}
 
@@ -101,6 +112,7 @@ class Condition:
     size: int | None = None
     unfenced: bool = False
     coordinator: str | None = None  # "txn:ID" / "group:G": topic and partition found live
+    contains: str | None = None  # log_line: the text a new line of the broker's log holds
 
     def to_dict(self) -> dict[str, Any]:
         required, optional = _FIELDS[self.kind]
@@ -124,6 +136,8 @@ class Condition:
             return f"broker {self.broker} out of the ISR of {where}"
         if self.kind == "isr_below":
             return f"ISR of {where} below {self.size}"
+        if self.kind == "log_line":
+            return f"broker {self.broker} logging a line containing {self.contains!r}"
         extra = " and unfenced" if self.unfenced else ""
         return f"broker {self.broker} registered again{extra}"
 
@@ -294,6 +308,10 @@ class ClusterState(Protocol):
 
     def alive_brokers(self) -> set[int]: ...
 
+    def new_log_lines(self, broker: int) -> list[str]:
+        """The broker's log lines since the previous call (the first call: its last tail)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -301,8 +319,9 @@ class HandleState:
     """The conditions' reads, on the cluster's own members (``partition_isr``,
     ``broker_epoch``, ``alive_brokers``); a failed read is a FaultError (retried)."""
 
-    def __init__(self, cluster: ClusterReads) -> None:
+    def __init__(self, cluster: TriggerReads) -> None:
         self.cluster = cluster
+        self._followers: dict[int, LogFollower] = {}
 
     def isr(self, topic: str, partition: int) -> list[int]:
         try:
@@ -325,6 +344,17 @@ class HandleState:
     def broker_epoch(self, broker: int) -> int | None:
         got = self.cluster.broker_epoch(broker)
         return None if got is None else int(got)
+
+    def new_log_lines(self, broker: int) -> list[str]:
+        follower = self._followers.get(broker)
+        if follower is None:
+            node = self.cluster.node(broker)
+            follower = LogFollower(lambda tail: self.cluster.logs(node, tail))
+            self._followers[broker] = follower
+        try:
+            return follower.new_lines()
+        except ClusterError as exc:
+            raise FaultError(str(exc)) from exc
 
     def close(self) -> None:
         pass
@@ -357,6 +387,8 @@ class _Watch:
             assert c.size is not None
             return len(isr) < c.size
         assert c.broker is not None
+        if c.kind == "log_line":
+            return self._logged(c.broker, str(c.contains), state)
         epoch = state.broker_epoch(c.broker)
         if not self.has_baseline:
             self.baseline, self.has_baseline = epoch, True
@@ -370,6 +402,20 @@ class _Watch:
             self.last_seen += f", alive brokers {sorted(alive)}"
             return c.broker in alive
         return True
+
+    def _logged(self, broker: int, text: str, state: ClusterState) -> bool:
+        lines = state.new_log_lines(broker)
+        if not self.has_baseline:
+            # what the log held when watching began is the baseline, never a match
+            self.has_baseline = True
+            self.last_seen = f"broker {broker}: {len(lines)} log lines when watching began"
+            return False
+        for line in lines:
+            if text in line:
+                self.last_seen = f"broker {broker} logged: {line.strip()[:300]}"
+                return True
+        self.last_seen = f"broker {broker}: no line containing {text!r} since watching began"
+        return False
 
 
 @dataclass

@@ -29,6 +29,7 @@ from kchaos.harness.checker.replicas import KIND as REPLICAS_KIND
 from kchaos.harness.checker.replicas import attach_causes, attach_stories, compare_replicas
 from kchaos.harness.checker.reread import KIND as REREAD_KIND
 from kchaos.harness.checker.reread import compare_reread
+from kchaos.harness.checker.startlog import check_start_log, load_start_log
 from kchaos.harness.checker.transactions import check_transactions
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.files import write_json
@@ -47,6 +48,8 @@ CHECKERS: dict[str, Checker] = {
     "availability": check_availability,
     # controller.jsonl's broker lines: brokers fenced while no fault touched them
     "fencing": check_fencing,
+    # the brokers' own logs: a start that skipped the recovery its logs needed
+    "startlog": check_start_log,
     # history format 1.2; also the transaction values' share of lost-write, unseen and
     # aborted-read (merged with the other checkers' counts of those kinds below)
     "transactions": check_transactions,
@@ -175,6 +178,7 @@ def _check_history(
     if facts.controller is not None:
         facts.warnings.extend(facts.controller.warnings)
     facts.leader_log = leader_log(Path(path).parent, facts.warnings)
+    facts.start_log = load_start_log(Path(path).parent)
     parsed = time.perf_counter() - started
     results = check_facts(facts, run_config, checkers)
     results.stats["read_seconds"] = round(parsed, 3)

@@ -17,6 +17,7 @@ from kchaos.harness.checker.txnfacts import TxnLog
 if TYPE_CHECKING:
     from kchaos.harness.checker.controller import ControllerRecord
     from kchaos.harness.checker.leaderlog import LeaderLog
+    from kchaos.harness.checker.startlog import StartLog
 
 # send status per value id; TXN_OPEN: a value of a transaction not completed (yet)
 PENDING, OK, FAIL, INFO, READ_ONLY, TXN_OPEN = 0, 1, 2, 3, 4, 5
@@ -166,6 +167,8 @@ class Facts:
     # the leaders' ``Shrinking ISR`` lines (logs/<container>/server.log), where the run
     # kept the nodes' logs: who asked for each ISR shrink
     leader_log: LeaderLog | None = None
+    # the brokers' start lines (log recovery, failed starts) in the same logs
+    start_log: StartLog | None = None
     # transactions (history format 1.2)
     txn: TxnLog = field(default_factory=TxnLog)
     # bookkeeping

@@ -253,6 +253,11 @@ class Targeting(Topology, Leadership, Protocol):
     """The nodes and who leads: resolving a fault's target spec."""
 
 
+class TriggerReads(ClusterReads, NodeAccess, Protocol):
+    """What a state trigger reads: leaders, ISRs, registrations, and the brokers' own
+    logs (the ``log_line`` condition)."""
+
+
 class ClusterHandle(
     Topology,
     NodeProcesses,

@@ -597,9 +597,10 @@ if TYPE_CHECKING:
         api.NodeFilesystems,
         api.NodeAccess,
         api.Targeting,
+        api.TriggerReads,
         api.ClusterHandle,
     ]:
         """Never called: mypy checks here that Cluster implements each protocol of
         kchaos.harness.cluster.api (a missing or mistyped member fails `.ci/typecheck`)."""
         c = cluster
-        return (c, c, c, c, c, c, c, c, c, c)
+        return (c, c, c, c, c, c, c, c, c, c, c)

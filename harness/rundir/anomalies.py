@@ -47,8 +47,15 @@ UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)
 #: Kinds reported and never invalid: offline windows, elections of the last known
 #: leader after every replica was lost (KIP-966), and brokers the controller fenced
 #: although no fault touched them (KAFKA-15489's symptom; a loaded machine can miss a
-#: heartbeat too). The last two are judged from controller.jsonl only.
-REPORTED_ONLY: tuple[str, ...] = ("offline", "last-known-leader-election", "live-broker-fenced")
+#: heartbeat too). The last two are judged from controller.jsonl only. A broker start that
+#: skipped log recovery although the stop before it was unclean and no start since had
+#: finished loading its logs (KAFKA-15375's symptom) is judged from the brokers' own logs.
+REPORTED_ONLY: tuple[str, ...] = (
+    "offline",
+    "last-known-leader-election",
+    "live-broker-fenced",
+    "recovery-skipped",
+)
 #: Every kind, in the order reports list them.
 KINDS: tuple[str, ...] = INVALIDATING + UNKNOWN_MAKING + REPORTED_ONLY
 #: Kinds about the data (sends, transactions, reads, the drain): what the Spark job

@@ -60,6 +60,8 @@ def test_named_unions_add_nothing_of_their_own():
     assert members(api.NodeAccess) == members(api.Topology) | members(api.NodeProcesses)
     assert own_members(api.Targeting) == set()
     assert members(api.Targeting) == members(api.Topology) | members(api.Leadership)
+    assert own_members(api.TriggerReads) == set()
+    assert members(api.TriggerReads) == members(api.ClusterReads) | members(api.NodeAccess)
 
 
 def test_the_real_cluster_has_every_member():

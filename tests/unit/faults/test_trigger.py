@@ -203,6 +203,9 @@ def test_schedule_round_trip_keeps_the_trigger() -> None:
         ({"registered": {"broker": "2"}}, None, "when.registered.broker", "must be an integer"),
         ({"registered": {"broker": 2, "x": 1}}, None, "when.registered.x", "unknown field"),
         ({"registered": 2}, None, "when.registered", "must be a mapping"),
+        ({"log_line": {"broker": 2}}, None, "when.log_line.contains", "missing"),
+        ({"log_line": {"broker": 2, "contains": ""}}, None, "when.log_line.contains", "non-empty"),
+        ({"log_line": {"broker": 9, "contains": "x"}}, None, "when.log_line.broker", "no broker 9"),
         ({"in_isr": {}, "registered": {}}, None, "when", "one key"),
         ([], None, "when", "an empty list"),
         (
@@ -378,6 +381,39 @@ def test_registered_through_the_log_of_a_busy_broker(tmp_path: Path) -> None:
         clock_ns=time.monotonic_ns,
     )
     assert held.waited_s < 5
+
+
+EXITING = "ERROR Exiting Kafka due to fatal exception during startup. (kafka.Kafka$)"
+
+
+def test_log_line_holds_on_a_line_written_after_watching_began(tmp_path: Path) -> None:
+    class LogCluster(FakeCluster):
+        reads = 0
+
+        def logs(self, node: Any, tail: int = 50, *, last_start: bool = False) -> str:
+            assert node.node_id == 3
+            self.reads += 1
+            if self.reads == 4:  # the broker's second failed start, after two misses
+                self.log_text[3] += f"[2] {EXITING}\n[2] INFO after\n"
+            else:
+                self.log_text[3] += f"[r{self.reads}] INFO busy\n"
+            return super().logs(node, tail, last_start=last_start)
+
+    cluster = LogCluster(3, tmp_path)
+    # an earlier start had failed the same way: already in the log, so not a match
+    cluster.log_text[3] = f"[1] INFO start\n[1] {EXITING}\n"
+    trigger = parse_trigger({"log_line": {"broker": 3, "contains": "Exiting Kafka due to"}}, 5)
+    assert trigger.describe() == "broker 3 logging a line containing 'Exiting Kafka due to'"
+    held = wait_for(trigger, HandleState(cluster), clock_ns=time.monotonic_ns)
+    assert cluster.reads == 4 and held.held_at > 0
+
+
+def test_log_line_that_never_comes_times_out_naming_the_text(tmp_path: Path) -> None:
+    cluster = FakeCluster(3, tmp_path)
+    cluster.log_text[3] = f"[1] {EXITING}\n"
+    trigger = parse_trigger({"log_line": {"broker": 3, "contains": "Exiting Kafka"}}, 0.4)
+    with pytest.raises(TriggerTimeout, match="no line containing 'Exiting Kafka' since watching"):
+        wait_for(trigger, HandleState(cluster), clock_ns=time.monotonic_ns)
 
 
 def test_on_timeout_start_runs_the_fault_anyway(tmp_path: Path) -> None:

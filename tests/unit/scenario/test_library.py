@@ -25,6 +25,7 @@ REQUIRED = {
     "txn-zombie-fencing",
     "txn-unsafe-unclean-election",
     "kafka-15489-controller-split-brain",
+    "kafka-15375-failed-start-marker",
     "kip-501-busy-leader",
     "eos-copier-broker-bounces",
 }

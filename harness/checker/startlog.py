@@ -1,0 +1,259 @@
+"""``recovery-skipped``: a broker start skipped log recovery that its logs still needed.
+
+Kafka decides at each start whether to recover a log directory from one file:
+``.kafka_cleanshutdown``. ``LogManager.loadLogs`` logs, per directory, either
+
+    Recovering 6 logs from /var/lib/kafka/data since no clean shutdown file was found
+    Skipping recovery of 6 logs from /var/lib/kafka/data since clean shutdown file was found
+
+(the wording of 3.5 and later), deletes the file, loads every log and logs ``Loaded N
+logs in Xms``. ``LogManager.shutdown`` writes the file again. KAFKA-15375 (fixed in 3.5.2
+and 3.6.0, commit 703e1d9f): a KRaft start that fails before its logs are loaded still
+runs ``LogManager.shutdown``, which writes the file into a directory that was never
+recovered; the next start then skips the recovery the unclean stop before required.
+
+Judged from each broker's own log (``logs/<container>/server.log``, every start of the
+container in one file) and the history's crash faults, in time order. A directory *needs
+recovery* from
+
+- a ``Recovering ... since no clean shutdown file was found`` line (Kafka says so), or
+- a crash fault (``kill``, ``hard-reboot``, ``power-loss``) on the broker while its
+  process was running and had begun loading its logs in that start (a ``Loading logs
+  from log dirs``, ``Recovering``, ``Skipping`` or ``Loaded`` line since the start's
+  first launcher line): the file was deleted then, and what was appended since is not
+  all on disk. A
+  crash of a process that never reached loading leaves the directory as it was, and one
+  of a process that had already exited (its last line ``Exiting Kafka``, ``Halting
+  Kafka`` or ``shut down completed``) is no crash. A process that began loading and
+  ended with none of these lines and no crash fault (the next launcher line comes first)
+  counts as crashed too;
+
+until a ``Loaded N logs`` line (every log was loaded, and recovered where needed). A
+``Skipping recovery`` line while the directory needs recovery is one ``recovery-skipped``.
+The failed starts in between (``Fatal error during broker startup``) are named in the
+example: they are what wrote the file.
+
+Reported, never invalid on its own: what the unrecovered logs hold decides whether data
+went wrong, and the other checkers judge that.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kchaos.harness.checker.facts import Facts
+from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.checker.recovery import target_brokers
+from kchaos.harness.rundir.names import LOGS_DIR, SERVER_LOG
+from kchaos.harness.rundir.nodelogs import NodeLog, entry_unix_ms, history_time_ns
+from kchaos.harness.rundir.rundir import RunDir
+from kchaos.harness.rundir.runjson import RunSettings
+
+KIND = "recovery-skipped"
+#: Faults that stop a broker's process without a shutdown.
+CRASHES = frozenset({"kill", "hard-reboot", "power-loss"})
+#: The first lines of every container start: the image's launcher prints the properties
+#: it was given (``[kchaos]   name=value``) before the JVM starts.
+LAUNCHER = "[kchaos]"
+#: A process that logged one of these has ended (a failed start, a halt, a shutdown).
+EXITS = ("Exiting Kafka", "Halting Kafka", "shut down completed")
+_RECOVERING = re.compile(r"Recovering (\d+) logs from (\S+) since no clean shutdown file was found")
+_SKIPPING = re.compile(r"Skipping recovery of (\d+) logs from (\S+) since clean shutdown file")
+_LOADED = re.compile(r"Loaded (\d+) logs in (\d+)ms")
+_LOADING = "Loading logs from log dirs"
+_FATAL = "Fatal error during broker startup"
+_NS = 1e9
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    """One line of a broker's log that the judgement reads."""
+
+    kind: str  # start, loading, recovering, skipping, loaded, fatal, exit
+    where: str  # <container>/server.log:<line>
+    time: int | None  # history time base (ns); None: the line has no timestamp
+    text: str
+    logs: int | None = None
+    directory: str | None = None
+
+
+@dataclass
+class StartLog:
+    """The start-related lines of every broker log the run kept, per broker."""
+
+    brokers: dict[int, list[LogEvent]] = field(default_factory=dict)
+
+
+def classify(line: str) -> tuple[str, int | None, str | None] | None:
+    """(kind, logs, directory) of a line the judgement reads, None for any other line."""
+    if line.startswith(LAUNCHER):
+        return "start", None, None
+    m = _RECOVERING.search(line)
+    if m:
+        return "recovering", int(m.group(1)), m.group(2)
+    m = _SKIPPING.search(line)
+    if m:
+        return "skipping", int(m.group(1)), m.group(2)
+    m = _LOADED.search(line)
+    if m:
+        return "loaded", int(m.group(1)), None
+    if _LOADING in line:
+        return "loading", None, None
+    if _FATAL in line:
+        return "fatal", None, None
+    if any(mark in line for mark in EXITS):
+        return "exit", None, None
+    return None
+
+
+def read_start_log(node: NodeLog, origin_unix_ns: int) -> list[LogEvent]:
+    """The lines of one node's log that the judgement reads, in order; consecutive
+    launcher lines are one start."""
+    events: list[LogEvent] = []
+    for number, text in node.lines():
+        found = classify(text)
+        if found is None:
+            continue
+        kind, logs, directory = found
+        if kind == "start" and events and events[-1].kind == "start":
+            continue
+        unix_ms = entry_unix_ms(text)
+        time = None if unix_ms is None else history_time_ns(unix_ms, origin_unix_ns)
+        events.append(LogEvent(kind, node.where(number), time, text.strip(), logs, directory))
+    return events
+
+
+def load_start_log(run_dir: str | Path, origin_unix_ns: int | None = None) -> StartLog | None:
+    """Every broker log the run kept; None when it kept none or run.json has no
+    ``history_start_unix_ns`` (the lines cannot be put on the history's time base)."""
+    rd = RunDir(run_dir)
+    nodes = [n for n in rd.node_logs() if n.role == "broker" and n.node_id is not None]
+    if not nodes:
+        return None
+    if origin_unix_ns is None:
+        origin_unix_ns = rd.load_run(missing_ok=True).history_start_unix_ns
+        if origin_unix_ns is None:
+            return None
+    out = StartLog()
+    for node in nodes:
+        assert node.node_id is not None
+        out.brokers[node.node_id] = read_start_log(node, origin_unix_ns)
+    return out
+
+
+@dataclass
+class _Dir:
+    """What one broker's log says about its log directory, line by line."""
+
+    needs: dict[str, Any] | None = None  # why it needs recovery, or None
+    running: bool = False
+    loading_began: bool = False
+    failed_starts: list[str] = field(default_factory=list)
+
+    def need(self, why: dict[str, Any]) -> None:
+        if self.needs is None:
+            self.needs = why
+            self.failed_starts = []
+
+
+def check_start_log(facts: Facts, config: RunSettings) -> CheckOutcome:
+    out = CheckOutcome("startlog")
+    log = facts.start_log
+    if log is None:
+        out.stats = {"source": None, "note": "no broker logs kept: recovery not judged"}
+        return out.settle()
+    counts = {"starts": 0, "recovering": 0, "skipping": 0, "crashes": 0, KIND: 0}
+    for broker, events in sorted(log.brokers.items()):
+        crashes = sorted(
+            (f.start_time, f)
+            for f in facts.faults
+            if f.fault in CRASHES and f.error is None and broker in target_brokers(f)
+        )
+        state = _Dir()
+        pending = list(crashes)
+        # a launcher line has no timestamp: it is placed before the next line that has one
+        upper: list[int | None] = [None] * len(events)
+        following: int | None = None
+        for i in range(len(events) - 1, -1, -1):
+            if events[i].time is not None:
+                following = events[i].time
+            upper[i] = following
+        for i, event in enumerate(events):
+            bound = upper[i]
+            while pending and (bound is None or pending[0][0] <= bound):
+                if event.kind != "start" and event.time is None:
+                    break
+                _crash(state, pending.pop(0)[1], counts)
+            if event.kind == "start" and state.running:
+                # the previous process ended with no shutdown line and no crash fault
+                _ended(state, {"cause": "ended without a shutdown line", "log": event.where})
+            _apply(state, broker, event, counts, out)
+        for _, fault in pending:
+            _crash(state, fault, counts)
+    out.stats = {"source": f"{LOGS_DIR}/<broker>/{SERVER_LOG}", **counts}
+    return out.settle()
+
+
+def _crash(state: _Dir, fault: Any, counts: dict[str, int]) -> None:
+    if not state.running:
+        return
+    counts["crashes"] += 1
+    _ended(
+        state,
+        {
+            "cause": "crash",
+            "fault": fault.id,
+            "fault_name": fault.fault,
+            "time_s": round(fault.start_time / _NS, 6),
+            "index": fault.start_index,
+        },
+    )
+
+
+def _ended(state: _Dir, why: dict[str, Any]) -> None:
+    """The running process stopped without a shutdown: what it loaded is unflushed."""
+    state.running = False
+    if state.loading_began:
+        state.need(why)
+
+
+def _apply(
+    state: _Dir, broker: int, event: LogEvent, counts: dict[str, int], out: CheckOutcome
+) -> None:
+    if event.kind == "start":
+        counts["starts"] += 1
+        state.running, state.loading_began = True, False
+    elif event.kind == "exit":
+        state.running = False
+    elif event.kind == "fatal":
+        if state.needs is not None:
+            state.failed_starts.append(event.where)
+    elif event.kind == "loading":
+        state.loading_began = True
+    elif event.kind == "loaded":
+        state.loading_began = True
+        state.needs = None
+    elif event.kind == "recovering":
+        counts["recovering"] += 1
+        state.loading_began = True
+        state.need({"cause": "no clean shutdown file", "log": event.where, "line": event.text})
+    elif event.kind == "skipping":
+        counts["skipping"] += 1
+        state.loading_began = True
+        if state.needs is not None:
+            counts[KIND] += 1
+            out.anomaly(KIND).add(
+                {
+                    "broker": broker,
+                    "directory": event.directory,
+                    "logs": event.logs,
+                    "log": event.where,
+                    "line": event.text,
+                    "time_s": None if event.time is None else round(event.time / _NS, 6),
+                    "needed_recovery_since": state.needs,
+                    "failed_starts": list(state.failed_starts),
+                }
+            )
