@@ -11,9 +11,12 @@
 ``hard-reboot``     kill the broker, shut its ext4 down without flushing
                     (EXT4_IOC_SHUTDOWN, NOLOGFLUSH), unmount and mount again: whatever was
                     not yet written back (roughly the last 30 s of unsynced writes) is gone.
-                    The node stays down until the fault stops.
+                    The node stays down until the fault stops. The start line's ``detail``
+                    has ``epoch_checkpoints``: per node, the leader-epoch checkpoints as
+                    the remount found them (``kchaos.faults.crashscan``).
 ``power-loss``      hard-reboot of every target at once (default: all nodes); on stop all
-                    are started together and, with ``wait``, the cluster waited for.
+                    are started together and, with ``wait``, the cluster waited for. Its
+                    start line has ``epoch_checkpoints`` too.
 
 Common params: ``wait`` (on stop, wait until the node is registered / cluster ready) and
 ``timeout_s`` (for that wait).
@@ -26,8 +29,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from typing import Any
 
-from kchaos.faults import hostfs
+from kchaos.faults import crashscan, hostfs
 from kchaos.faults.base import Fault, register
 from kchaos.faults.heal import HealContext, register_heal
 from kchaos.faults.params import Param
@@ -126,6 +130,19 @@ def lose_page_cache(fault: Fault, node: NodeHandle) -> None:
     hostfs.remount(fault.cluster, node)
     if not hostfs.is_healthy(fault.cluster, node):
         raise FaultError(f"{node.name}: filesystem unusable after remount")
+    record_epoch_checkpoints(fault, node)
+
+
+def record_epoch_checkpoints(fault: Fault, node: NodeHandle) -> None:
+    """Put what the crash left of the node's leader-epoch checkpoints into the fault's
+    detail (read now: the restarted broker rewrites them). A scan that fails is recorded
+    as such; it never fails the fault."""
+    try:
+        found: dict[str, Any] = crashscan.summary(crashscan.scan(node.mount_path))
+    except OSError as exc:
+        found = {"error": str(exc)}
+    # each node its own key: the nodes of one fault are taken down in parallel threads
+    fault.detail.setdefault("epoch_checkpoints", {})[node.name] = found
 
 
 @register
@@ -161,6 +178,9 @@ class PowerLoss(_DownUntilStop):
         errors += each(self.targets, lambda n: hostfs.remount(self.cluster, n))
         if errors:
             raise FaultError("power-loss: " + "; ".join(errors))
+        self.detail["epoch_checkpoints"] = {}
+        for node in self.targets:
+            record_epoch_checkpoints(self, node)
 
 
 @register

@@ -12,11 +12,13 @@ from kchaos.harness.rundir.anomalies import KINDS, TXN_KINDS
 # Every anomaly kind of format v1 can be injected (the list is the checker's own); the
 # last-known-leader election of format 1.1 and a broker fenced while no fault touched it
 # exist only in controller.jsonl, and a replica
-# divergence only in replicas.jsonl, which the generator does not write.
+# divergence only in replicas.jsonl, which the generator does not write. A lost
+# leader-epoch checkpoint is in a crash fault's start line, which it does not write either.
 # The transactional kinds of format 1.2 come from histgen.txn (TXN_INJECTABLE) instead.
 NOT_IN_HISTORY = (
     "last-known-leader-election",
     "live-broker-fenced",
+    "epoch-checkpoint-lost",
     "replica-divergence",
     *TXN_KINDS,
 )

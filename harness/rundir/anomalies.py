@@ -45,10 +45,17 @@ TXN_EXTENDED: tuple[str, ...] = ("lost-write", "aborted-read")
 #: Kinds that leave a run's verdict unknown at best: the run cannot show it is valid.
 UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)
 #: Kinds reported and never invalid: offline windows, elections of the last known
-#: leader after every replica was lost (KIP-966), and brokers the controller fenced
+#: leader after every replica was lost (KIP-966), brokers the controller fenced
 #: although no fault touched them (KAFKA-15489's symptom; a loaded machine can miss a
-#: heartbeat too). The last two are judged from controller.jsonl only.
-REPORTED_ONLY: tuple[str, ...] = ("offline", "last-known-leader-election", "live-broker-fenced")
+#: heartbeat too), and leader-epoch checkpoints a page-cache-losing crash left without
+#: an entry while the log beside them kept data (KAFKA-16541). The two broker kinds are
+#: judged from controller.jsonl only; the last from the crash faults' start lines.
+REPORTED_ONLY: tuple[str, ...] = (
+    "offline",
+    "last-known-leader-election",
+    "live-broker-fenced",
+    "epoch-checkpoint-lost",
+)
 #: Every kind, in the order reports list them.
 KINDS: tuple[str, ...] = INVALIDATING + UNKNOWN_MAKING + REPORTED_ONLY
 #: Kinds about the data (sends, transactions, reads, the drain): what the Spark job
