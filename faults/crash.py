@@ -13,7 +13,10 @@
                     not yet written back (roughly the last 30 s of unsynced writes) is gone.
                     The node stays down until the fault stops. The start line's ``detail``
                     has ``epoch_checkpoints``: per node, the leader-epoch checkpoints as
-                    the remount found them (``kchaos.faults.crashscan``).
+                    the remount found them (``kchaos.faults.crashscan``); with ``wait``,
+                    the stop line's has ``epoch_checkpoints_after_restart`` for those
+                    found lost: their entries once the broker is back, and where each
+                    log starts.
 ``power-loss``      hard-reboot of every target at once (default: all nodes); on stop all
                     are started together and, with ``wait``, the cluster waited for. Its
                     start line has ``epoch_checkpoints`` too.
@@ -145,6 +148,20 @@ def record_epoch_checkpoints(fault: Fault, node: NodeHandle) -> None:
     fault.detail.setdefault("epoch_checkpoints", {})[node.name] = found
 
 
+def record_after_restart(fault: Fault, nodes: tuple[NodeHandle, ...]) -> None:
+    """Once the nodes are back (their logs loaded), what became of the checkpoints the
+    crash emptied: their entries now, and where each log starts (the stop line's detail).
+    Nothing when no checkpoint was lost; never fails the fault."""
+    scans = fault.detail.get("epoch_checkpoints") or {}
+    after: dict[str, Any] = {}
+    for node in nodes:
+        lost = [x["partition"] for x in (scans.get(node.name) or {}).get("lost") or ()]
+        if lost:
+            after[node.name] = crashscan.after_restart(node.mount_path, lost)
+    if after:
+        fault.detail["epoch_checkpoints_after_restart"] = after
+
+
 @register
 class HardReboot(_DownUntilStop):
     """Kill + ext4 shutdown (NOLOGFLUSH) + remount: unsynced data is lost."""
@@ -154,6 +171,12 @@ class HardReboot(_DownUntilStop):
 
     def _take_down(self, node: NodeHandle) -> None:
         lose_page_cache(self, node)
+
+    def _stop(self) -> None:
+        nodes = tuple(getattr(self, "_down", []))
+        super()._stop()
+        if self.params["wait"]:
+            record_after_restart(self, nodes)
 
 
 @register
@@ -181,6 +204,12 @@ class PowerLoss(_DownUntilStop):
         self.detail["epoch_checkpoints"] = {}
         for node in self.targets:
             record_epoch_checkpoints(self, node)
+
+    def _stop(self) -> None:
+        nodes = tuple(getattr(self, "_down", []))
+        super()._stop()
+        if self.params["wait"]:
+            record_after_restart(self, nodes)
 
 
 @register

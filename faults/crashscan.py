@@ -74,6 +74,35 @@ def count_entries(data: bytes) -> int:
     return expected
 
 
+def entries_of(data: bytes) -> list[tuple[int, int]]:
+    """The (epoch, start offset) entries of a checkpoint Kafka would read (ValueError else)."""
+    count_entries(data)
+    return [(int(a), int(b)) for a, b in (line.split() for line in data.decode().splitlines()[2:])]
+
+
+def after_restart(log_dir: Path, partitions: list[str]) -> dict[str, Any]:
+    """Per partition, its checkpoint's entries now (after the broker loaded its logs and
+    rewrote the file) and the base offset of its first segment: an epoch starting after
+    the log does says that the epochs of the offsets between are gone."""
+    out: dict[str, Any] = {}
+    for name in partitions:
+        directory = log_dir / name
+        try:
+            data = (directory / CHECKPOINT).read_bytes()
+            bases = sorted(
+                int(f.name[:-4]) for f in directory.glob("*.log") if f.name[:-4].isdigit()
+            )
+        except OSError as exc:
+            out[name] = {"error": str(exc)}
+            continue
+        try:
+            entries: Any = [list(e) for e in entries_of(data)]
+        except ValueError as exc:
+            entries = {"error": str(exc), "head": _head(data)}
+        out[name] = {"entries": entries, "first_segment": bases[0] if bases else None}
+    return out
+
+
 def _head(data: bytes) -> str:
     # latin-1 maps every byte to one character; unicode_escape then shows the
     # unprintable ones as \xNN

@@ -8,7 +8,7 @@ import pytest
 from faults_fakes import FakeCluster
 
 from kchaos.faults import make_fault
-from kchaos.faults.crashscan import CHECKPOINT, count_entries, scan, summary
+from kchaos.faults.crashscan import CHECKPOINT, after_restart, count_entries, scan, summary
 
 
 @pytest.mark.parametrize(
@@ -100,3 +100,29 @@ def test_a_power_loss_records_every_node(cluster: FakeCluster) -> None:
         }
     finally:
         f.stop()
+
+
+def test_after_restart_shows_where_the_rebuilt_epochs_begin(tmp_path: Path) -> None:
+    _partition(tmp_path, "epochs-0", b"0\n1\n0 1858\n", log=b"x")
+    (tmp_path / "epochs-0" / "00000000000000001250.log").write_bytes(b"x")
+    (tmp_path / "epochs-0" / "00000000000000000000.log").unlink()
+    _partition(tmp_path, "epochs-1", b"\x00\x00", log=b"x")
+    after = after_restart(tmp_path, ["epochs-0", "epochs-1", "epochs-9"])
+    assert after["epochs-0"] == {"entries": [[0, 1858]], "first_segment": 1250}
+    assert after["epochs-1"]["entries"]["error"].startswith("malformed version line")
+    assert "error" in after["epochs-9"]
+
+
+def test_a_hard_reboot_stop_records_the_lost_ones_after_the_restart(
+    cluster: FakeCluster,
+) -> None:
+    node = cluster.node("broker-2")
+    _partition(node.mount_path, "epochs-0", b"", log=b"x" * 10)
+    f = make_fault(cluster, "hard-reboot", "broker-2")
+    f.start()
+    # the restarted broker rebuilds the file from the segment it recovered
+    (node.mount_path / "epochs-0" / CHECKPOINT).write_bytes(b"0\n1\n0 7\n")
+    f.stop()
+    assert f.detail["epoch_checkpoints_after_restart"] == {
+        "broker-2": {"epochs-0": {"entries": [[0, 7]], "first_segment": 0}}
+    }
