@@ -141,7 +141,7 @@ def record_epoch_checkpoints(fault: Fault, node: NodeHandle) -> None:
     detail (read now: the restarted broker rewrites them). A scan that fails is recorded
     as such; it never fails the fault."""
     try:
-        found: dict[str, Any] = crashscan.summary(crashscan.scan(node.mount_path))
+        found: dict[str, Any] = crashscan.summary(crashscan.scan(node.mount_path), node.mount_path)
     except OSError as exc:
         found = {"error": str(exc)}
     # each node its own key: the nodes of one fault are taken down in parallel threads

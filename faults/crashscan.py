@@ -148,12 +148,25 @@ def scan(log_dir: Path) -> list[EpochFile]:
     return found
 
 
-def summary(files: list[EpochFile]) -> dict[str, Any]:
-    """What a fault records for one node: counts, and every lost checkpoint in full."""
-    return {
+def summary(files: list[EpochFile], log_dir: Path | None = None) -> dict[str, Any]:
+    """What a fault records for one node: counts, every lost checkpoint in full, and (with
+    ``log_dir``) the entries of every intact checkpoint beside a log with data, to show
+    what a complete one held (``kept``: partition -> [[epoch, start offset], ...])."""
+    out: dict[str, Any] = {
         "checked": len(files),
         "with_entries": sum(1 for f in files if f.entries),
         "empty": sum(1 for f in files if f.entries == 0),
         "unreadable": sum(1 for f in files if f.entries is None),
         "lost": [f.to_dict() for f in files if f.lost],
     }
+    if log_dir is not None:
+        kept: dict[str, Any] = {}
+        for f in files:
+            if f.entries and f.log_bytes > 0:
+                try:
+                    data = (log_dir / f.partition / CHECKPOINT).read_bytes()
+                    kept[f.partition] = [list(e) for e in entries_of(data)]
+                except (OSError, ValueError) as exc:
+                    kept[f.partition] = {"error": str(exc)}
+        out["kept"] = kept
+    return out

@@ -79,6 +79,7 @@ def test_a_hard_reboot_records_the_checkpoints_its_remount_found(cluster: FakeCl
         assert list(found) == ["broker-2"]
         assert found["broker-2"]["checked"] == 2
         assert [x["partition"] for x in found["broker-2"]["lost"]] == ["epochs-0"]
+        assert found["broker-2"]["kept"] == {"epochs-1": [[0, 0]]}
         # read after the remount, not before
         assert cluster.names("remount") and cluster.names("shutdown")
     finally:
