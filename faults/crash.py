@@ -11,9 +11,15 @@
 ``hard-reboot``     kill the broker, shut its ext4 down without flushing
                     (EXT4_IOC_SHUTDOWN, NOLOGFLUSH), unmount and mount again: whatever was
                     not yet written back (roughly the last 30 s of unsynced writes) is gone.
-                    The node stays down until the fault stops.
+                    The node stays down until the fault stops. The start line's ``detail``
+                    has ``epoch_checkpoints``: per node, the leader-epoch checkpoints as
+                    the remount found them (``kchaos.faults.crashscan``); with ``wait``,
+                    the stop line's has ``epoch_checkpoints_after_restart`` for those
+                    found lost: their entries once the broker is back, and where each
+                    log starts.
 ``power-loss``      hard-reboot of every target at once (default: all nodes); on stop all
-                    are started together and, with ``wait``, the cluster waited for.
+                    are started together and, with ``wait``, the cluster waited for. Its
+                    start line has ``epoch_checkpoints`` too.
 
 Common params: ``wait`` (on stop, wait until the node is registered / cluster ready) and
 ``timeout_s`` (for that wait).
@@ -26,8 +32,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from typing import Any
 
-from kchaos.faults import hostfs
+from kchaos.faults import crashscan, hostfs
 from kchaos.faults.base import Fault, register
 from kchaos.faults.heal import HealContext, register_heal
 from kchaos.faults.params import Param
@@ -126,6 +133,33 @@ def lose_page_cache(fault: Fault, node: NodeHandle) -> None:
     hostfs.remount(fault.cluster, node)
     if not hostfs.is_healthy(fault.cluster, node):
         raise FaultError(f"{node.name}: filesystem unusable after remount")
+    record_epoch_checkpoints(fault, node)
+
+
+def record_epoch_checkpoints(fault: Fault, node: NodeHandle) -> None:
+    """Put what the crash left of the node's leader-epoch checkpoints into the fault's
+    detail (read now: the restarted broker rewrites them). A scan that fails is recorded
+    as such; it never fails the fault."""
+    try:
+        found: dict[str, Any] = crashscan.summary(crashscan.scan(node.mount_path), node.mount_path)
+    except OSError as exc:
+        found = {"error": str(exc)}
+    # each node its own key: the nodes of one fault are taken down in parallel threads
+    fault.detail.setdefault("epoch_checkpoints", {})[node.name] = found
+
+
+def record_after_restart(fault: Fault, nodes: tuple[NodeHandle, ...]) -> None:
+    """Once the nodes are back (their logs loaded), what became of the checkpoints the
+    crash emptied: their entries now, and where each log starts (the stop line's detail).
+    Nothing when no checkpoint was lost; never fails the fault."""
+    scans = fault.detail.get("epoch_checkpoints") or {}
+    after: dict[str, Any] = {}
+    for node in nodes:
+        lost = [x["partition"] for x in (scans.get(node.name) or {}).get("lost") or ()]
+        if lost:
+            after[node.name] = crashscan.after_restart(node.mount_path, lost)
+    if after:
+        fault.detail["epoch_checkpoints_after_restart"] = after
 
 
 @register
@@ -137,6 +171,12 @@ class HardReboot(_DownUntilStop):
 
     def _take_down(self, node: NodeHandle) -> None:
         lose_page_cache(self, node)
+
+    def _stop(self) -> None:
+        nodes = tuple(getattr(self, "_down", []))
+        super()._stop()
+        if self.params["wait"]:
+            record_after_restart(self, nodes)
 
 
 @register
@@ -161,6 +201,15 @@ class PowerLoss(_DownUntilStop):
         errors += each(self.targets, lambda n: hostfs.remount(self.cluster, n))
         if errors:
             raise FaultError("power-loss: " + "; ".join(errors))
+        self.detail["epoch_checkpoints"] = {}
+        for node in self.targets:
+            record_epoch_checkpoints(self, node)
+
+    def _stop(self) -> None:
+        nodes = tuple(getattr(self, "_down", []))
+        super()._stop()
+        if self.params["wait"]:
+            record_after_restart(self, nodes)
 
 
 @register

@@ -22,6 +22,10 @@ the first held, and so on; ``timeout`` bounds the whole wait. Conditions:
 ``log_line: {broker, contains}``                       the broker logged a line containing the
                                                        text ``contains`` (plain text, case
                                                        sensitive) since it began to be watched
+``checkpoint_rewritten: {broker, topic, partition}``   the broker replaced the partition's
+                                                       leader-epoch-checkpoint (a new file
+                                                       renamed over it) since it began to be
+                                                       watched
 =====================================================  ====================================
 
 In the three ISR conditions, ``coordinator: txn:ID`` or ``coordinator: group:G`` may stand
@@ -37,6 +41,12 @@ How each is observed (never from a sleep), through the cluster's own reads
 
 * ISR conditions: a Metadata request through the cluster's client proxies (confluent-kafka
   ``AdminClient.list_topics`` on ``cluster.bootstrap_servers``), the same view a client has.
+* ``checkpoint_rewritten``: the file's identity (inode and modification time), read on the
+  host on the node's own filesystem (``NodeHandle.mount_path``), where the broker's data
+  directory is; Kafka writes the checkpoint to a temporary file and renames it over the
+  old one, so every write is a new inode. The identity seen when the condition starts
+  being watched (or "no file") is the baseline; the condition holds when it changes. The
+  page cache answers the read, so it sees the rename whether or not it reached the disk.
 * ``registered``: a KRaft broker logs ``Successfully registered broker B with broker epoch
   E`` when the controller answers its registration, and that answer is sent only once the
   RegisterBrokerRecord is committed; every (re-)registration gets a new, larger epoch (the
@@ -64,6 +74,7 @@ says ``"timed_out": true`` (with ``waited_s`` and ``last_observed``, and no ``he
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -71,6 +82,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kchaos.faults.coordinators import coordinator_partition, parse_key
+from kchaos.faults.crashscan import CHECKPOINT
 from kchaos.faults.params import Where
 from kchaos.harness.cluster.api import TriggerReads
 from kchaos.harness.cluster.observe import LogFollower
@@ -87,6 +99,7 @@ _FIELDS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "isr_below": (("topic", "partition", "size"), {}),
     "registered": (("broker",), {"unfenced": False}),
     "log_line": (("broker", "contains"), {}),
+    "checkpoint_rewritten": (("broker", "topic", "partition"), {}),
 }
 #: ``coordinator`` may replace ``topic`` and ``partition`` in these conditions
 _PARTITION_FIELDS = ("topic", "partition")
@@ -138,6 +151,8 @@ class Condition:
             return f"ISR of {where} below {self.size}"
         if self.kind == "log_line":
             return f"broker {self.broker} logging a line containing {self.contains!r}"
+        if self.kind == "checkpoint_rewritten":
+            return f"broker {self.broker} rewrote the leader-epoch checkpoint of {where}"
         extra = " and unfenced" if self.unfenced else ""
         return f"broker {self.broker} registered again{extra}"
 
@@ -312,6 +327,8 @@ class ClusterState(Protocol):
         """The broker's log lines since the previous call (the first call: its last tail)."""
         ...
 
+    def checkpoint_identity(self, broker: int, topic: str, partition: int) -> str | None: ...
+
     def close(self) -> None: ...
 
 
@@ -356,6 +373,19 @@ class HandleState:
         except ClusterError as exc:
             raise FaultError(str(exc)) from exc
 
+    def checkpoint_identity(self, broker: int, topic: str, partition: int) -> str | None:
+        """``inode:mtime_ns`` of the partition's leader-epoch checkpoint on the broker's
+        own filesystem, or None when there is none."""
+        node = self.cluster.node(broker)
+        path = node.mount_path / f"{topic}-{partition}" / CHECKPOINT
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise FaultError(f"{path}: {exc}") from exc
+        return f"{st.st_ino}:{st.st_mtime_ns}"
+
     def close(self) -> None:
         pass
 
@@ -365,7 +395,7 @@ class _Watch:
     """One condition being watched: its baseline (for ``registered``) and last sight."""
 
     cond: Condition
-    baseline: int | None = None
+    baseline: int | str | None = None
     has_baseline: bool = False
     last_seen: str = "nothing observed yet"
 
@@ -389,6 +419,16 @@ class _Watch:
         assert c.broker is not None
         if c.kind == "log_line":
             return self._logged(c.broker, str(c.contains), state)
+        if c.kind == "checkpoint_rewritten":
+            assert c.topic is not None and c.partition is not None
+            ident = state.checkpoint_identity(c.broker, c.topic, c.partition)
+            shown = "no file" if ident is None else f"file {ident}"
+            if not self.has_baseline:
+                self.baseline, self.has_baseline = ident, True
+                self.last_seen = f"{shown} when watching began"
+                return False
+            self.last_seen = f"{shown} (was {self.baseline or 'no file'})"
+            return ident is not None and ident != self.baseline
         epoch = state.broker_epoch(c.broker)
         if not self.has_baseline:
             self.baseline, self.has_baseline = epoch, True

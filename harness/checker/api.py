@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kchaos.harness.checker.availability import check_availability
 from kchaos.harness.checker.controller import load_controller, read_controller
+from kchaos.harness.checker.crashfiles import check_crash_files
 from kchaos.harness.checker.durability import check_durability
 from kchaos.harness.checker.examples import add_line_indexes
 from kchaos.harness.checker.facts import Facts
@@ -50,6 +51,8 @@ CHECKERS: dict[str, Checker] = {
     "fencing": check_fencing,
     # the brokers' own logs: a start that skipped the recovery its logs needed
     "startlog": check_start_log,
+    # the crash faults' start lines: leader-epoch checkpoints a crash emptied (KAFKA-16541)
+    "crash-files": check_crash_files,
     # history format 1.2; also the transaction values' share of lost-write, unseen and
     # aborted-read (merged with the other checkers' counts of those kinds below)
     "transactions": check_transactions,

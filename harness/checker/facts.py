@@ -89,6 +89,8 @@ class Fault:
     stop_index: int | None = None
     stop_time: int | None = None
     error: str | None = None  # the fault could not start (its start line says why)
+    # the start line's ``detail`` (what the fault resolved or found when it started)
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 _BLOCK = 8192

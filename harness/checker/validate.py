@@ -114,6 +114,7 @@ def record_fault(
             index,
             time,
             error=None if error is None else str(error),
+            detail=dict(detail) if isinstance(detail := ev.get("detail"), dict) else {},
         )
         open_faults[fid] = len(facts.faults)
         facts.faults.append(fault)

@@ -361,7 +361,7 @@ class Cluster:
         filesystem.unmount(node.mount_path)
 
     def mount_fs(self, node: NodeHandle) -> None:
-        filesystem.mount(node.loop_device, node.mount_path)
+        filesystem.mount(node.loop_device, node.mount_path, self.spec.data_mount_options)
 
     def remount_fs(self, node: NodeHandle) -> None:
         """Unmount if mounted, then mount the node's loop device again (container stopped).
@@ -370,7 +370,7 @@ class Cluster:
             filesystem.unmount(node.mount_path)
         if not filesystem.loop_backs(node.loop_device, node.image_file):
             raise ClusterError(f"{node.loop_device} no longer backs {node.image_file}")
-        filesystem.mount(node.loop_device, node.mount_path)
+        filesystem.mount(node.loop_device, node.mount_path, self.spec.data_mount_options)
 
     def is_mounted(self, node: NodeHandle) -> bool:
         return filesystem.is_mounted(node.mount_path)
@@ -438,6 +438,7 @@ class Cluster:
                 size_mb=self.spec.disk_size_mb,
                 label=fs_label(self.run_id, node.node_id),
                 uid=DATA_UID,
+                options=self.spec.data_mount_options,
             )
             st.nodes[i] = dataclasses.replace(node, loop_device=loop)
             save(st)

@@ -38,9 +38,16 @@ def _run(
 
 
 def create_filesystem(
-    image_file: Path, mount_path: Path, *, size_mb: int, label: str, uid: int = 1000
+    image_file: Path,
+    mount_path: Path,
+    *,
+    size_mb: int,
+    label: str,
+    uid: int = 1000,
+    options: tuple[str, ...] = (),
 ) -> str:
-    """Sparse file -> ext4 -> loop device -> mounted and owned by ``uid``; the loop device.
+    """Sparse file -> ext4 -> loop device -> mounted (with ``options`` after ``noatime``)
+    and owned by ``uid``; the loop device.
 
     On failure whatever was made is undone before the error propagates.
     """
@@ -52,7 +59,7 @@ def create_filesystem(
     loop = _run(["losetup", "--find", "--show", str(image_file)]).stdout.strip()
     try:
         mount_path.mkdir(parents=True, exist_ok=True)
-        mount(loop, mount_path)
+        mount(loop, mount_path, options)
         # Kafka reads every sub-directory of a log dir as a partition; drop lost+found.
         lost = mount_path / "lost+found"
         if lost.is_dir():
@@ -67,8 +74,32 @@ def create_filesystem(
     return loop
 
 
-def mount(loop_device: str, mount_path: Path) -> None:
-    _run(["mount", "-t", "ext4", "-o", "noatime", loop_device, str(mount_path)])
+def mount_option_string(options: tuple[str, ...] = ()) -> str:
+    """The ``-o`` argument: ``noatime`` always, then the cluster's own options in order
+    (ext4 applies them left to right, so a later one wins)."""
+    return ",".join(("noatime", *options))
+
+
+def mount(loop_device: str, mount_path: Path, options: tuple[str, ...] = ()) -> None:
+    opts = mount_option_string(options)
+    _run(["mount", "-t", "ext4", "-o", opts, loop_device, str(mount_path)])
+
+
+def super_options(mount_path: Path, mountinfo: str | None = None) -> tuple[str, ...]:
+    """The filesystem's own options as the kernel reports them for ``mount_path`` (the
+    super options of /proc/self/mountinfo: ``rw,noauto_da_alloc`` ...); () if not mounted."""
+    if mountinfo is None:
+        mountinfo = Path("/proc/self/mountinfo").read_text()
+    target = str(mount_path).rstrip("/")
+    found: tuple[str, ...] = ()
+    for line in mountinfo.splitlines():
+        head, sep, tail = line.partition(" - ")
+        parts = head.split()
+        if not sep or len(parts) < 5 or _unescape(parts[4]) != target:
+            continue
+        fields = tail.split()
+        found = tuple(fields[2].split(",")) if len(fields) >= 3 else ()
+    return found
 
 
 def unmount(mount_path: Path, *, lazy_fallback: bool = False) -> None:

@@ -49,6 +49,54 @@ def parse_version(version: str) -> tuple[int, int, int]:
     return parsed
 
 
+# An ext4 option: a name, optionally "=value" (``noauto_da_alloc``, ``data=writeback``,
+# ``commit=30``). Commas separate options, so a list item may not hold one.
+_MOUNT_OPTION = re.compile(r"[a-z][a-z0-9_]*(=[A-Za-z0-9_.:+-]+)?")
+# Options the harness cannot live with: a read-only or moved mount, a journal that is not
+# replayed after a hard reboot (the filesystem would come back inconsistent), and a kernel
+# panic on the first ext4 error (the host is the test machine).
+_FORBIDDEN_MOUNT_OPTIONS = {
+    "ro": "Kafka must write to its data directory",
+    "remount": "the harness mounts each filesystem itself",
+    "bind": "the harness mounts each filesystem itself",
+    "rbind": "the harness mounts each filesystem itself",
+    "move": "the harness mounts each filesystem itself",
+    "noload": "a hard reboot needs the journal replayed at the next mount",
+    "norecovery": "a hard reboot needs the journal replayed at the next mount",
+    "errors=panic": "an ext4 error would panic the host's kernel",
+}
+
+
+def mount_options(raw: object) -> tuple[str, ...]:
+    """Extra ext4 mount options of the nodes' data filesystems: a list of options or one
+    comma-separated string, normalised to a tuple; a ConfigError names the bad one."""
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        items: list[object] = [p for p in raw.split(",") if p.strip()]
+    elif isinstance(raw, (list, tuple)):
+        items = list(raw)
+    else:
+        raise ConfigError(
+            f"a list of ext4 mount options expected, got {raw!r}", field="data_mount_options"
+        )
+    out: list[str] = []
+    for item in items:
+        option = item.strip() if isinstance(item, str) else item
+        if not isinstance(option, str) or not _MOUNT_OPTION.fullmatch(option):
+            raise ConfigError(
+                f"not an ext4 mount option (name or name=value, no comma): {item!r}",
+                field="data_mount_options",
+            )
+        why = _FORBIDDEN_MOUNT_OPTIONS.get(option) or _FORBIDDEN_MOUNT_OPTIONS.get(
+            option.split("=", 1)[0]
+        )
+        if why:
+            raise ConfigError(f"{option!r} is not allowed: {why}", field="data_mount_options")
+        out.append(option)
+    return tuple(out)
+
+
 def _stringify(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -88,6 +136,9 @@ class ClusterSpec:
     heap: str = "512m"
     jvm_performance_opts: str = FAST_JVM_OPTS  # "" keeps the image's (Kafka's) defaults
     disk_size_mb: int = 1024
+    # ext4 options added after "noatime" when a node's data filesystem is mounted (also at
+    # every remount after a hard reboot); e.g. ("noauto_da_alloc",) for KAFKA-16541
+    data_mount_options: tuple[str, ...] = ()
     racks: Mapping[int, str] = field(default_factory=dict)
     ready_timeout: float = 120.0
     run_id: str | None = None
@@ -106,6 +157,7 @@ class ClusterSpec:
             raise ConfigError(f"JVM heap size like 512m expected, got {self.heap!r}", field="heap")
         if self.disk_size_mb < 64:
             raise ConfigError("at least 64 MiB", field="disk_size_mb")
+        object.__setattr__(self, "data_mount_options", mount_options(self.data_mount_options))
         if self.ready_timeout <= 0:
             raise ConfigError("must be positive", field="ready_timeout")
         if self.run_id is not None and not re.fullmatch(
@@ -169,6 +221,7 @@ class ClusterSpec:
         data["broker_properties"] = {str(k): dict(v) for k, v in self.broker_properties.items()}
         data["racks"] = {str(k): v for k, v in self.racks.items()}
         data["server_properties"] = dict(self.server_properties)
+        data["data_mount_options"] = list(self.data_mount_options)
         return data
 
     @classmethod

@@ -11,13 +11,15 @@ from kchaos.harness.rundir.anomalies import KINDS, TXN_KINDS
 
 # Every anomaly kind of format v1 can be injected (the list is the checker's own); the
 # last-known-leader election of format 1.1 and a broker fenced while no fault touched it
-# exist only in controller.jsonl, a skipped log recovery only in the brokers' logs, and a
-# replica divergence only in replicas.jsonl, which the generator does not write.
+# exist only in controller.jsonl, a skipped log recovery only in the brokers' logs, a
+# lost leader-epoch checkpoint only in a crash fault's start line, and a replica
+# divergence only in replicas.jsonl, none of which the generator writes.
 # The transactional kinds of format 1.2 come from histgen.txn (TXN_INJECTABLE) instead.
 NOT_IN_HISTORY = (
     "last-known-leader-election",
     "live-broker-fenced",
     "recovery-skipped",
+    "epoch-checkpoint-lost",
     "replica-divergence",
     *TXN_KINDS,
 )

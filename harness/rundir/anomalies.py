@@ -45,16 +45,20 @@ TXN_EXTENDED: tuple[str, ...] = ("lost-write", "aborted-read")
 #: Kinds that leave a run's verdict unknown at best: the run cannot show it is valid.
 UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)
 #: Kinds reported and never invalid: offline windows, elections of the last known
-#: leader after every replica was lost (KIP-966), and brokers the controller fenced
+#: leader after every replica was lost (KIP-966), brokers the controller fenced
 #: although no fault touched them (KAFKA-15489's symptom; a loaded machine can miss a
-#: heartbeat too). The last two are judged from controller.jsonl only. A broker start that
-#: skipped log recovery although the stop before it was unclean and no start since had
-#: finished loading its logs (KAFKA-15375's symptom) is judged from the brokers' own logs.
+#: heartbeat too), a broker start that skipped log recovery although the stop before it
+#: was unclean and no start since had finished loading its logs (KAFKA-15375's symptom),
+#: and leader-epoch checkpoints a page-cache-losing crash left without an entry while
+#: the log beside them kept data (KAFKA-16541). The two broker-registration kinds are
+#: judged from controller.jsonl only, the skipped recovery from the brokers' own logs,
+#: the lost checkpoints from the crash faults' start lines.
 REPORTED_ONLY: tuple[str, ...] = (
     "offline",
     "last-known-leader-election",
     "live-broker-fenced",
     "recovery-skipped",
+    "epoch-checkpoint-lost",
 )
 #: Every kind, in the order reports list them.
 KINDS: tuple[str, ...] = INVALIDATING + UNKNOWN_MAKING + REPORTED_ONLY

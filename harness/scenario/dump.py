@@ -40,6 +40,8 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
     c = sc["cluster"]
     cluster = _present(c, "brokers", "controllers", "kafka_version", "image", "heap")
     cluster["server_properties"] = dict(c.get("server_properties") or {})
+    if c.get("data_mount_options"):
+        cluster["data_mount_options"] = list(c["data_mount_options"])
     if c.get("broker_properties"):
         cluster["broker_properties"] = {str(k): dict(v) for k, v in c["broker_properties"].items()}
     topics = []

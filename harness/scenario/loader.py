@@ -17,6 +17,7 @@ from typing import Any
 import jsonschema
 
 from kchaos.faults.base import NO_TARGET, takes_no_target
+from kchaos.harness.cluster.spec import mount_options
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.paths import packaged_schema
 from kchaos.harness.rundir.tickets import KNOWN_BUG_TAG, Ticket
@@ -132,6 +133,21 @@ def _durations(src: Source, base: Path_, data: Mapping[str, Any], keys: Iterable
     return out
 
 
+def _mount_options(src: Source, raw: Any) -> tuple[str, ...]:
+    """``cluster.data_mount_options``, checked here so that an error has the file and line
+    of the offending option (of the list item when the value is a list)."""
+    if isinstance(raw, list):
+        for i, item in enumerate(raw):
+            try:
+                mount_options([item])
+            except ConfigError as exc:
+                raise src.error(("cluster", "data_mount_options", i), exc.detail) from None
+    try:
+        return mount_options(raw)
+    except ConfigError as exc:
+        raise src.error(("cluster", "data_mount_options"), exc.detail) from None
+
+
 def _default_target(faults: Sequence[Any]) -> str:
     """The target of a step or random schedule that does not name one: ``none`` when
     every fault listed takes no target, else ``random``."""
@@ -183,6 +199,7 @@ def _build(src: Source, seed: int | None) -> Scenario:
         kafka_version=c.get("kafka_version"),
         image=c.get("image"),
         heap=c.get("heap", "512m"),
+        data_mount_options=_mount_options(src, c.get("data_mount_options")),
         server_properties=_props(c.get("server_properties")),
         broker_properties={
             int(k): _props(v) for k, v in (c.get("broker_properties") or {}).items()

@@ -33,6 +33,8 @@ class ClusterConfig:
     server_properties: Mapping[str, str] = field(default_factory=dict)
     broker_properties: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
     heap: str = "512m"
+    # extra ext4 options of the nodes' data filesystems (ClusterSpec.data_mount_options)
+    data_mount_options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

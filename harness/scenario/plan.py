@@ -144,6 +144,7 @@ def cluster_spec(sc: Scenario, place: Place) -> ClusterSpec:
             server_properties=dict(cl.server_properties),
             broker_properties={k: dict(v) for k, v in cl.broker_properties.items()},
             heap=cl.heap,
+            data_mount_options=cl.data_mount_options,
         )
     except ConfigError as exc:
         raise place(("cluster", *_path(exc.field or "kafka_version")), exc.detail) from None

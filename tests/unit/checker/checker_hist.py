@@ -134,7 +134,9 @@ class H:
         fid: str = "f-1",
         fault: str = "pause",
         targets: list[str] | None = None,
+        detail: dict[str, Any] | None = None,
     ) -> int:
+        extra = {} if detail is None else {"detail": detail}
         return self.add(
             process="nemesis",
             type="info",
@@ -144,6 +146,7 @@ class H:
             fault=fault,
             targets=["broker-2"] if targets is None else targets,
             params={},
+            **extra,
         )
 
     # output -----------------------------------------------------------------------------

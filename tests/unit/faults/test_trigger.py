@@ -453,3 +453,51 @@ def test_scenario_on_timeout_is_checked() -> None:
     with pytest.raises(ConfigError) as err:
         load_scenario("trig.yaml", text=text)
     assert err.value.field == "nemesis.steps.1.on_timeout" and err.value.line == 27
+
+
+REWRITTEN = {"checkpoint_rewritten": {"broker": 2, "topic": "t", "partition": 0}}
+
+
+def _write_checkpoint(path: Path, text: str) -> None:
+    """As Kafka does: a temporary file renamed over the old one (a new inode)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def test_checkpoint_rewritten_needs_a_new_file_in_place(tmp_path: Path) -> None:
+    cluster = FakeCluster(3, tmp_path)
+    part = cluster.node(2).mount_path / "t-0"
+    part.mkdir()
+    checkpoint = part / "leader-epoch-checkpoint"
+    _write_checkpoint(checkpoint, "0\n1\n0 0\n")
+    trigger = parse_trigger(REWRITTEN, 0.5)
+    with pytest.raises(TriggerTimeout, match="rewrote the leader-epoch checkpoint of t-0"):
+        wait_for(trigger, HandleState(cluster), clock_ns=time.monotonic_ns)  # untouched
+    timer = threading.Timer(0.4, _write_checkpoint, (checkpoint, "0\n1\n0 120\n"))
+    timer.start()
+    began = time.monotonic()
+    held = wait_for(parse_trigger(REWRITTEN, 5), HandleState(cluster), clock_ns=time.monotonic_ns)
+    timer.join()
+    assert held.held_at > 0 and time.monotonic() - began >= 0.4
+
+
+def test_checkpoint_rewritten_holds_when_the_file_first_appears(tmp_path: Path) -> None:
+    cluster = FakeCluster(3, tmp_path)
+    part = cluster.node(2).mount_path / "t-0"
+    part.mkdir()
+    timer = threading.Timer(0.3, _write_checkpoint, (part / "leader-epoch-checkpoint", ""))
+    timer.start()
+    held = wait_for(parse_trigger(REWRITTEN, 5), HandleState(cluster), clock_ns=time.monotonic_ns)
+    timer.join()
+    assert held.held_at > 0
+
+
+def test_checkpoint_rewritten_names_a_declared_topic_and_partition() -> None:
+    ctx = TriggerContext(topics={"t": (3, 3)}, brokers=(1, 2, 3))
+    bad = {"checkpoint_rewritten": {"broker": 2, "topic": "t", "partition": 3}}
+    with pytest.raises(ConfigError, match="has 3 partitions, no 3"):
+        parse_trigger(bad, 5, context=ctx)
+    with pytest.raises(ConfigError, match="missing"):
+        parse_trigger({"checkpoint_rewritten": {"broker": 2, "topic": "t"}}, 5, context=ctx)
+    assert parse_trigger(REWRITTEN, 5, context=ctx).condition_spec() == REWRITTEN
