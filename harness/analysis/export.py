@@ -8,7 +8,6 @@ needs (sends, reads, drain ends, faults).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,22 +29,23 @@ def export_parquet(
     written: list[Path] = []
     try:
         loaded = load_events(session, runs)
-        with spark_errors("writing Parquet"):
-            from pyspark.sql import functions as F
+        try:
+            with spark_errors("writing Parquet"):
+                from pyspark.sql import functions as F
 
-            for run in runs:
-                target = RunDir(run.path).history_parquet
-                (
-                    loaded.events.filter(F.col("rk") == run.key)
-                    .drop("rk")
-                    .repartition("f")
-                    .write.mode("overwrite")
-                    .partitionBy("f")
-                    .parquet(str(target))
-                )
-                written.append(target)
-            loaded.events.unpersist()
-            shutil.rmtree(loaded.scratch, ignore_errors=True)
+                for run in runs:
+                    target = RunDir(run.path).history_parquet
+                    (
+                        loaded.events.filter(F.col("rk") == run.key)
+                        .drop("rk")
+                        .repartition("f")
+                        .write.mode("overwrite")
+                        .partitionBy("f")
+                        .parquet(str(target))
+                    )
+                    written.append(target)
+        finally:
+            loaded.release()
     finally:
         if spark is None:
             session.stop()

@@ -10,7 +10,6 @@ Runnable three ways, unchanged:
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -218,6 +217,7 @@ def run_job(
     session = spark if spark is not None else start_session(master, driver_memory=driver_memory)
     seconds["startup"] = time.perf_counter() - t0
     loaded = None
+    cached: list[Any] = []  # frames this job put in Spark's cache, released however it ends
     try:
         t1 = time.perf_counter()
         files = {r.key: str(r.history) for r in runs}
@@ -226,10 +226,13 @@ def run_job(
         lap("load")
         with spark_errors("the analysis"):
             tables = build_tables(loaded.events, files, loaded.send_topics)
+            cached.append(lambda: unpersist(tables))
             has_txn = any(
                 f in (F_TXN, F_TXN_INIT) for rows in loaded.counts.values() for f, *_ in rows
             )
             txn = build_txn_tables(loaded.events, tables, files) if has_txn else None
+            if txn is not None:
+                cached.append(lambda: unpersist_txn(txn))
             lap("tables")
             stats = _stats(loaded, tables)
             lap("stats")
@@ -238,6 +241,7 @@ def run_job(
                 "rk int, timeout_ns long",
             )
             anomalies = all_anomalies(tables, txn, timeouts).persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(anomalies.unpersist)
             report = _anomaly_report(anomalies, examples)
             txn_stats = _txn_stats(txn, anomalies)
             lap("anomalies")
@@ -275,16 +279,14 @@ def run_job(
             if write and (trend if trend is not None else (out is not None or len(runs) > 1)):
                 trend_dir = write_trend(session, results, out)
                 lap("trend")
-            anomalies.unpersist()
-            unpersist(tables)
-            if txn is not None:
-                unpersist_txn(txn)
-            loaded.events.unpersist()
         seconds["total"] = time.perf_counter() - t0
         return JobResult(results, trend_dir, seconds)
     finally:
+        if not own:  # a session that goes on keeps its cache: empty what this job filled
+            for release in reversed(cached):
+                release()
         if loaded is not None:
-            shutil.rmtree(loaded.scratch, ignore_errors=True)
+            loaded.release()
         if own:
             session.stop()
 

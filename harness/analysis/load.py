@@ -54,6 +54,16 @@ class Loaded:
     # run key -> (f, type, lines, latest time, records in them) of its valid lines
     counts: dict[int, list[tuple[str, str, int, int, int]]] = field(default_factory=dict)
     send_topics: list[str] = field(default_factory=list)  # on send lines of any run, sorted
+    # the frame held in Spark's cache (the events parsed by Spark's JSON reader), if any:
+    # ``events`` is derived from it, so unpersisting ``events`` would not free it
+    cached: DataFrame | None = None
+
+    def release(self) -> None:
+        """Drop the cached events and the temporary files; a session that goes on (tests,
+        a caller's own session) would otherwise keep them until it stops."""
+        if self.cached is not None:
+            self.cached.unpersist()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def txn_line_bad() -> Column:
@@ -221,12 +231,26 @@ def load_events(spark: SparkSession, runs: list[RunInput]) -> Loaded:
 
 def _load(spark: SparkSession, runs: list[RunInput], scratch: Path) -> Loaded:
     from pyspark import StorageLevel
-    from pyspark.sql import functions as F
 
     with spark_errors("reading the histories"):
         raw, from_json = _read(spark, runs, scratch)
         if from_json:  # parsed by Spark: keep it; Parquet is cheaper to read again
             raw = raw.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return _validated(raw, runs, scratch, cached=raw if from_json else None)
+    except BaseException:
+        if from_json:  # bad input: nobody will read these events
+            raw.unpersist()
+        raise
+
+
+def _validated(
+    raw: DataFrame, runs: list[RunInput], scratch: Path, cached: DataFrame | None
+) -> Loaded:
+    """Check every run's lines (bad input names its file and line) and count them."""
+    from pyspark.sql import functions as F
+
+    with spark_errors("reading the histories"):
         corrupt = F.col(CORRUPT).isNotNull()
         missing = F.lit(False)
         for name in REQUIRED:
@@ -303,6 +327,7 @@ def _load(spark: SparkSession, runs: list[RunInput], scratch: Path) -> Loaded:
         lines=kept,
         counts=counts,
         send_topics=sorted(topics),
+        cached=cached,
     )
 
 
