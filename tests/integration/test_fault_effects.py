@@ -288,16 +288,21 @@ def test_latency_adds_its_amount_to_produce_latency(healthy_cluster: Cluster) ->
     amount to every produce-to-ack time, and every send still completes (a black hole
     would fail the paced sends, a toxic that was never applied the lower bound).
 
-    Tolerance: the median of each phase is compared. Below, 10% (a toxic only adds delay;
-    the slack is for the median baseline being subtracted from a different set of
-    sends). Above, the amount plus 50% or 250 ms, whichever is more: a loaded 2-core
-    machine (Toxiproxy, three brokers and the test share it) adds scheduling delay to
-    every hop, and more so to the proxy that now buffers the delayed chunks."""
+    Tolerance: the median of each phase is compared. The baseline is the lower of the
+    medians before and after the toxic: a toxic only adds delay, and a broker that was
+    restarted by the test before (the disk-full test halts one) can still be warming up
+    when the first phase runs, which raises that phase alone (a make-test run on
+    2026-11-26 failed once here, with librdkafka timing out a connection to a broker
+    just before; its text was lost). Below, 10% (the baseline comes from different sends).
+    Above, the amount plus 50% or 250 ms, whichever is more: a loaded 2-core machine
+    (Toxiproxy, three brokers and the test share it) adds scheduling delay to every hop,
+    and more so to the proxy that now buffers the delayed chunks."""
     c = healthy_cluster
     topic = new_topic(c.bootstrap_servers, "latency-acks", min_isr=1)
     p = warm_producer(c.bootstrap_servers, topic)
     amount_ms, low_tol = 300, 0.10
-    base = statistics.median(_paced_latencies(p, topic, 2))
+    _paced_latencies(p, topic, 1)  # discarded: connections and the leader settle
+    before = statistics.median(_paced_latencies(p, topic, 2))
     f = make_fault(
         c,
         "latency",
@@ -310,14 +315,17 @@ def test_latency_adds_its_amount_to_produce_latency(healthy_cluster: Cluster) ->
         slow = statistics.median(_paced_latencies(p, topic, 3))
     after = statistics.median(_paced_latencies(p, topic, 2))
     amount = amount_ms / 1000
+    base = min(before, after)
     rise = slow - base
     medians = (
-        f"median ack latency: base {base:.3f}, with {amount_ms} ms {slow:.3f}, after {after:.3f} s"
+        f"median ack latency: before {before:.3f}, with {amount_ms} ms {slow:.3f},"
+        f" after {after:.3f} s"
     )
     print(f"latency: {medians}")
     assert rise >= amount * (1 - low_tol), medians
     assert rise <= amount + max(amount * 0.5, 0.25), medians
-    assert after < base + amount / 3, medians
+    # the heal takes the delay away: the phase after is back near the one before
+    assert after < before + amount / 3, medians
 
 
 def test_held_controller_requests_delay_the_isr_change_until_the_heal(
