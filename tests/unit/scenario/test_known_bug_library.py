@@ -1,9 +1,9 @@
 """The library's known-bug scenarios each name their ticket and tell its releases apart.
 
 Every library scenario tagged ``known-bug`` carries a ``ticket`` section and the ticket's
-own tag (``kafka-NNNNN``). Its ``compare`` pair is one affected and one fixed release, it loads on both, and it expects
-something different on the two: a scenario whose two expectations were equal could not
-tell the releases apart.
+own tag (``kafka-NNNNN``). Its ``compare`` pair is one affected and one fixed release; it
+loads on both, and it expects something different on the two: a scenario whose two
+expectations were equal could not tell the releases apart.
 """
 
 from __future__ import annotations
