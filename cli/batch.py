@@ -72,10 +72,12 @@ def matrix_cmd(
     code of `kchaos run`.
     """
     refs = list(scenarios)
+    tagged: list[str] = []
     if tag is not None:
         from kchaos.harness.scenario import library
 
-        refs += [n for n in library.names_with_tag(tag) if n not in refs]
+        tagged = [n for n in library.names_with_tag(tag) if n not in refs]
+        refs += tagged
     return run_matrix(
         refs,
         versions,
@@ -84,6 +86,7 @@ def matrix_cmd(
         overrides=overrides,
         command=sys.argv,
         prometheus=prometheus,
+        tagged=tagged,
     )
 
 

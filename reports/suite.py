@@ -23,7 +23,13 @@ import plotly.graph_objects as go
 
 from kchaos.harness.rundir.files import write_bytes
 from kchaos.harness.rundir.rundir import RunDir
-from kchaos.harness.rundir.tickets import AFFECTED, NOT_AFFECTED, Ticket, ticket_of
+from kchaos.harness.rundir.tickets import (
+    AFFECTED,
+    NOT_AFFECTED,
+    OUTSIDE_RANGE,
+    Ticket,
+    ticket_of,
+)
 from kchaos.reports import html, junit
 from kchaos.reports.build import RunReport
 
@@ -187,10 +193,14 @@ def version_grid(
     return "\n".join(parts)
 
 
-def ticket_tables(reports: Sequence[RunReport]) -> str:
+def ticket_tables(
+    reports: Sequence[RunReport], out_of_range: Sequence[tuple[Ticket, str]] = ()
+) -> str:
     """Per Kafka ticket among the runs' scenarios, one row per release: what the runs on
     it show (affected, not affected, not reproduced here, seen on a fixed release) and in
-    how many of its seeds; empty when no run's scenario names a ticket."""
+    how many of its seeds; ``out_of_range`` adds a row per (ticket, release) that was not
+    run because the release is older than the scenario's range. Empty when no run's
+    scenario names a ticket and nothing was left out."""
     by_ticket: dict[str, tuple[Ticket, dict[str, list[bool]]]] = {}
     for r in reports:
         ticket = ticket_of(r.data.run.scenario)
@@ -199,10 +209,21 @@ def ticket_tables(reports: Sequence[RunReport]) -> str:
         version = str(r.summary.get("kafka_version"))
         runs = by_ticket.setdefault(ticket.id, (ticket, {}))[1]
         runs.setdefault(version, []).append(bool(r.summary["expected"]))
+    outside: dict[str, set[str]] = {}
+    for ticket, version in out_of_range:
+        by_ticket.setdefault(ticket.id, (ticket, {}))
+        outside.setdefault(ticket.id, set()).add(version)
     parts = []
     for ident, (ticket, runs) in sorted(by_ticket.items()):
         rows = []
-        for version in sorted(runs, key=_version_key):
+        for version in sorted({*runs, *outside.get(ident, ())}, key=_version_key):
+            if version not in runs:
+                rows.append(
+                    f"<tr><th>Kafka {escape(version)}</th><td>before the range</td>"
+                    f"<td><b>{OUTSIDE_RANGE}</b></td>"
+                    f"<td>not run: {escape(ticket.range_note())}</td></tr>"
+                )
+                continue
             outcomes = runs[version]
             shown = sum(outcomes)
             status = ticket.status_of_seeds(version, outcomes)

@@ -17,7 +17,11 @@ fault schedules.
 kchaos reproduces). ``--kafka-version`` may then be left out: each scenario with a
 ``ticket`` runs on its ticket's ``compare`` releases (an affected one and a fixed one),
 and the page gets a table per ticket: for each release, affected, not affected, not
-reproduced here or seen on a fixed release, with how many seeds showed it.
+reproduced here or seen on a fixed release, with how many seeds showed it. A release that a
+tagged scenario's ticket does not cover (older than its ``affected_from``) is not run: the
+ticket's table lists it as outside the scenario's range, so that ``kchaos matrix --tag
+known-bug --kafka-version V`` answers for every ticket. A scenario named on the command
+line is still refused on such a release (bad input, exit 3).
 
 Nothing starts before everything is checked: every scenario is loaded for every version,
 and every version must be a release number kchaos can run (``X.Y.Z``, 3.3.0 or later) and,
@@ -28,15 +32,32 @@ when an earlier build fetched it; otherwise one small download).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kchaos.harness.errors import ConfigError
+from kchaos.harness.rundir.tickets import Ticket
 
 SCALA_BINARY = "2.13"  # compose/kafka/pom.xml's scala.binary
 Resolver = Callable[[str], str | None]  # version -> None when found, else why not
+
+
+@dataclass(frozen=True)
+class OutOfRange:
+    """A (tagged scenario, release) pair left out: the release is older than the
+    scenario's ticket's ``affected_from``."""
+
+    scenario: str
+    ticket: Ticket
+    version: str
+
+
+@dataclass(frozen=True)
+class MatrixPlan:
+    entries: list[Any]  # SuiteEntry, scenario by scenario, then version, then seed
+    out_of_range: list[OutOfRange] = field(default_factory=list)
 
 
 def parse_versions(text: str) -> list[str]:
@@ -124,19 +145,29 @@ def plan(
     seeds: int,
     *,
     overrides: Sequence[str] = (),
-) -> list[Any]:
+    tagged: Collection[str] = (),
+) -> MatrixPlan:
     """Every (scenario, version, seed) as a SuiteEntry, scenario by scenario, then version,
     then seed; each scenario loaded (and so validated) once per version. ``versions``
-    None: each scenario's ticket's ``compare`` releases."""
+    None: each scenario's ticket's ``compare`` releases. A scenario in ``tagged`` (chosen by
+    ``--tag``) skips the releases its ticket does not cover (:class:`OutOfRange`); any other
+    scenario on such a release is bad input."""
     from kchaos.harness.run.suite import SuiteEntry
     from kchaos.harness.scenario import library
 
     if seeds < 1:
         raise ConfigError(f"must be at least 1, got {seeds}", field="seeds")
     entries = []
+    skipped: list[OutOfRange] = []
     seen: set[str] = set()
     for ref in refs:
         mine = versions_of(ref, versions, overrides)
+        if ref in tagged:
+            whole = library.load(ref, overrides=overrides)
+            ticket = whole.ticket
+            if ticket is not None:
+                skipped += [OutOfRange(whole.name, ticket, v) for v in mine if not ticket.covers(v)]
+                mine = [v for v in mine if ticket.covers(v)]
         for version in mine:
             sc = library.load(ref, overrides=overrides, kafka_version=version)
             if version == mine[0]:
@@ -147,7 +178,13 @@ def plan(
                 seed = sc.seed + i
                 label = f"{sc.name}/kafka-{version}/seed-{seed}"
                 entries.append(SuiteEntry(label, replace(sc, seed=seed)))
-    return entries
+    if not entries:
+        raise ConfigError(
+            f"no scenario covers Kafka {', '.join(versions or [])}: "
+            + "; ".join(f"{o.scenario}: {o.ticket.range_note()}" for o in skipped),
+            field="kafka-version",
+        )
+    return MatrixPlan(entries, skipped)
 
 
 def run_matrix(
@@ -162,9 +199,11 @@ def run_matrix(
     run: Callable[..., Any] | None = None,
     resolver: Resolver | None = None,
     prometheus: bool = False,
+    tagged: Collection[str] = (),
 ) -> int:
-    """Run the matrix (``prometheus``: a Prometheus server for each run); 0 when every
-    run ended as its scenario expects, else the worst exit code of `kchaos run`."""
+    """Run the matrix (``prometheus``: a Prometheus server for each run; ``tagged``: the
+    refs chosen by ``--tag``, see :func:`plan`); 0 when every run ended as its scenario
+    expects, else the worst exit code of `kchaos run`."""
     from rich.console import Console
 
     from kchaos.harness.run.suite import run_entries, suite_dir_for
@@ -174,7 +213,8 @@ def run_matrix(
     if not refs:
         raise ConfigError("name at least one scenario", field="SCENARIO")
     given = parse_versions(versions_text) if versions_text else None
-    entries = plan(refs, given, seeds, overrides=overrides)
+    planned = plan(refs, given, seeds, overrides=overrides, tagged=tagged)
+    entries = planned.entries
     versions = given or list(dict.fromkeys(str(e.scenario.cluster.kafka_version) for e in entries))
     if any(image_source(e.scenario) == "offline" for e in entries):
         check_versions(versions, "offline", resolver or maven_resolver())
@@ -186,9 +226,13 @@ def run_matrix(
         f"{len(entries)} runs: {len(refs)} scenario(s) x Kafka {', '.join(versions)} x "
         f"{seeds} seed(s) -> {suite_dir}"
     )
+    for o in planned.out_of_range:
+        console.print(
+            f"not run: {o.scenario} on Kafka {o.version} ({o.ticket.id}: {o.ticket.range_note()})"
+        )
 
     def write(reports: list[Any], failures: list[Any]) -> None:
-        write_matrix(suite_dir, title, reports, failures, console)
+        write_matrix(suite_dir, title, reports, failures, console, planned.out_of_range)
 
     return run_entries(
         suite_dir,
@@ -202,7 +246,12 @@ def run_matrix(
 
 
 def write_matrix(
-    suite_dir: Path, title: str, reports: list[Any], failures: list[Any], console: Any
+    suite_dir: Path,
+    title: str,
+    reports: list[Any],
+    failures: list[Any],
+    console: Any,
+    out_of_range: Sequence[OutOfRange] = (),
 ) -> dict[str, str]:
     from kchaos.reports.console import print_batch
     from kchaos.reports.suite import ticket_tables, version_grid, write_suite_reports
@@ -212,7 +261,10 @@ def write_matrix(
         reports,
         failures,
         title=title,
-        sections=[ticket_tables(reports), version_grid(reports, failures, suite_dir)],
+        sections=[
+            ticket_tables(reports, [(o.ticket, o.version) for o in out_of_range]),
+            version_grid(reports, failures, suite_dir),
+        ],
         unit="runs",
         columns=("Kafka", "seed"),
     )

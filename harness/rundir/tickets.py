@@ -40,6 +40,9 @@ AFFECTED = "affected"
 NOT_REPRODUCED = "not reproduced here"
 NOT_AFFECTED = "not affected"
 SEEN_WHEN_FIXED = "seen on a fixed release"
+#: A release older than the scenario's ``affected_from``: no run, nothing claimed either way
+#: (``kchaos matrix --tag`` lists it instead of refusing the whole table).
+OUTSIDE_RANGE = "outside the scenario's range"
 
 _RELEASE = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)$")
 _TICKET_ID = re.compile(r"^KAFKA-[0-9]+$")
@@ -125,6 +128,10 @@ class Ticket:
         if same_line:
             return v >= same_line[0]
         return v[:2] > max(fixes)[:2]
+
+    def range_note(self) -> str:
+        """The scenario's range in words, for a release it does not cover."""
+        return f"the scenario runs from Kafka {self.affected_from} on"
 
     def check_release(self, version: str, scenario: str) -> None:
         """ConfigError when ``version`` is outside the scenario's range."""

@@ -3,11 +3,13 @@ per-ticket table (runs replaced by hand-made run directories)."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from kchaos.cli import main as cli
 from kchaos.harness.errors import ConfigError
@@ -160,5 +162,37 @@ def test_matrix_refuses_a_release_outside_the_range_before_any_run(tmp_path: Pat
     with pytest.raises(ConfigError, match="outside that range"):
         matrix.run_matrix(
             [str(path)], "3.3.2,3.5.2", out=tmp_path / "m", run=runs, resolver=lambda v: None
+        )
+    assert runs.calls == [] and not (tmp_path / "m").exists()
+
+
+def test_matrix_lists_a_tagged_scenarios_release_outside_its_range(tmp_path: Path) -> None:
+    # chosen by --tag, the scenario is not run on 3.3.2 (older than its affected_from) and
+    # its ticket's table says so, while 3.5.2 runs as usual
+    runs = TicketRuns()
+    path = str(ticket_scenario(tmp_path, TICKET.replace('"3.4.0"', '"3.4.1"')))
+    out = tmp_path / "m"
+    console = Console(file=io.StringIO(), width=200)
+    matrix.run_matrix(
+        [path], "3.3.2,3.5.2", out=out, run=runs, resolver=lambda v: None, tagged=[path],
+        console=console,
+    )  # fmt: skip
+    assert runs.calls == [("3.5.2", 1)]
+    printed = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "not run: bug on Kafka 3.3.2 (KAFKA-99999: the scenario runs from Kafka 3.4.1" in printed
+    page = (out / "report.html").read_text()
+    table = page[page.index("<h2>KAFKA-99999") :]
+    table = table[: table.index("</table>")]
+    assert "Kafka 3.3.2</th><td>before the range</td><td><b>outside the scenario's range" in table
+    assert "not run: the scenario runs from Kafka 3.4.1 on" in table
+    assert "Kafka 3.5.2</th><td>fixed</td><td class='ok'><b>not affected</b>" in table
+
+
+def test_matrix_refuses_when_no_tagged_scenario_covers_the_release(tmp_path: Path) -> None:
+    runs = TicketRuns()
+    path = str(ticket_scenario(tmp_path, TICKET.replace('"3.4.0"', '"3.4.1"')))
+    with pytest.raises(ConfigError, match=r"no scenario covers Kafka 3\.3\.2: .*3\.4\.1 on"):
+        matrix.run_matrix(
+            [path], "3.3.2", out=tmp_path / "m", run=runs, resolver=lambda v: None, tagged=[path]
         )
     assert runs.calls == [] and not (tmp_path / "m").exists()

@@ -93,7 +93,7 @@ def test_seeds_count_up_from_the_scenarios_own_seed(tmp_path: Path) -> None:
     text = library.resolve("smoke").read_text()
     assert "\nseed: 1\n" in text
     (tmp_path / "s.yaml").write_text(text.replace("\nseed: 1\n", "\nseed: 903\n"))
-    entries = matrix.plan([str(tmp_path / "s.yaml")], ["3.4.1", "3.5.2"], 3)
+    entries = matrix.plan([str(tmp_path / "s.yaml")], ["3.4.1", "3.5.2"], 3).entries
     got = [(e.scenario.cluster.kafka_version, e.scenario.seed) for e in entries]
     assert got == [(v, s) for v in ("3.4.1", "3.5.2") for s in (903, 904, 905)]
     assert entries[0].label == "smoke/kafka-3.4.1/seed-903"
