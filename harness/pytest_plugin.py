@@ -16,7 +16,8 @@ that needs them. Fixtures:
 ``kchaos_workload``      ``kchaos_workload(topics=..., producers=..., ...)`` -> a Workload
                          (not started) on the cluster, recording into the history.
 ``kchaos_check``         ``kchaos_check(expect_valid=True)`` closes the history, runs the
-                         checkers, writes results.json and asserts the verdict.
+                         checkers, writes results.json and history.parquet (as
+                         ``kchaos run`` does) and asserts the verdict.
 
 Example::
 
@@ -207,12 +208,15 @@ def kchaos_check(kchaos_history: Any, kchaos_run_dir: Path) -> Callable[..., Any
         expect_valid: bool | str | None = True, run_json: Mapping[str, Any] | None = None
     ) -> Any:
         from kchaos.harness.checker import check_run
+        from kchaos.harness.run.orchestrate import write_history_parquet
         from kchaos.harness.rundir.rundir import RunDir
 
         kchaos_history.close()
         if run_json is not None:
             RunDir(kchaos_run_dir).write_run(run_json)
         results = check_run(kchaos_run_dir)
+        # the columnar copy a `kchaos run` leaves too (never fails the test)
+        write_history_parquet(RunDir(kchaos_run_dir))
         if expect_valid is not None and results.valid != expect_valid:
             found = {k: a.count for k, a in results.anomalies.items()}
             pytest.fail(

@@ -96,11 +96,13 @@ def test_user_chaos_tests_with_a_fake_cluster(pytester: pytest.Pytester):
 import conftest
 
 
-def test_clean(kchaos_cluster, kchaos_history, kchaos_check):
+def test_clean(kchaos_cluster, kchaos_history, kchaos_check, kchaos_run_dir):
     assert isinstance(kchaos_cluster, conftest.FakeCluster)
     record(kchaos_history)
     results = kchaos_check(expect_valid=True)
     assert results.count("lost-write") == 0
+    # the columnar copy, as a `kchaos run` leaves it
+    assert list((kchaos_run_dir / "history.parquet").glob("*.parquet"))
 
 
 def test_lost_write_fails_the_test(kchaos_history, kchaos_check):
