@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import re
 
+from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.anomalies import NOT_INVALID
 from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source
 
-_LEADER = re.compile(r"^leader:(?P<topic>[^:]+):(?P<partition>[0-9]+)$")
 _NODE = re.compile(r"^(?:broker-|controller-)?(?P<id>[0-9]+)$")
-_KEYWORDS = ("all", "brokers", "controllers", "minority", "majority", "controller", "none")
 _TARGET_HELP = (
     "all, brokers, controllers, random, random:K, minority, majority, controller, none, "
     "leader:TOPIC:PARTITION, coordinator:txn:ID, coordinator:group:GROUP, client:txn:ID, broker-N, "
@@ -25,37 +24,30 @@ _TARGET_HELP = (
 
 
 def _check_target(src: Source, sc: Scenario, path: Path_, target: str) -> None:
-    topics = {t.name: t for t in sc.topics}
-    if m := _LEADER.match(target):
-        topic = topics.get(m["topic"])
+    """The target's grammar is the faults package's (:func:`kchaos.faults.targets.parse_target`);
+    here: the topic and partition a ``leader:`` names, and the nodes a list names, exist in
+    this scenario's cluster. Whether the workload uses a coordinator's or a client's id is
+    ``feasible.check_schedule``'s question."""
+    from kchaos.faults.targets import parse_target
+
+    try:
+        spec = parse_target(target)
+    except ConfigError as exc:
+        raise src.error(path, exc.detail) from None
+    if spec.kind == "leader":
+        topic = {t.name: t for t in sc.topics}.get(spec.topic)
         if topic is None:
-            raise src.error(path, f"target names unknown topic {m['topic']!r}")
-        if int(m["partition"]) >= topic.partitions:
+            raise src.error(path, f"target names unknown topic {spec.topic!r}")
+        if spec.partition >= topic.partitions:
             raise src.error(
-                path, f"topic {topic.name!r} has {topic.partitions} partitions, no {m['partition']}"
+                path, f"topic {topic.name!r} has {topic.partitions} partitions, no {spec.partition}"
             )
         return
-    if target.startswith("coordinator:"):
-        from kchaos.faults.coordinators import parse_key
-
-        try:
-            parse_key(target[len("coordinator:") :])
-        except ValueError as exc:
-            raise src.error(path, f"{target!r}: {exc}") from None
-        return  # whether the workload uses that id or group: feasible.check_schedule
-    if target.startswith("client:"):
-        from kchaos.faults.clients import parse_client
-
-        try:
-            parse_client(target[len("client:") :])
-        except ValueError as exc:
-            raise src.error(path, f"{target!r}: {exc}") from None
-        return  # whether a worker holds that id: feasible.check_schedule
+    if spec.kind != "named":
+        return
     ids = {n for n in range(1, sc.cluster.brokers + 1)}
     ids |= {100 + n for n in range(1, sc.cluster.controllers + 1)}
-    if target in _KEYWORDS or re.match(r"^random(:[0-9]+)?$", target):
-        return
-    for name in (n.strip() for n in target.split(",")):
+    for name in spec.names:
         m = _NODE.match(name)
         if m is None:
             raise src.error(path, f"{name!r} is not a target ({_TARGET_HELP})")

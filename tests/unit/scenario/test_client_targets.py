@@ -27,7 +27,7 @@ def test_the_library_scenario_aims_its_zombie_at_a_producer() -> None:
     ("old", "new", "needle"),
     [
         ("client:txn:kchaos-t-3", "client:txn:kchaos-t-9", "transactional id 'kchaos-t-9'"),
-        ("client:txn:kchaos-t-3", "client:group:g", "expected txn:"),
+        ("client:txn:kchaos-t-3", "client:group:g", "expected client:txn:"),
         ("fault: zombie", "fault: pause", "pause acts on nodes, not on a client process"),
         ("    timeout: 10s\n", "    timeout: 10s\n    process: false\n", "in threads"),
     ],

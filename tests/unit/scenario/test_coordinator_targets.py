@@ -35,7 +35,7 @@ def test_the_library_scenario_resolves_its_coordinators() -> None:
             "transactional id 'kchaos-t-9'",
         ),
         ("coordinator:group:kchaos-copier", "coordinator:group:nobody", "consumer group 'nobody'"),
-        ("coordinator:txn:kchaos-t-3", "coordinator:topic:x", "expected txn:"),
+        ("coordinator:txn:kchaos-t-3", "coordinator:topic:x", "expected coordinator:txn:"),
     ],
 )
 def test_a_coordinator_no_worker_has_is_refused_with_file_line_and_field(
