@@ -162,15 +162,9 @@ def record_after_restart(fault: Fault, nodes: tuple[NodeHandle, ...]) -> None:
         fault.detail["epoch_checkpoints_after_restart"] = after
 
 
-@register
-class HardReboot(_DownUntilStop):
-    """Kill + ext4 shutdown (NOLOGFLUSH) + remount: unsynced data is lost."""
-
-    name = "hard-reboot"
-    summary = "kill, lose the page cache (ext4 shutdown), remount; start on stop"
-
-    def _take_down(self, node: NodeHandle) -> None:
-        lose_page_cache(self, node)
+class _LosesPageCache(_DownUntilStop):
+    """Base of the crashes that lose the page cache: on stop, once the nodes are back
+    (with ``wait``), the stop line says what became of the checkpoints the crash lost."""
 
     def _stop(self) -> None:
         nodes = tuple(getattr(self, "_down", []))
@@ -180,7 +174,18 @@ class HardReboot(_DownUntilStop):
 
 
 @register
-class PowerLoss(_DownUntilStop):
+class HardReboot(_LosesPageCache):
+    """Kill + ext4 shutdown (NOLOGFLUSH) + remount: unsynced data is lost."""
+
+    name = "hard-reboot"
+    summary = "kill, lose the page cache (ext4 shutdown), remount; start on stop"
+
+    def _take_down(self, node: NodeHandle) -> None:
+        lose_page_cache(self, node)
+
+
+@register
+class PowerLoss(_LosesPageCache):
     """Every target loses power at once (kill, lose page cache); all start on stop."""
 
     name = "power-loss"
@@ -204,12 +209,6 @@ class PowerLoss(_DownUntilStop):
         self.detail["epoch_checkpoints"] = {}
         for node in self.targets:
             record_epoch_checkpoints(self, node)
-
-    def _stop(self) -> None:
-        nodes = tuple(getattr(self, "_down", []))
-        super()._stop()
-        if self.params["wait"]:
-            record_after_restart(self, nodes)
 
 
 @register

@@ -26,7 +26,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kchaos.harness.checker.controller import Shrink, ShrinkEvidence
-from kchaos.harness.rundir.nodelogs import NodeLog, entry_unix_ms, history_time_ns
+from kchaos.harness.rundir.nodelogs import (
+    NodeLog,
+    entry_unix_ms,
+    history_time_ns,
+    timed_node_logs,
+)
 from kchaos.harness.rundir.rundir import RunDir
 
 #: How long before the controller's commit the leader's line may be: the AlterPartition
@@ -191,17 +196,12 @@ def load_leader_log(run_dir: str | Path, origin_unix_ns: int | None = None) -> L
     (old runs, fixtures). ``origin_unix_ns`` defaults to run.json's
     ``history_start_unix_ns``; without one the lines cannot be put on the history's time
     base, and the answer is None too (the caller says why)."""
-    rd = RunDir(run_dir)
-    nodes = rd.node_logs()
-    if not nodes:
+    found = timed_node_logs(RunDir(run_dir), origin_unix_ns)
+    if found is None:
         return None
-    if origin_unix_ns is None:
-        origin_unix_ns = rd.load_run(missing_ok=True).history_start_unix_ns
-        if origin_unix_ns is None:
-            return None
-    log = LeaderLog(nodes=len(nodes))
-    for node in nodes:
-        read_node_log(node, origin_unix_ns, log)
+    log = LeaderLog(nodes=len(found.nodes))
+    for node in found.nodes:
+        read_node_log(node, found.origin_unix_ns, log)
     log.sort()
     return log
 

@@ -48,7 +48,12 @@ from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.checker.recovery import target_brokers
 from kchaos.harness.rundir.names import LOGS_DIR, SERVER_LOG
-from kchaos.harness.rundir.nodelogs import NodeLog, entry_unix_ms, history_time_ns
+from kchaos.harness.rundir.nodelogs import (
+    NodeLog,
+    entry_unix_ms,
+    history_time_ns,
+    timed_node_logs,
+)
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.runjson import RunSettings
 
@@ -129,18 +134,13 @@ def read_start_log(node: NodeLog, origin_unix_ns: int) -> list[LogEvent]:
 def load_start_log(run_dir: str | Path, origin_unix_ns: int | None = None) -> StartLog | None:
     """Every broker log the run kept; None when it kept none or run.json has no
     ``history_start_unix_ns`` (the lines cannot be put on the history's time base)."""
-    rd = RunDir(run_dir)
-    nodes = [n for n in rd.node_logs() if n.role == "broker" and n.node_id is not None]
-    if not nodes:
+    found = timed_node_logs(RunDir(run_dir), origin_unix_ns, role="broker")
+    if found is None:
         return None
-    if origin_unix_ns is None:
-        origin_unix_ns = rd.load_run(missing_ok=True).history_start_unix_ns
-        if origin_unix_ns is None:
-            return None
     out = StartLog()
-    for node in nodes:
-        assert node.node_id is not None
-        out.brokers[node.node_id] = read_start_log(node, origin_unix_ns)
+    for node in found.nodes:
+        assert node.node_id is not None  # a broker's log: node_of named the node
+        out.brokers[node.node_id] = read_start_log(node, found.origin_unix_ns)
     return out
 
 

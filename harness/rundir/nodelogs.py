@@ -20,8 +20,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kchaos.harness.rundir.names import SERVER_LOG
+
+if TYPE_CHECKING:  # RunDir lists the node logs with node_logs below
+    from kchaos.harness.rundir.rundir import RunDir
 
 #: The zone the nodes' log timestamps are printed in (the image sets no TZ).
 LOG_ZONE = UTC
@@ -71,6 +75,33 @@ def node_logs(logs_dir: Path) -> list[NodeLog]:
         role, node_id = node if node is not None else (None, None)
         found.append(NodeLog(folder.name, role, node_id, path))
     return found
+
+
+@dataclass(frozen=True)
+class TimedNodeLogs:
+    """The node logs a run kept, with the time origin that puts their entries on the
+    history's time base (:func:`history_time_ns`)."""
+
+    nodes: tuple[NodeLog, ...]
+    origin_unix_ns: int
+
+
+def timed_node_logs(
+    run_dir: RunDir, origin_unix_ns: int | None = None, *, role: str | None = None
+) -> TimedNodeLogs | None:
+    """The run's node logs (only those of ``role``'s nodes, given one) and their time
+    origin: ``origin_unix_ns``, else run.json's ``history_start_unix_ns`` (run.json is
+    read only when there are logs and no origin was given). None when the run kept no
+    such log (old runs, fixtures) or has no origin: without one no entry can be placed
+    on the history's time base."""
+    nodes = tuple(n for n in run_dir.node_logs() if role is None or n.role == role)
+    if not nodes:
+        return None
+    if origin_unix_ns is None:
+        origin_unix_ns = run_dir.load_run(missing_ok=True).history_start_unix_ns
+        if origin_unix_ns is None:
+            return None
+    return TimedNodeLogs(nodes, origin_unix_ns)
 
 
 def entry_unix_ms(line: str) -> int | None:

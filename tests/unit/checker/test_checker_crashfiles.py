@@ -7,17 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from checker_hist import H, counts
-
-from kchaos.harness.rundir.expect import evaluate
-from kchaos.harness.scenario.loader import load_scenario
+from ticket_hist import assert_tells_apart, crash_history, library_scenario
 
 KIND = "epoch-checkpoint-lost"
-SCENARIO = (
-    Path(__file__).resolve().parents[3]
-    / "harness"
-    / "scenarios"
-    / "kafka-16541-epoch-checkpoint-os-crash.yaml"
-)
+SCENARIO = library_scenario("kafka-16541-epoch-checkpoint-os-crash.yaml")
 
 
 def _lost(partition: str, size: int = 0, log_bytes: int = 4096) -> dict[str, Any]:
@@ -42,14 +35,7 @@ def _scan(*lost: dict[str, Any], checked: int = 7) -> dict[str, Any]:
 
 
 def _history(detail: dict[str, Any] | None, fault: str = "hard-reboot") -> H:
-    h = H()
-    h.send("a", 0, 0)
-    h.wait(1.0)
-    h.fault("start", "f-1", fault, ["broker-2"], detail=detail)
-    h.wait(5.0)
-    h.fault("stop", "f-1", fault, ["broker-2"])
-    h.drain_all(0, ["a"])
-    return h
+    return crash_history([("f-1", fault, 1.0)], "broker-2", lasting=5.0, detail=detail)
 
 
 def test_each_lost_checkpoint_is_one_reported_anomaly(tmp_path: Path) -> None:
@@ -104,12 +90,4 @@ def test_the_library_scenario_tells_the_two_releases_apart(tmp_path: Path) -> No
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     affected_run, fixed_run = _results(tmp_path / "a", True), _results(tmp_path / "b", False)
-    expect = {
-        v: load_scenario(SCENARIO, kafka_version=v).to_dict()["expect"] for v in ("3.7.0", "3.9.1")
-    }
-    assert evaluate(expect["3.7.0"], affected_run).expected
-    assert evaluate(expect["3.9.1"], fixed_run).expected
-    wrong_fixed = evaluate(expect["3.9.1"], affected_run)
-    assert wrong_fixed.reasons == (f"forbidden anomalies found: {KIND}",)
-    wrong_affected = evaluate(expect["3.7.0"], fixed_run)
-    assert wrong_affected.reasons == (f"expected anomalies not found: {KIND}",)
+    assert_tells_apart(SCENARIO, KIND, ("3.7.0", affected_run), ("3.9.1", fixed_run))

@@ -3,29 +3,34 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
+import pytest
 from checker_hist import H
+from ticket_hist import (
+    FORBIDDEN,
+    MISSING,
+    assert_tells_apart,
+    crash_history,
+    judged,
+    library_scenario,
+)
 
 from kchaos.harness.checker import check_run
+from kchaos.harness.checker.model import Results
 from kchaos.harness.checker.startlog import classify
 from kchaos.harness.rundir import RunDir, names
-from kchaos.harness.rundir.expect import evaluate
-from kchaos.harness.scenario.loader import load_scenario
 
 S = 1_000_000_000
 MS = 1_000_000
 ORIGIN = 1_795_000_000_000_000_000
 CONTAINER = "kchaos-test-broker-{}"
+LOG_3 = f"{CONTAINER.format(3)}/{names.SERVER_LOG}"
 KIND = "recovery-skipped"
-SCENARIO = (
-    Path(__file__).resolve().parents[3]
-    / "harness"
-    / "scenarios"
-    / "kafka-15375-failed-start-marker.yaml"
-)
+SCENARIO = library_scenario("kafka-15375-failed-start-marker.yaml")
 DIR = "/var/lib/kafka/data"
 # the wording of 3.5.1 and 3.6.2 (LogManager.loadLogs, BrokerServer, kafka.Kafka)
 RECOVERING = f"INFO Recovering 7 logs from {DIR} since no clean shutdown file was found"
@@ -57,15 +62,7 @@ def _log(*entries: tuple[float, str] | str) -> list[str]:
 def _run(tmp_path: Path, lines: list[str], crashes: list[tuple[str, str, float]]) -> Path:
     """A run directory: a valid history with the crash faults (id, fault, start s) on
     broker 3, and broker 3's server.log."""
-    h = H()
-    h.send("a", 0, 0)
-    for fid, fault, at in sorted(crashes, key=lambda c: c[2]):
-        h.wait(max(at - h.now() / S, 0))
-        h.fault("start", fid, fault, ["broker-3"])
-        h.fault("stop", fid, fault, ["broker-3"])
-    h.wait(max(120 - h.now() / S, 0))
-    h.drain_all(0, ["a"])
-    h.write(tmp_path / names.HISTORY_JSONL)
+    crash_history(crashes, "broker-3", until=120).write(tmp_path / names.HISTORY_JSONL)
     (tmp_path / names.RUN_JSON).write_bytes(orjson.dumps({"history_start_unix_ns": ORIGIN}))
     text = "".join(f"{line}\n" for line in lines)
     RunDir(tmp_path).write_node_logs(CONTAINER.format(3), {names.SERVER_LOG: text})
@@ -88,36 +85,49 @@ def test_lines_are_classified_by_their_wording() -> None:
     assert classify("INFO [BrokerServer id=3] Waiting for the broker to be unfenced") is None
 
 
-def test_the_3_5_1_pattern_is_flagged(tmp_path: Path) -> None:
-    # hard reboot while running; start A fails before loading (cut off the controller)
-    # and writes the marker; the no-op kill of the exited container; start B skips
-    lines = _log(
-        *_first_start(),
-        "start A",
-        (62.0, FATAL),
-        (62.5, SHUTDOWN),
-        (62.6, EXITING),
-        "start B",
-        (100.0, SKIPPING),
-        (100.5, LOADED),
-    )
-    run = _run(tmp_path, lines, [("f-1", "hard-reboot", 30.0), ("f-3", "kill", 63.0)])
-    r = check_run(run)
+@dataclass(frozen=True)
+class Skip:
+    """The one ``recovery-skipped`` a run shows: broker 3 skipped recovery of ``DIR``."""
+
+    log: str  # where the Skipping line is
+    logs: int
+    failed_starts: list[str]
+    why: tuple[str, str, str] = ("crash", "f-1", "hard-reboot")  # cause, fault, fault_name
+
+
+def _assert_skip(r: Results, skip: Skip | None) -> None:
+    """``r`` shows ``skip`` and nothing else of its kind; None: no recovery-skipped."""
+    if skip is None:
+        assert KIND not in r.anomalies
+        return
     assert r.anomalies[KIND].count == 1
-    assert r.valid is True  # reported, never invalid
     (example,) = r.anomalies[KIND].examples
-    assert example["broker"] == 3 and example["logs"] == 7 and example["directory"] == DIR
-    assert example["log"] == f"{CONTAINER.format(3)}/server.log:12"
+    assert (example["broker"], example["directory"]) == (3, DIR)
+    assert (example["log"], example["logs"]) == (skip.log, skip.logs)
+    assert example["failed_starts"] == skip.failed_starts
     why = example["needed_recovery_since"]
-    assert (why["cause"], why["fault"], why["fault_name"]) == ("crash", "f-1", "hard-reboot")
-    # start A's fatal error is named; the kill of the exited process is no crash
-    assert example["failed_starts"] == [f"{CONTAINER.format(3)}/server.log:7"]
-    stats = r.stats["startlog"]
-    assert (stats["starts"], stats["crashes"], stats["skipping"], stats[KIND]) == (3, 1, 1, 1)
+    assert (why["cause"], why["fault"], why["fault_name"]) == skip.why
 
 
-def test_the_3_6_2_pattern_is_not_flagged(tmp_path: Path) -> None:
-    # the same schedule: the failed start writes no marker, start B recovers
+# the hard reboot while running; start A fails before loading (cut off the controller);
+# the no-op kill of the exited container; then start B. On 3.5.1 start A's shutdown
+# wrote the marker and B skips; on 3.6.2 it did not and B recovers. The kill of the
+# exited process is no crash; start A's fatal error is named.
+@pytest.mark.parametrize(
+    ("start_b", "stats", "skip"),
+    [
+        pytest.param(
+            SKIPPING,
+            (3, 1, 0, 1, 1),
+            Skip(f"{LOG_3}:12", 7, [f"{LOG_3}:7"]),
+            id="3.5.1-flagged",
+        ),
+        pytest.param(RECOVERING, (3, 1, 1, 0, 0), None, id="3.6.2-not-flagged"),
+    ],
+)
+def test_the_pattern_of_each_release(
+    tmp_path: Path, start_b: str, stats: tuple[int, ...], skip: Skip | None
+) -> None:
     lines = _log(
         *_first_start(),
         "start A",
@@ -125,13 +135,16 @@ def test_the_3_6_2_pattern_is_not_flagged(tmp_path: Path) -> None:
         (62.5, SHUTDOWN),
         (62.6, EXITING),
         "start B",
-        (100.0, RECOVERING),
+        (100.0, start_b),
         (100.5, LOADED),
     )
     run = _run(tmp_path, lines, [("f-1", "hard-reboot", 30.0), ("f-3", "kill", 63.0)])
     r = check_run(run)
-    assert KIND not in r.anomalies
-    assert r.stats["startlog"]["recovering"] == 1
+    _assert_skip(r, skip)
+    assert r.valid is True  # reported, never invalid
+    found = r.stats["startlog"]
+    keys = ("starts", "crashes", "recovering", "skipping", KIND)
+    assert tuple(found[k] for k in keys) == stats
 
 
 def test_a_clean_restart_and_a_start_after_a_completed_recovery_are_not_flagged(
@@ -218,43 +231,46 @@ def test_a_run_without_broker_logs_is_not_judged(tmp_path: Path) -> None:
 def test_the_library_scenario_requires_it_before_the_fix_and_forbids_it_after() -> None:
     found = {"valid": True, "anomalies": {KIND: {"count": 1}}}
     clean = {"valid": True, "anomalies": {}}
-    before = load_scenario(SCENARIO, kafka_version="3.5.1").to_dict()["expect"]
-    after = load_scenario(SCENARIO, kafka_version="3.6.2").to_dict()["expect"]
-    assert evaluate(before, found).expected and not evaluate(before, clean).expected
-    assert evaluate(after, clean).expected and not evaluate(after, found).expected
+    assert_tells_apart(SCENARIO, KIND, ("3.5.1", found), ("3.6.2", clean))
 
 
 FIXTURES = Path(__file__).parent / "fixtures"
+REAL_351 = f"kchaos-20261126-062959-c8ec-broker-3/{names.SERVER_LOG}"
 
 
-def test_the_real_3_5_1_run_shows_the_skip(tmp_path: Path) -> None:
-    # runs/k15375-351-s1 (2026-11-26), cut: start A failed at its deadline without ever
-    # loading (its LogManager shut down right after "Fatal error"), start B skipped
+# runs/k15375-351-s1 and k15375-362-s1 (2026-11-26), cut. On both, start A failed at its
+# deadline without ever loading (its LogManager shut down right after "Fatal error");
+# on 3.5.1 start B skipped, on 3.6.2 it logged "Recovering 19 logs ... since no clean
+# shutdown file was found". Each run is as its own release's expectation says, and not
+# as the other's.
+@pytest.mark.parametrize(
+    ("release", "stats", "skip", "other", "reason"),
+    [
+        pytest.param(
+            "3.5.1",
+            (0, 1, 1),
+            Skip(f"{REAL_351}:40", 19, [f"{REAL_351}:30"]),
+            "3.6.2",
+            FORBIDDEN,
+            id="3.5.1-shows-the-skip",
+        ),
+        pytest.param("3.6.2", (1, 0, 1), None, "3.5.1", MISSING, id="3.6.2-recovers"),
+    ],
+)
+def test_the_real_run_of_each_release(
+    tmp_path: Path,
+    release: str,
+    stats: tuple[int, int, int],
+    skip: Skip | None,
+    other: str,
+    reason: str,
+) -> None:
     run = tmp_path / "run"
-    shutil.copytree(FIXTURES / "k15375-351", run)
+    shutil.copytree(FIXTURES / f"k15375-{release.replace('.', '')}", run)
     r = check_run(run)
-    (example,) = r.anomalies[KIND].examples
-    log = "kchaos-20261126-062959-c8ec-broker-3/server.log"
-    assert example["log"] == f"{log}:40" and example["logs"] == 19
-    assert example["failed_starts"] == [f"{log}:30"]
-    why = example["needed_recovery_since"]
-    assert (why["cause"], why["fault"], why["fault_name"]) == ("crash", "f-1", "hard-reboot")
+    _assert_skip(r, skip)
     assert r.valid is True
-    expect = load_scenario(SCENARIO, kafka_version="3.5.1").to_dict()["expect"]
-    assert evaluate(expect, r.to_json()).expected
-
-
-def test_the_real_3_6_2_run_recovers(tmp_path: Path) -> None:
-    # runs/k15375-362-s1 (2026-11-26), cut: the same failed start A left no marker, and
-    # start B logged "Recovering 19 logs ... since no clean shutdown file was found"
-    run = tmp_path / "run"
-    shutil.copytree(FIXTURES / "k15375-362", run)
-    r = check_run(run)
-    assert KIND not in r.anomalies
-    stats = r.stats["startlog"]
-    assert (stats["recovering"], stats["skipping"], stats["crashes"]) == (1, 0, 1)
-    expect = load_scenario(SCENARIO, kafka_version="3.6.2").to_dict()["expect"]
-    assert evaluate(expect, r.to_json()).expected
-    # judged by the affected release's expectation, the same run is not as expected
-    before = load_scenario(SCENARIO, kafka_version="3.5.1").to_dict()["expect"]
-    assert evaluate(before, r.to_json()).reasons == (f"expected anomalies not found: {KIND}",)
+    found = r.stats["startlog"]
+    assert (found["recovering"], found["skipping"], found["crashes"]) == stats
+    assert judged(SCENARIO, release, r.to_json()).expected
+    assert judged(SCENARIO, other, r.to_json()).reasons == (reason.format(KIND),)

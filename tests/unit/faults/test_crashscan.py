@@ -114,12 +114,14 @@ def test_after_restart_shows_where_the_rebuilt_epochs_begin(tmp_path: Path) -> N
     assert "error" in after["epochs-9"]
 
 
-def test_a_hard_reboot_stop_records_the_lost_ones_after_the_restart(
-    cluster: FakeCluster,
+@pytest.mark.parametrize(("fault", "target"), [("hard-reboot", "broker-2"), ("power-loss", "all")])
+def test_a_stop_records_the_lost_ones_after_the_restart(
+    cluster: FakeCluster, fault: str, target: str
 ) -> None:
+    # both crashes that lose the page cache; only broker-2 lost a checkpoint
     node = cluster.node("broker-2")
     _partition(node.mount_path, "epochs-0", b"", log=b"x" * 10)
-    f = make_fault(cluster, "hard-reboot", "broker-2")
+    f = make_fault(cluster, fault, target)
     f.start()
     # the restarted broker rebuilds the file from the segment it recovered
     (node.mount_path / "epochs-0" / CHECKPOINT).write_bytes(b"0\n1\n0 7\n")

@@ -8,7 +8,12 @@ from pathlib import Path
 from kchaos.harness.cluster.spec import ClusterSpec
 from kchaos.harness.cluster.topology import plan_nodes
 from kchaos.harness.rundir import RunDir, names
-from kchaos.harness.rundir.nodelogs import entry_unix_ms, history_time_ns, node_of
+from kchaos.harness.rundir.nodelogs import (
+    entry_unix_ms,
+    history_time_ns,
+    node_of,
+    timed_node_logs,
+)
 
 # a real line of a 4.4.0 broker (runs of 2026-11-25, kip-501-busy-leader)
 LINE_440 = (
@@ -69,3 +74,23 @@ def test_run_dir_lists_the_node_logs_it_kept(tmp_path: Path) -> None:
     assert rd.server_log("c") == tmp_path / names.LOGS_DIR / "c" / names.SERVER_LOG
     assert list(found[0].lines()) == [(1, "a"), (2, "b")]
     assert found[0].where(2) == f"kchaos-r-broker-2/{names.SERVER_LOG}:2"
+
+
+def test_timed_node_logs_need_a_log_and_a_time_origin(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path)
+    (tmp_path / names.RUN_JSON).write_text("{not json")  # read only when it is needed
+    assert timed_node_logs(rd) is None  # no logs/ at all
+    rd.write_node_logs("kchaos-r-controller-101", {names.SERVER_LOG: ""})
+    assert timed_node_logs(rd, ORIGIN_440, role="broker") is None  # no broker's log
+    rd.write_node_logs("kchaos-r-broker-2", {names.SERVER_LOG: ""})
+    given = timed_node_logs(rd, ORIGIN_440, role="broker")
+    assert given is not None and given.origin_unix_ns == ORIGIN_440
+    assert [n.container for n in given.nodes] == ["kchaos-r-broker-2"]
+    (tmp_path / names.RUN_JSON).unlink()
+    assert timed_node_logs(rd) is None  # logs, but no origin: no run.json
+    (tmp_path / names.RUN_JSON).write_text("{}")
+    assert timed_node_logs(rd) is None  # nor a history_start_unix_ns in it
+    (tmp_path / names.RUN_JSON).write_text(f'{{"history_start_unix_ns": {ORIGIN_440}}}')
+    found = timed_node_logs(rd)
+    assert found is not None and found.origin_unix_ns == ORIGIN_440
+    assert [n.container for n in found.nodes] == ["kchaos-r-broker-2", "kchaos-r-controller-101"]
