@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kchaos.harness.errors import ConfigError, WorkloadError
 from kchaos.harness.labels import labels_for
@@ -34,6 +34,9 @@ from kchaos.workloads.clients import QUIET_LOG_LEVEL, ProducerClient, SendCallba
 from kchaos.workloads.producer import ProducerWorker, producer_factory
 from kchaos.workloads.spec import CLIENT_LIBS, ProducerSpec
 from kchaos.workloads.topics import delete_topics, ensure_topics
+
+if TYPE_CHECKING:
+    from kchaos.harness.cluster.api import ToolHost
 
 PERF_TEST = "/opt/kafka/bin/kafka-producer-perf-test.sh"
 _PERF_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
@@ -81,7 +84,7 @@ def parse_perf_output(output: str) -> tuple[int, float]:
 
 
 def run_perf_test(
-    cluster: Any, topic: str, size: int, records: int, extra_props: tuple[str, ...] = ()
+    cluster: ToolHost, topic: str, size: int, records: int, extra_props: tuple[str, ...] = ()
 ) -> Case:
     """kafka-producer-perf-test in a labelled container on the cluster's network."""
     from kchaos.harness.cluster.topology import network_name
@@ -152,7 +155,7 @@ def run_recording(
 
 
 def run_bench(
-    cluster: Any,
+    cluster: ToolHost,
     sizes: list[int],
     libs: list[str],
     records: dict[int, int],

@@ -34,6 +34,7 @@ from kchaos.workloads.java_events import ConsumerEvents, ProducerEvents
 from kchaos.workloads.spec import ConsumerSpec, ProducerSpec
 
 if TYPE_CHECKING:
+    from kchaos.harness.cluster.api import ToolHost
     from kchaos.workloads.metrics import HarnessMetrics
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ class JavaRuntime:
     out_dir: Path | None = None  # raw stdout of every client (None: not kept)
 
     @classmethod
-    def for_cluster(cls, cluster: Any, run_dir: Path | None) -> JavaRuntime:
+    def for_cluster(cls, cluster: ToolHost, run_dir: Path | None) -> JavaRuntime:
         return cls(
             docker=cluster.client,
             image=cluster.kafka_image,

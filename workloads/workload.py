@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kchaos.harness.cluster.api import Topology
+from kchaos.harness.cluster.api import ToolHost
 from kchaos.harness.errors import WorkloadError
 from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.harness.rundir.rundir import RunDir
@@ -275,7 +275,7 @@ class Workload:
     def for_cluster(
         cls,
         spec: WorkloadSpec,
-        cluster: Topology,
+        cluster: ToolHost,
         sink: HistorySink,
         *,
         run_dir: Path | None = None,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from kchaos.harness.cluster.proxies import Toxiproxy
@@ -242,6 +242,18 @@ class NodeFilesystems(Protocol):
         ...
 
 
+class DockerAccess(Protocol):
+    """The Docker side of the cluster: its client and the Kafka image the brokers run."""
+
+    @property
+    def client(self) -> Any:
+        """The Docker client (docker.DockerClient)."""
+        ...
+
+    @property
+    def kafka_image(self) -> str: ...
+
+
 # Named unions, for consumers that need two of the above.
 
 
@@ -251,6 +263,11 @@ class NodeAccess(Topology, NodeProcesses, Protocol):
 
 class Targeting(Topology, Leadership, Protocol):
     """The nodes and who leads: resolving a fault's target spec."""
+
+
+class ToolHost(Topology, DockerAccess, Protocol):
+    """What starts a labelled helper container (a Java client, a perf tool) on the run's
+    network."""
 
 
 class TriggerReads(ClusterReads, NodeAccess, Protocol):
@@ -265,6 +282,7 @@ class ClusterHandle(
     ProxyAccess,
     ClusterReads,
     NodeFilesystems,
+    DockerAccess,
     Protocol,
 ):
     """Everything a started cluster offers to faults, workloads and the runner."""

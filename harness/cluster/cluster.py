@@ -596,12 +596,14 @@ if TYPE_CHECKING:
         api.Leadership,
         api.ClusterReads,
         api.NodeFilesystems,
+        api.DockerAccess,
         api.NodeAccess,
         api.Targeting,
         api.TriggerReads,
+        api.ToolHost,
         api.ClusterHandle,
     ]:
         """Never called: mypy checks here that Cluster implements each protocol of
         kchaos.harness.cluster.api (a missing or mistyped member fails `.ci/typecheck`)."""
         c = cluster
-        return (c, c, c, c, c, c, c, c, c, c, c)
+        return (c, c, c, c, c, c, c, c, c, c, c, c, c)

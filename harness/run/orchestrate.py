@@ -49,7 +49,7 @@ class RunResult:
     exit_code: int  # 0 ended as expected, 1 not, 2 unknown verdict (harness.rundir.expect)
     summary: dict[str, Any]
     paths: dict[str, str]
-    report: Any = None  # reports.build.RunReport
+    report: RunReport | None = None
 
 
 @contextlib.contextmanager

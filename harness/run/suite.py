@@ -124,8 +124,11 @@ def run_entries(
             failures.append(_failure(sc, run_dir, f"{type(exc).__name__}: {exc}"))
             codes.append(KchaosError.exit_code)
             continue
-        reports.append(result.report)
         codes.append(result.exit_code)
+        if result.report is None:  # the run stands, but its reports failed (printed above)
+            failures.append(_failure(sc, run_dir, "the run's reports could not be written"))
+            continue
+        reports.append(result.report)
     write(reports, failures)
     return 0 if all(c == 0 for c in codes) else max(codes)
 

@@ -19,6 +19,7 @@ CONCERNS = (
     api.Leadership,
     api.ClusterReads,
     api.NodeFilesystems,
+    api.DockerAccess,
 )
 
 
@@ -60,6 +61,8 @@ def test_named_unions_add_nothing_of_their_own():
     assert members(api.NodeAccess) == members(api.Topology) | members(api.NodeProcesses)
     assert own_members(api.Targeting) == set()
     assert members(api.Targeting) == members(api.Topology) | members(api.Leadership)
+    assert own_members(api.ToolHost) == set()
+    assert members(api.ToolHost) == members(api.Topology) | members(api.DockerAccess)
     assert own_members(api.TriggerReads) == set()
     assert members(api.TriggerReads) == members(api.ClusterReads) | members(api.NodeAccess)
 
