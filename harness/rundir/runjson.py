@@ -95,7 +95,7 @@ class RunSettings:
 
 
 # Field metadata of run.json's schema (kchaos.harness.rundir.schemagen's vocabulary):
-# every key may be null, as a hand-written run.json may say.
+# every key but ``format`` may also be null.
 _NOT_IN_FILE: dict[str, Any] = {"file": False}
 _TEXT: dict[str, Any] = {"ref": "text"}
 _OBJECT: dict[str, Any] = {"ref": "object"}
