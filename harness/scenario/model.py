@@ -3,10 +3,10 @@
 The one definition of a scenario file: every field has the meaning documented in
 docs/scenarios.md, and the published JSON Schema (harness/schema/scenario.schema.json) is
 generated from these classes by :mod:`kchaos.harness.scenario.schemagen` (a field's
-``metadata`` holds what its type cannot say: ranges, patterns, descriptions; that module
-lists the keys). Durations are seconds (floats; ``ref: duration`` lets the file also say
-``30s``). Kafka properties (``Mapping[str, str]``) are kept as strings, exactly as they go
-into server.properties or a client configuration.
+``metadata`` holds what its type cannot say: ranges, patterns, descriptions; the keys are
+listed in :mod:`kchaos.harness.rundir.schemagen`). Durations are seconds (floats;
+``ref: duration`` lets the file also say ``30s``). Kafka properties (``Mapping[str, str]``)
+are kept as strings, exactly as they go into server.properties or a client configuration.
 """
 
 from __future__ import annotations
