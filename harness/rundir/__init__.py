@@ -13,6 +13,8 @@ directory, its path, its reader and its writer. Behind it:
   to a verdict.
 * :mod:`kchaos.harness.rundir.runjson`: ``run.json``, one typed model (its JSON Schema is
   package data), one reader, one writer.
+* :mod:`kchaos.harness.rundir.schemagen`: JSON Schema from frozen dataclasses, how
+  run.json's and the scenario file's published schemas follow from their models.
 * :mod:`kchaos.harness.rundir.history`: ``history.jsonl``'s event names and its one
   streaming reader; :mod:`kchaos.harness.rundir.history_writer` its one writer (with the
   scribe process, :mod:`kchaos.harness.rundir.scribe`) and the in-memory sinks.

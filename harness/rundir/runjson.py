@@ -3,8 +3,9 @@
 The runner writes run.json when a run starts and rewrites it as the run goes
 (:func:`write_run`); every reader (the checker, the reports, the analysis tables, replay
 and shrink) gets it from :func:`load_run` as a :class:`RunJson`. Its JSON Schema,
-``kchaos/harness/schema/run.schema.json``, is package data like the scenario's; a file
-that breaks it is bad input (exit 3) naming the file and the field.
+``kchaos/harness/schema/run.schema.json``, is package data like the scenario's, generated
+from :class:`RunJson`'s fields (:mod:`kchaos.harness.rundir.runschema`); a file that breaks
+it is bad input (exit 3) naming the file and the field.
 
 Every field is optional: a hand-written run.json that only states a setting the checkers
 read is a valid one. The fields readers use are typed here; every other key (whatever a
@@ -93,28 +94,67 @@ class RunSettings:
         return load_run(run_dir, missing_ok=True).settings
 
 
+# Field metadata of run.json's schema (kchaos.harness.rundir.schemagen's vocabulary):
+# every key but ``format`` may also be null.
+_NOT_IN_FILE: dict[str, Any] = {"file": False}
+_TEXT: dict[str, Any] = {"ref": "text"}
+_OBJECT: dict[str, Any] = {"ref": "object"}
+_NULLABLE: dict[str, Any] = {"nullable": True}
+
+
 @dataclass(frozen=True)
 class RunJson:
     """A run's run.json. ``raw`` is the whole file; the rest are the fields readers use."""
 
-    raw: Mapping[str, Any]
-    source: str
-    settings: RunSettings
-    format: int | None = None
-    run_id: str | None = None
-    status: str | None = None
-    scenario: Mapping[str, Any] | None = None  # the resolved scenario (Scenario.to_dict())
-    scenario_name: str | None = None
-    seed: int | None = None
-    kafka_version: str | None = None
-    kafka_image: str | None = None
-    start: str | None = None
-    end: str | None = None
-    history_start_unix_ns: int | None = None
-    checks: Mapping[str, Any] = field(default_factory=dict)
-    expect: Mapping[str, Any] = field(default_factory=dict)
-    schedule: tuple[Mapping[str, Any], ...] | None = None  # None: the nemesis never started
-    nemesis_errors: tuple[Mapping[str, Any], ...] = ()
+    raw: Mapping[str, Any] = field(metadata=_NOT_IN_FILE)
+    source: str = field(metadata=_NOT_IN_FILE)
+    settings: RunSettings = field(metadata=_NOT_IN_FILE)
+    format: int | None = field(
+        default=None,
+        metadata={"description": "run.json format; a reader refuses a newer one", "minimum": 1},
+    )
+    run_id: str | None = field(default=None, metadata=_TEXT)
+    status: str | None = field(
+        default=None,
+        metadata={
+            "description": "starting, started, running, completed, interrupted or error",
+            **_TEXT,
+        },
+    )
+    # the resolved scenario (Scenario.to_dict()); the file may give a name instead
+    scenario: Mapping[str, Any] | None = field(
+        default=None,
+        metadata={
+            "description": "the resolved scenario (Scenario.to_dict()), or a scenario name",
+            "type": ["object", "string", "null"],
+        },
+    )
+    scenario_name: str | None = field(default=None, metadata=_TEXT)
+    seed: int | None = field(default=None, metadata=_NULLABLE)
+    kafka_version: str | None = field(default=None, metadata=_TEXT)
+    # the file's image.kafka
+    kafka_image: str | None = field(
+        default=None,
+        metadata={"file": "image", "description": "kafka and toxiproxy image tags", **_OBJECT},
+    )
+    start: str | None = field(
+        default=None, metadata={"description": "wall-clock start, UTC, ISO 8601", **_TEXT}
+    )
+    end: str | None = field(
+        default=None, metadata={"description": "wall-clock end, UTC, ISO 8601", **_TEXT}
+    )
+    history_start_unix_ns: int | None = field(
+        default=None,
+        metadata={"description": "wall clock (Unix ns) of history time 0", **_NULLABLE},
+    )
+    checks: Mapping[str, Any] = field(default_factory=dict, metadata=_OBJECT)
+    expect: Mapping[str, Any] = field(default_factory=dict, metadata=_OBJECT)
+    # None: the nemesis never started
+    schedule: tuple[Mapping[str, Any], ...] | None = field(
+        default=None,
+        metadata={"description": "the nemesis schedule the run executed", **_NULLABLE},
+    )
+    nemesis_errors: tuple[Mapping[str, Any], ...] = field(default=(), metadata=_NULLABLE)
 
     @property
     def present(self) -> bool:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kchaos.harness.errors import ConfigError
@@ -46,6 +46,12 @@ OUTSIDE_RANGE = "outside the scenario's range"
 
 _RELEASE = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)$")
 _TICKET_ID = re.compile(r"^KAFKA-[0-9]+$")
+
+#: A release number (3.7.0) as the scenario file's JSON Schema writes it.
+RELEASE_PATTERN = r"^[0-9]+\.[0-9]+\.[0-9]+$"
+# What the scenario schema (generated from these fields' metadata by
+# kchaos.harness.scenario.schemagen) says of a release number.
+_A_RELEASE = {"pattern": RELEASE_PATTERN}
 
 
 #: Makes the error for a field of the section: (path inside ``ticket``, message).
@@ -68,12 +74,12 @@ def release(text: str) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class Ticket:
-    id: str
-    title: str
-    fixed_in: tuple[str, ...]
-    commit: str = ""
-    affected_from: str | None = None
-    compare: tuple[str, ...] = ()
+    id: str = field(metadata={"pattern": _TICKET_ID.pattern})
+    title: str = field(metadata={"minLength": 5})
+    fixed_in: tuple[str, ...] = field(metadata={"minItems": 1, "items": _A_RELEASE})
+    commit: str = field(default="", metadata={"pattern": "^[0-9a-f]{7,40}$"})
+    affected_from: str | None = field(default=None, metadata=_A_RELEASE)
+    compare: tuple[str, ...] = field(default=(), metadata={"items": _A_RELEASE})
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], error: ErrorAt = _plain_error) -> Ticket:

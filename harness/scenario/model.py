@@ -1,9 +1,12 @@
 """A scenario as frozen dataclasses: what the loader returns and the runner consumes.
 
-Every field has the meaning documented in docs/scenarios.md and in the published JSON
-Schema (harness/schema/scenario.schema.json). Durations are seconds (floats). Kafka
-properties are kept as strings, exactly as they go into server.properties or a client
-configuration.
+The one definition of a scenario file: every field has the meaning documented in
+docs/scenarios.md, and the published JSON Schema (harness/schema/scenario.schema.json) is
+generated from these classes by :mod:`kchaos.harness.scenario.schemagen` (a field's
+``metadata`` holds what its type cannot say: ranges, patterns, descriptions; the keys are
+listed in :mod:`kchaos.harness.rundir.schemagen`). Durations are seconds (floats;
+``ref: duration`` lets the file also say ``30s``). Kafka properties (``Mapping[str, str]``)
+are kept as strings, exactly as they go into server.properties or a client configuration.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kchaos.harness.rundir.anomalies import KINDS
 from kchaos.harness.rundir.files import jsonable
+from kchaos.harness.rundir.names import RESULTS_JSON
 from kchaos.harness.rundir.results import Verdict
 from kchaos.harness.rundir.tickets import Ticket
 
@@ -23,127 +27,289 @@ if TYPE_CHECKING:
 # The anomaly kinds `expect` may name: the vocabulary defined once in rundir.anomalies.
 ANOMALY_KINDS: tuple[str, ...] = KINDS
 
+# Field metadata used more than once (schemagen's vocabulary).
+_DURATION: dict[str, Any] = {"ref": "duration"}
+_WORKERS: dict[str, Any] = {"minimum": 0, "maximum": 64}  # clients of one kind
+_GROUP: dict[str, Any] = {"minLength": 1}
+_KEYS: dict[str, Any] = {"minimum": 0}
+_MESSAGE_SIZE: dict[str, Any] = {"minimum": 1, "maximum": 1048576}
+_KINDS: dict[str, Any] = {"items": {"ref": "anomaly"}}
+# The file's ``valid``: a verdict, or ``any`` (None here).
+_VALID: dict[str, Any] = {"enum": [True, False, "unknown", "any"]}
+
 
 @dataclass(frozen=True)
 class ClusterConfig:
-    brokers: int = 3
-    controllers: int = 0  # dedicated controllers; 0 = combined broker+controller nodes
-    kafka_version: str | None = None  # None: harness.images.DEFAULT_KAFKA_VERSION
-    image: str | None = None  # None: the offline kchaos image; "registry"; or an image tag
+    brokers: int = field(default=3, metadata={"minimum": 1, "maximum": 9})
+    controllers: int = field(
+        default=0,
+        metadata={
+            "description": "Dedicated KRaft controllers; 0 = combined broker+controller nodes.",
+            "minimum": 0,
+            "maximum": 5,
+        },
+    )
+    # None: harness.images.DEFAULT_KAFKA_VERSION
+    kafka_version: str | None = field(
+        default=None, metadata={"nullable": True, "pattern": "^[0-9]+\\.[0-9]+(\\.[0-9]+)?$"}
+    )
+    image: str | None = field(
+        default=None,
+        metadata={
+            "description": 'null: the offline kchaos image; "registry": the official images; '
+            "otherwise an image tag.",
+            "nullable": True,
+        },
+    )
     server_properties: Mapping[str, str] = field(default_factory=dict)
-    broker_properties: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
-    heap: str = "512m"
-    # extra ext4 options of the nodes' data filesystems (ClusterSpec.data_mount_options)
-    data_mount_options: tuple[str, ...] = ()
+    broker_properties: Mapping[int, Mapping[str, str]] = field(
+        default_factory=dict,
+        metadata={"description": "Per-broker server properties, keyed by node id."},
+    )
+    heap: str = field(default="512m", metadata={"pattern": "^[0-9]+[mMgG]$"})
+    # extra ext4 options of the nodes' data filesystems (ClusterSpec.data_mount_options);
+    # the file may give them as one comma-separated string
+    data_mount_options: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "description": "Extra ext4 options for every node's data filesystem, after "
+            "noatime (also at each remount after a hard reboot): a list, or one "
+            "comma-separated string. Example: [noauto_da_alloc].",
+            "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+        },
+    )
 
 
 @dataclass(frozen=True)
 class TopicConfig:
-    name: str
-    partitions: int = 3
-    replication_factor: int = 3
+    name: str = field(metadata={"pattern": "^[A-Za-z0-9._-]{1,200}$"})
+    partitions: int = field(default=3, metadata={"minimum": 1, "maximum": 1000})
+    replication_factor: int = field(default=3, metadata={"minimum": 1, "maximum": 9})
     configs: Mapping[str, str] = field(default_factory=dict)
-    assignment: tuple[tuple[int, ...], ...] = ()  # replicas per partition; first = preferred
+    assignment: tuple[tuple[int, ...], ...] = field(
+        default=(),
+        metadata={
+            "description": "Replica assignment, one list of node ids per partition; the first "
+            "id is the preferred leader.",
+            "items": {"minItems": 1, "items": {"minimum": 1}},
+        },
+    )
 
 
 @dataclass(frozen=True)
 class ProducerConfig:
-    count: int = 1
-    rate: float = 100.0  # sends per second per producer; 0 = as fast as possible
-    acks: str = "all"
-    keys: int = 16  # distinct keys (spread over partitions); 0 = no key
-    message_size: int = 100
-    # the bytes after each value: "repeated" (one byte, cheap to compress) or "random"
-    # (fresh random letters per record, costly to compress: a broker that recompresses
-    # works hard on them)
-    padding: Literal["repeated", "random"] = "repeated"
-    max_in_flight: int = 100  # outstanding sends per producer
+    count: int = field(default=1, metadata=_WORKERS)
+    rate: float = field(
+        default=100.0,
+        metadata={
+            "description": "Sends per second per producer; 0 = as fast as possible.",
+            "minimum": 0,
+        },
+    )
+    # "all", "0" or "1"; the file may also say -1 (the loader's "all") or a number
+    acks: str = field(default="all", metadata={"enum": ["all", "-1", "0", "1", -1, 0, 1]})
+    # distinct keys (spread over partitions); 0 = no key
+    keys: int = field(default=16, metadata=_KEYS)
+    message_size: int = field(default=100, metadata=_MESSAGE_SIZE)
+    padding: Literal["repeated", "random"] = field(
+        default="repeated",
+        metadata={
+            "description": "The bytes after each value: one repeated byte (cheap to "
+            "compress) or fresh random letters per record (costly to compress, for a broker "
+            "that recompresses)."
+        },
+    )
+    # outstanding sends per producer
+    max_in_flight: int = field(default=100, metadata={"minimum": 1})
     configs: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class ConsumerConfig:
-    count: int = 0
+    count: int = field(default=0, metadata=_WORKERS)
     mode: Literal["subscribe", "assign"] = "subscribe"
-    group: str = "kchaos"
-    rack: str | None = None  # client.rack: read from a follower in that rack (KIP-392)
+    group: str = field(default="kchaos", metadata=_GROUP)
+    # client.rack: read from a follower in that rack (KIP-392)
+    rack: str | None = field(default=None, metadata={"nullable": True})
     configs: Mapping[str, str] = field(default_factory=dict)
-    isolation: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
+    isolation: Literal["read_uncommitted", "read_committed"] = field(
+        default="read_uncommitted",
+        metadata={
+            "description": "Kafka's isolation.level; every assign line records it (history "
+            "format 1.2)."
+        },
+    )
 
 
 @dataclass(frozen=True)
 class CopierConfig:
     """A consume-transform-produce copier (input -> output, offsets in the transaction)."""
 
-    input: str
-    output: str
-    group: str = "kchaos-copier"
-    max_batch: int = 20  # input records per transaction, at most
+    input: str = field(metadata={"minLength": 1})
+    output: str = field(metadata={"minLength": 1})
+    group: str = field(default="kchaos-copier", metadata=_GROUP)
+    # input records per transaction, at most
+    max_batch: int = field(default=20, metadata={"minimum": 1, "maximum": 10000})
 
 
 @dataclass(frozen=True)
 class ReadersConfig:
     """read_committed consumers of a transactional run (besides ``consumers``)."""
 
-    subscribe: int = 0  # group members
-    assign: int = 0  # manual assignment of every partition
-    group: str = "kchaos-txn"
+    subscribe: int = field(default=0, metadata=_WORKERS)  # group members
+    assign: int = field(default=0, metadata=_WORKERS)  # manual assignment of every partition
+    group: str = field(default="kchaos-txn", metadata=_GROUP)
 
 
 @dataclass(frozen=True)
 class TransactionsConfig:
     """Transactional producers, readers and copier (history format 1.2)."""
 
-    producers: int = 1
-    topics: tuple[str, ...] = ()  # empty: the workload's topics but the copier's output
-    max_sends: int = 4  # values per transaction: 1 to this many
-    abort_ratio: float = 0.2  # the share of transactions aborted on purpose
-    rate: float = 5.0  # transactions per second per producer; 0 = as fast as possible
-    timeout: float = 10.0  # transaction.timeout.ms, in seconds
-    keys: int = 16
-    message_size: int = 100
-    process: bool = True  # each transactional client in a process of its own
-    readers: ReadersConfig = field(default_factory=ReadersConfig)
-    copier: CopierConfig | None = None
+    producers: int = field(
+        default=1,
+        metadata={
+            "description": "Transactional producer workers; transactional.id kchaos-t-<process>.",
+            **_WORKERS,
+        },
+    )
+    topics: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "description": "Topics the transactional producers write; empty: the workload's "
+            "topics but the copier's output."
+        },
+    )
+    max_sends: int = field(
+        default=4,
+        metadata={
+            "description": "Values per transaction: 1 to this many, each to a random topic "
+            "and key.",
+            "minimum": 1,
+            "maximum": 1000,
+        },
+    )
+    abort_ratio: float = field(
+        default=0.2,
+        metadata={
+            "description": "The share of transactions aborted on purpose.",
+            "minimum": 0,
+            "maximum": 1,
+        },
+    )
+    rate: float = field(
+        default=5.0,
+        metadata={
+            "description": "Transactions per second per producer; 0 = as fast as possible.",
+            "minimum": 0,
+        },
+    )
+    # transaction.timeout.ms, in seconds
+    timeout: float = field(
+        default=10.0,
+        metadata={
+            "description": "transaction.timeout.ms; the drain waits at most this plus 10 s "
+            "for the last stable offsets.",
+            **_DURATION,
+        },
+    )
+    keys: int = field(default=16, metadata=_KEYS)
+    message_size: int = field(default=100, metadata=_MESSAGE_SIZE)
+    process: bool = field(
+        default=True,
+        metadata={
+            "description": "Run each transactional client in a process of its own (default "
+            "true), so that a fault can pause it."
+        },
+    )
+    readers: ReadersConfig = field(
+        default_factory=ReadersConfig,
+        metadata={"description": "read_committed consumers, besides workload.consumers."},
+    )
+    copier: CopierConfig | None = field(
+        default=None,
+        metadata={
+            "description": "A consume-transform-produce copier: reads input read_committed, "
+            "writes one copy per record to output and commits the consumed offsets in the "
+            "same transaction."
+        },
+    )
     configs: Mapping[str, str] = field(default_factory=dict)  # raw producer configs
 
 
 @dataclass(frozen=True)
 class WorkloadConfig:
-    duration: float = 60.0
+    duration: float = field(metadata=_DURATION)  # the one field a file must give
     client: Literal["confluent-kafka", "kafka-python", "java"] = "confluent-kafka"
     topics: tuple[str, ...] = ()  # empty: every topic of the scenario
     producers: ProducerConfig = field(default_factory=ProducerConfig)
     consumers: ConsumerConfig = field(default_factory=ConsumerConfig)
-    monitor_interval: float = 0.5
-    drain_timeout: float = 120.0
-    transactions: TransactionsConfig | None = None
+    monitor_interval: float = field(default=0.5, metadata=_DURATION)
+    drain_timeout: float = field(default=120.0, metadata=_DURATION)
+    transactions: TransactionsConfig | None = field(
+        default=None,
+        metadata={
+            "description": "Transactional producers, read_committed readers and a "
+            "consume-transform-produce copier (history format 1.2; confluent-kafka only). A "
+            "run with transactions drains read_committed."
+        },
+    )
 
 
 @dataclass(frozen=True)
 class FaultStep:
     """One scripted fault: start ``at`` seconds into the workload, heal after ``duration``."""
 
-    fault: str
-    at: float
-    duration: float | None = None  # None: an instantaneous fault (e.g. a kill and restart)
-    target: str = "random"
+    fault: str = field(metadata={"minLength": 1})
+    at: float = field(metadata=_DURATION)
+    # None: an instantaneous fault (e.g. a kill and restart)
+    duration: float | None = field(default=None, metadata=_DURATION)
+    target: str = field(default="random", metadata={"ref": "target"})
     params: Mapping[str, Any] = field(default_factory=dict)
-    when: Any = None  # a state trigger (faults.trigger): start once it holds, after ``at``
-    timeout: float | None = None  # how long ``when`` may wait (None: the default)
-    on_timeout: str | None = None  # "skip" (None: the default) or "start"
+    # a state trigger (faults.trigger): start once it holds, after ``at``
+    when: Any = field(
+        default=None,
+        metadata={
+            "description": "start the step when the cluster shows a condition (at or after "
+            "`at`): {in_isr: {broker, topic, partition}}, {out_of_isr: {...}}, {isr_below: "
+            "{topic, partition, size}} (in these three, coordinator: txn:ID or group:G may "
+            "stand for topic and partition), {registered: {broker[, unfenced]}}, {log_line: "
+            "{broker, contains}}, {checkpoint_rewritten: {broker, topic, partition}}, or a "
+            "list of them held in turn (docs/faults.md)",
+            "type": ["object", "array"],
+        },
+    )
+    # how long ``when`` may wait (None: the default)
+    timeout: float | None = field(
+        default=None,
+        metadata={
+            "description": "how long `when` may wait before the step fails (default 60s)",
+            **_DURATION,
+        },
+    )
+    # None: the default, skip
+    on_timeout: Literal["skip", "start"] | None = field(
+        default=None,
+        metadata={
+            "description": "when `when` never held within `timeout`: skip the step (default) "
+            "or start it anyway"
+        },
+    )
 
 
 @dataclass(frozen=True)
 class RandomSchedule:
     """A seeded random mix of fault families."""
 
-    faults: tuple[str, ...]
-    start: float = 10.0  # first fault not before this offset
-    quiet: float = 10.0  # quiet period between one fault's heal and the next start
-    min_duration: float = 5.0
-    max_duration: float = 15.0
-    targets: tuple[str, ...] = ("random",)
+    faults: tuple[str, ...] = field(metadata={"minItems": 1})
+    # first fault not before this offset
+    start: float = field(default=10.0, metadata=_DURATION)
+    # quiet period between one fault's heal and the next start
+    quiet: float = field(default=10.0, metadata=_DURATION)
+    min_duration: float = field(default=5.0, metadata=_DURATION)
+    max_duration: float = field(default=15.0, metadata=_DURATION)
+    targets: tuple[str, ...] = field(
+        default=("random",), metadata={"minItems": 1, "items": {"ref": "target"}}
+    )
     params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # per fault
 
 
@@ -161,52 +327,114 @@ class NemesisConfig:
 class ChecksConfig:
     """SLO thresholds; None means not checked."""
 
-    max_offline_seconds: float | None = None
-    max_time_to_full_isr_seconds: float | None = None
-    min_ok_sends: int | None = None
+    max_offline_seconds: float | None = field(default=None, metadata=_DURATION)
+    max_time_to_full_isr_seconds: float | None = field(default=None, metadata=_DURATION)
+    min_ok_sends: int | None = field(default=None, metadata={"minimum": 0})
 
 
 @dataclass(frozen=True)
 class ExpectConfig:
     """What the run must produce. The default is a valid run (no anomaly of any kind)."""
 
-    valid: Verdict | None = True  # None: any verdict
-    anomalies: tuple[str, ...] = ()  # kinds that MUST be found (negative controls)
-    allowed: tuple[str, ...] = ()  # kinds that MAY be found without failing the run
-    # causes that excuse an anomaly: a kind every occurrence of which the checker put
-    # down to one of these (results.json ``causes``, e.g. ``producer-epoch-bump`` for a
-    # duplicate the client re-sent) does not fail the run; the verdict is unchanged
-    allowed_causes: tuple[str, ...] = ()
-    # kinds that must NOT be found: the way to fail a run on a reported-only kind (an
-    # offline window, a live broker fenced) that ``valid`` alone never judges
-    forbid: tuple[str, ...] = ()
-    # the longest offline window must last at least this long (seconds): the way to fail
-    # a run on an outage that did NOT happen (KIP-501 before eligible leader replicas)
-    offline_at_least: float | None = None
-    # The file's whole section when it has per-release entries (``before``): kept so
-    # that a replay on another release resolves it again (``kchaos replay
-    # --kafka-version``); empty when the section has none. Not part of the judgement.
-    section: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    valid: Verdict | None = field(default=True, metadata=_VALID)  # None: any verdict
+    # kinds that MUST be found (negative controls)
+    anomalies: tuple[str, ...] = field(default=(), metadata=_KINDS)
+    # kinds that MAY be found without failing the run
+    allowed: tuple[str, ...] = field(default=(), metadata=_KINDS)
+    # causes that excuse an anomaly (e.g. ``producer-epoch-bump`` for a duplicate the
+    # client re-sent)
+    allowed_causes: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "description": "Causes that excuse an anomaly: a kind every occurrence of which "
+            f"the checker put down to one of these ({RESULTS_JSON} 'causes') does not fail the "
+            "run; the verdict is unchanged.",
+            "items": {"ref": "cause"},
+        },
+    )
+    # kinds that must NOT be found (an offline window, a live broker fenced)
+    forbid: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "description": "Kinds that must not be found: a run in which one is found did not "
+            "end as expected, whatever its verdict (the one way to fail a run on a "
+            "reported-only kind such as offline or live-broker-fenced).",
+            **_KINDS,
+        },
+    )
+    # seconds; the way to fail a run on an outage that did NOT happen
+    offline_at_least: float | None = field(
+        default=None,
+        metadata={
+            "description": "The longest offline window must last at least this long, or the "
+            "run did not end as expected (an outage a release is known to have, such as "
+            "KIP-501's before eligible leader replicas).",
+            **_DURATION,
+        },
+    )
+    # The file's whole section when it has per-release entries (``before``, the file's
+    # key for this field): kept so that a replay on another release resolves it again
+    # (``kchaos replay --kafka-version``); empty when the section has none. Not part of
+    # the judgement.
+    section: Mapping[str, Any] = field(
+        default_factory=dict,
+        compare=False,
+        metadata={
+            "file": "before",
+            "per_release": True,
+            "description": 'Expectations for older Kafka releases: {"3.5.0": {valid, '
+            "anomalies, allowed, forbid, offline_at_least}} applies to every release below "
+            "3.5.0 (the fix's release); with several, the lowest bound above the run's "
+            "release wins.",
+        },
+    )
 
 
 @dataclass(frozen=True)
 class Scenario:
-    name: str
-    description: str
+    name: str = field(
+        metadata={
+            "description": "Short name; library scenarios are named after their file.",
+            "pattern": "^[a-z0-9][a-z0-9._-]*$",
+        }
+    )
+    description: str = field(
+        metadata={
+            "description": "The incident: what happened, its source, and what a healthy "
+            "cluster should show.",
+            "minLength": 20,
+        }
+    )
     cluster: ClusterConfig
-    topics: tuple[TopicConfig, ...]
+    topics: tuple[TopicConfig, ...] = field(metadata={"minItems": 1})
     workload: WorkloadConfig
-    nemesis: NemesisConfig
-    checks: ChecksConfig
-    expect: ExpectConfig
-    seed: int = 0
-    source: str = ""  # the file it came from (or "<library>/name.yaml")
+    nemesis: NemesisConfig = field(default_factory=NemesisConfig)
+    checks: ChecksConfig = field(default_factory=ChecksConfig)
+    expect: ExpectConfig = field(default_factory=ExpectConfig)
+    seed: int = field(
+        default=0,
+        metadata={
+            "description": "Default seed of the random schedule; --seed overrides it.",
+            "minimum": 0,
+        },
+    )
+    # the file it came from (or "<library>/name.yaml")
+    source: str = field(default="", metadata={"file": False})
     tags: tuple[str, ...] = ()
     # the Kafka ticket a known-bug scenario reproduces (affected and fixed releases)
-    ticket: Ticket | None = None
+    ticket: Ticket | None = field(
+        default=None,
+        metadata={
+            "description": "The Kafka ticket this scenario reproduces (tag the scenario "
+            "known-bug): its id, what it is, the fixing commit in apache/kafka, the first "
+            "fixed release of each release line the fix reached, the oldest release the "
+            "scenario runs on, and the releases `kchaos matrix --tag known-bug` compares by "
+            "default (docs/incidents.md)."
+        },
+    )
     # The cluster, workload and schedule in their own packages' types, built by the
     # loader (harness.scenario.plan); not part of the scenario's value or its file.
-    plan: Plan | None = field(default=None, compare=False, repr=False)
+    plan: Plan | None = field(default=None, compare=False, repr=False, metadata={"file": False})
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (for run.json); loading it back gives the same scenario."""

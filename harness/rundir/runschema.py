@@ -1,0 +1,90 @@
+"""run.json's published JSON Schema, generated from :class:`~kchaos.harness.rundir.runjson.RunJson`.
+
+The fields readers use are RunJson's (their types and ``metadata`` give the schema, by
+:mod:`kchaos.harness.rundir.schemagen`'s rules); the keys a reader keeps as written, in
+``RunJson.raw``, are described in :data:`KEPT_AS_WRITTEN`. Every key is optional and may
+be null, and a key the schema does not name is allowed (a later kchaos may add one).
+
+``harness/schema/run.schema.json`` is this module's output: regenerate it with
+``python -m kchaos.harness.rundir.runschema`` after a change to RunJson or to the table
+below; a unit test fails while the two disagree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kchaos.harness.rundir import schemagen
+from kchaos.harness.rundir.runjson import RunJson
+
+#: Where the generated file lives in the source tree (package data of kchaos.harness).
+SCHEMA_FILE = Path(__file__).resolve().parents[1] / "schema" / "run.schema.json"
+
+_HEAD: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://kchaos.dev/schema/run.schema.json",
+    "title": "kchaos run.json, format 1",
+    "description": "What a run directory's run.json holds. Every field is optional, so a "
+    "hand-written run.json with only the settings the checkers read is valid; the runner "
+    "writes all of them. Fields not listed here are kept and passed through.",
+}
+
+DEFS: dict[str, Any] = {
+    "text": {"type": ["string", "null"]},
+    "object": {"type": ["object", "null"]},
+}
+
+_TEXT = {"$ref": "#/$defs/text"}
+_OBJECT = {"$ref": "#/$defs/object"}
+
+#: The keys the runner writes that RunJson does not type (readers find them with
+#: ``RunJson.get``), and their schemas.
+KEPT_AS_WRITTEN: dict[str, dict[str, Any]] = {
+    "command": {"type": ["array", "null"], "items": {"type": "string"}},
+    "wall_seconds": {"type": ["number", "null"]},
+    "cluster": {
+        "description": "brokers, controllers, server_properties, broker_properties",
+        **_OBJECT,
+    },
+    "cluster_spec": _OBJECT,
+    "topics": {"type": ["array", "object", "null"]},
+    "producer": _OBJECT,
+    "consumer": _OBJECT,
+    "heal_actions": {"type": ["array", "null"]},
+    "workload_stats": _OBJECT,
+    "drain": {"type": ["object", "array", "null"]},
+    "after_run": {
+        "description": "controller.jsonl and node logs collected after the run",
+        **_OBJECT,
+    },
+    "replicas": {"description": "replicas.jsonl collected after the run", **_OBJECT},
+    "reread": {"description": "the committed-offset re-read after the run", **_OBJECT},
+    "replay_of": {"description": "the run this one replays", **_OBJECT},
+    "shrink_of": {"description": "the run directory a shrink attempt shrinks", **_TEXT},
+    "generated_by": _TEXT,
+}
+
+
+def generate() -> dict[str, Any]:
+    """run.json's JSON Schema (draft 2020-12), from RunJson and :data:`KEPT_AS_WRITTEN`."""
+    body = schemagen.object_schema(RunJson, closed=False)
+    typed = set(body["properties"])
+    if typed & set(KEPT_AS_WRITTEN):
+        raise ValueError(f"typed by RunJson and kept as written: {typed & set(KEPT_AS_WRITTEN)}")
+    body["properties"].update(KEPT_AS_WRITTEN)
+    return {**_HEAD, **body, "$defs": DEFS}
+
+
+def render() -> str:
+    """The text of ``run.schema.json``."""
+    return schemagen.render(generate())
+
+
+def write(path: Path = SCHEMA_FILE) -> Path:
+    """Regenerate the published schema file."""
+    return schemagen.write(generate(), path)
+
+
+if __name__ == "__main__":
+    print(write())
