@@ -10,8 +10,9 @@ same way because seed and fault ids are the same. A run.json without ``schedule`
 ended before the nemesis started) replays the scenario's own nemesis section, which the
 same seed expands the same way.
 
-The rebuilt scenario goes through the loader (the checks of `kchaos validate`), and the
-new run directory's run.json names the run it replays (``replay_of``).
+The rebuilt scenario data goes through the loader's checks (those of `kchaos validate`)
+as data, without a YAML text in between (``load_scenario_data``), and the new run
+directory's run.json names the run it replays (``replay_of``).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from typing import Any
 from kchaos.harness.errors import ConfigError, HistoryError, KchaosError, shown
 from kchaos.harness.rundir.names import RUN_JSON
 from kchaos.harness.rundir.runjson import RunJson, load_run
-from kchaos.harness.scenario.dump import file_data, to_yaml
-from kchaos.harness.scenario.loader import load_scenario
+from kchaos.harness.scenario.dump import file_data
+from kchaos.harness.scenario.loader import load_scenario_data
 from kchaos.harness.scenario.model import Scenario
 
 
@@ -102,10 +103,10 @@ def scenario_data(run: RunJson, file: str) -> dict[str, Any]:
 
 
 def load_data(data: Mapping[str, Any], file: str, *, kafka_version: str | None = None) -> Scenario:
-    """Load scenario-file data through the loader; a refusal of the stored data itself is
-    reported against ``file`` (there is no YAML file whose lines it could name)."""
+    """Build a scenario from stored scenario data with the loader's checks (no YAML on
+    the way); a refusal of the stored data itself is reported against ``file``."""
     try:
-        return load_scenario(file, text=to_yaml(data), kafka_version=kafka_version)
+        return load_scenario_data(data, file, kafka_version=kafka_version)
     except ConfigError as exc:
         if exc.file != file:  # e.g. --kafka-version
             raise

@@ -366,6 +366,33 @@ def load_scenario(
             props[key] = value
             src.origins[("cluster", "server_properties", key)] = str(broker_config)
             src.origin_lines[("cluster", "server_properties", key)] = overlay_lines[key]
+    return _checked(src, seed)
+
+
+def load_scenario_data(
+    data: Mapping[str, Any], file: str, *, kafka_version: str | None = None
+) -> Scenario:
+    """A scenario from plain data rather than YAML text: the scenario a run directory
+    stores (run.json), which replay and shrink run again. The same checks and build as
+    :func:`load_scenario`; an error names ``file`` and the field (there are no lines)."""
+    src = Source(data=_plain_data(data), file=file)
+    if kafka_version is not None:
+        src.data.setdefault("cluster", {})["kafka_version"] = kafka_version
+        src.origins[("cluster", "kafka_version")] = "--kafka-version"
+    return _checked(src, None)
+
+
+def _plain_data(node: Any) -> Any:
+    """A copy with the shapes the YAML reader gives: dicts with string keys, lists."""
+    if isinstance(node, Mapping):
+        return {str(k): _plain_data(v) for k, v in node.items()}
+    if isinstance(node, list | tuple):
+        return [_plain_data(v) for v in node]
+    return node
+
+
+def _checked(src: Source, seed: int | None) -> Scenario:
+    """Every check, the build and the plan of a scenario's data, in order."""
     check_values(src)
     validate_schema(src)
     scenario = _build(src, seed)
