@@ -1,10 +1,9 @@
 """run.json: written when a run starts, rewritten as it goes, completed at its end.
 
 It carries everything that describes the run (format doc, "The run directory"): the
-resolved scenario, seed, Kafka version and images, the broker and topic configs, the
-producer and consumer configs, wall-clock start and end, the nemesis schedule, and the
-keys the checkers read (``producer.acks``, ``cluster.server_properties``, ``topics``,
-``checks.*``) at the top level.
+resolved scenario (its seed, broker and topic configs, producer and consumer configs,
+checks and expectation), the Kafka version and images, wall-clock start and end and the
+nemesis schedule; each fact once (:func:`initial`).
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from kchaos.harness.rundir.files import jsonable
 from kchaos.harness.rundir.names import RUN_JSON
 from kchaos.harness.rundir.runjson import FORMAT, write_run
 from kchaos.harness.scenario.model import Scenario
-from kchaos.harness.scenario.plan import producer_fields
 
 __all__ = ["FORMAT", "RunRecord", "initial", "jsonable", "record_step", "utc_now"]
 
@@ -66,44 +64,20 @@ def record_step(
 
 
 def initial(sc: Scenario, run_id: str, kafka_version: str, command: list[str] | None) -> dict:
-    scenario = sc.to_dict()
-    producers = sc.workload.producers
-    consumers = sc.workload.consumers
+    """run.json as a run starts. Each fact once: the resolved scenario holds the seed and
+    every configured section (cluster, topics, workload with its producers, consumers and
+    transactions, checks, expect); the top level adds only what the scenario does not say
+    (the run's id, its resolved Kafka release, its times). Runs before 2026-11-26 also
+    copied the cluster, topics, producer, consumer, transactions, checks, expect and seed
+    to the top level; the reader (``rundir.runjson``) still takes either."""
     return {
         "format": FORMAT,
         "run_id": run_id,
         "status": "starting",
         "command": command or [],
-        "scenario": scenario,
-        "seed": sc.seed,
+        "scenario": sc.to_dict(),
         "kafka_version": kafka_version,
         "image": None,
         "start": utc_now(),
         "end": None,
-        "cluster": {
-            "brokers": sc.cluster.brokers,
-            "controllers": sc.cluster.controllers,
-            "server_properties": dict(sc.cluster.server_properties),
-            "broker_properties": {str(k): dict(v) for k, v in sc.cluster.broker_properties.items()},
-        },
-        "topics": scenario["topics"],
-        "producer": {
-            "client": sc.workload.client,
-            "count": producers.count,
-            "acks": producers.acks,
-            "rate": producers.rate,
-            "configs": dict(producers.configs),
-            "spec": producer_fields(producers, sc.workload.client),
-        },
-        "consumer": {
-            "client": sc.workload.client,
-            "count": consumers.count,
-            "mode": consumers.mode,
-            "rack": consumers.rack,
-            "configs": dict(consumers.configs),
-            "isolation": consumers.isolation,
-        },
-        "transactions": scenario["workload"].get("transactions"),
-        "checks": scenario["checks"],
-        "expect": scenario["expect"],
     }

@@ -197,7 +197,7 @@ class RunJson:
             status=data.get("status"),
             scenario=sc,
             scenario_name=None if name is None else str(name),
-            seed=data.get("seed"),
+            seed=data.get("seed", None if sc is None else sc.get("seed")),
             kafka_version=data.get("kafka_version") or _kafka_version(sc),
             kafka_image=(image or {}).get("kafka") if isinstance(image, Mapping) else None,
             start=data.get("start"),

@@ -43,14 +43,27 @@ _OBJECT = {"$ref": "#/$defs/object"}
 KEPT_AS_WRITTEN: dict[str, dict[str, Any]] = {
     "command": {"type": ["array", "null"], "items": {"type": "string"}},
     "wall_seconds": {"type": ["number", "null"]},
+    # Copies of the scenario's sections that runs before 2026-11-26 wrote at the top level
+    # (the runner now writes each fact once, in `scenario`); a hand-written run.json may
+    # still state a checker setting here.
     "cluster": {
-        "description": "brokers, controllers, server_properties, broker_properties",
+        "description": "brokers, controllers, server_properties, broker_properties "
+        "(older runs and hand-written files; the runner writes the scenario's)",
         **_OBJECT,
     },
     "cluster_spec": _OBJECT,
-    "topics": {"type": ["array", "object", "null"]},
-    "producer": _OBJECT,
-    "consumer": _OBJECT,
+    "topics": {
+        "description": "older runs and hand-written files; the runner writes the scenario's",
+        "type": ["array", "object", "null"],
+    },
+    "producer": {
+        "description": "older runs and hand-written files; the runner writes the scenario's",
+        **_OBJECT,
+    },
+    "consumer": {
+        "description": "older runs and hand-written files; the runner writes the scenario's",
+        **_OBJECT,
+    },
     "heal_actions": {"type": ["array", "null"]},
     "workload_stats": _OBJECT,
     "drain": {"type": ["object", "array", "null"]},

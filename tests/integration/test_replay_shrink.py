@@ -110,7 +110,7 @@ def test_replay_runs_the_same_schedule(noisy_run: Path, tmp_path: Path):
     assert replay["schedule"] == original["schedule"]
     assert replay["kafka_version"] == original["kafka_version"]
     assert replay["image"] == original["image"]
-    assert replay["seed"] == original["seed"]
+    assert replay["scenario"]["seed"] == original["scenario"]["seed"]
     before, after = by_step(fault_lines(noisy_run)), by_step(fault_lines(out))
     assert set(after) == set(before)
     for step, b in before.items():

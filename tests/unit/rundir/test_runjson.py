@@ -49,8 +49,9 @@ def test_what_the_runner_writes_loads_typed_and_keeps_every_key(tmp_path: Path) 
     assert (run.run_id, run.scenario_name, run.seed) == (
         "20261123-120000-abcd",
         "smoke",
-        data["seed"],
+        data["scenario"]["seed"],  # the runner writes the seed once, in the scenario
     )
+    assert "seed" not in data and "producer" not in data and "cluster" not in data
     assert (run.kafka_version, run.kafka_image) == ("4.4.0", "kchaos/kafka:4.4.0")
     assert run.schedule is not None and run.schedule[0]["id"] == "f-0"
     assert run.nemesis_errors[0]["phase"] == "trigger"
