@@ -89,6 +89,11 @@ def start_session(
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.sql.pyspark.jvmStacktrace.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        # The SQL status store keeps each finished query's plan for the UI (1000 by
+        # default), even with the UI off; the analysis's plans are large, so one process
+        # running many jobs (the analysis unit tests) filled a 1 GB driver with them
+        # (measured 2026-11-26: 18 errors with OutOfMemoryError at 1 GB, none with 20).
+        .config("spark.sql.ui.retainedExecutions", "20")
     )
     if master is not None:
         builder = builder.master(master)

@@ -10,13 +10,14 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """An embedded local[2] session, started once and stopped at the end, with the
-    product's own 2 GB driver (1 GB until 2026-11-26: the Parquet-input test's job, 12
-    runs in 4 shapes, then ran out of heap while serializing a task once the suite's
-    earlier jobs had run, though it passes alone; what makes that peak was not found)."""
+    """An embedded local[2] session, started once and stopped at the end, with a 1 GB
+    driver: the whole analysis suite fits in it since the session keeps only the last 20
+    queries' plans (harness/analysis/session.py; with Spark's default of 1000, the
+    Parquet-input test's job ran out of heap once the earlier tests' jobs had run, which
+    the suite had worked around with 2 GB until 2026-11-26)."""
     from kchaos.harness.analysis.session import start_session
 
-    session = start_session("local[2]", app_name="kchaos-tests", driver_memory="2g")
+    session = start_session("local[2]", app_name="kchaos-tests", driver_memory="1g")
     try:
         yield session
     finally:
