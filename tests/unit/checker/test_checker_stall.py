@@ -9,6 +9,8 @@ from checker_hist import C, H, check_with
 
 from kchaos.harness.checker import RunSettings
 from kchaos.harness.checker.model import Results
+from kchaos.harness.rundir.expect import evaluate
+from kchaos.harness.scenario.loader import load_scenario
 
 S = 1_000_000_000
 KIND = "broker-stalled"
@@ -178,3 +180,29 @@ def test_the_end_of_the_workload_is_no_stall(tmp_path: Path) -> None:
     h.drain_all(0, ["p0-0", "p0-1", "p0-2", "p0-3"])
     r = check_with(h, c, tmp_path)
     assert stalls(r) == 0
+
+
+SCENARIO = (
+    Path(__file__).resolve().parents[3]
+    / "harness"
+    / "scenarios"
+    / "kafka-15046-fsync-under-log-lock.yaml"
+)
+
+
+def test_the_scenario_requires_a_stall_before_3_7_0_and_forbids_it_from_3_7_0(
+    tmp_path: Path,
+) -> None:
+    c = C()
+    _cluster(c)
+    (tmp_path / "stalled").mkdir()
+    (tmp_path / "served").mkdir()
+    stalled = check_with(_stalled_history(12.0), c, tmp_path / "stalled").to_json()
+    served = check_with(_stalled_history(2.0), c, tmp_path / "served").to_json()
+    expect = {
+        v: load_scenario(SCENARIO, kafka_version=v).to_dict()["expect"] for v in ("3.6.2", "3.7.0")
+    }
+    assert evaluate(expect["3.6.2"], stalled).expected
+    assert evaluate(expect["3.7.0"], served).expected
+    assert evaluate(expect["3.7.0"], stalled).reasons == (f"forbidden anomalies found: {KIND}",)
+    assert evaluate(expect["3.6.2"], served).reasons == (f"expected anomalies not found: {KIND}",)
