@@ -40,6 +40,7 @@ def timed_write(cluster: Cluster, node: NodeHandle, *, sync: bool) -> float:
 
 def assert_fast(cluster: Cluster, node: NodeHandle, when: str) -> None:
     buffered, synced = timed_write(cluster, node, sync=False), timed_write(cluster, node, sync=True)
+    print(f"{when}: buffered 1 MiB {buffered:.3f} s, fsync'd {synced:.3f} s")
     assert buffered < FAST_S and synced < FAST_S, (when, buffered, synced)
 
 
@@ -57,6 +58,7 @@ def test_slow_sync_slows_fsync_not_buffered_writes(healthy_cluster: Cluster) -> 
         ]
         buffered = timed_write(c, node, sync=False)
         synced = timed_write(c, node, sync=True)
+        print(f"slow-sync {THROTTLE}: buffered 1 MiB {buffered:.3f} s, fsync'd {synced:.3f} s")
         assert buffered < FAST_S, buffered
         assert synced > SLOW_S and synced > 5 * buffered, (buffered, synced)
         # the other brokers' containers are not throttled
