@@ -251,7 +251,7 @@ class NodeFilesystems(Protocol):
 
     def clear_throttles(self, node: NodeHandle) -> list[str]:
         """Remove every blkio throttle of the node's container (any device); the lines
-        removed, as text. [] when the container is not running (a new start has none)."""
+        removed, as text. [] when the container is not running or gone (a new start has none)."""
         ...
 
 

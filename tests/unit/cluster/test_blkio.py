@@ -90,3 +90,37 @@ def test_device_number_of_a_block_device() -> None:
     assert blkio.device_number(devices[0]) == f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
     with pytest.raises(ClusterError, match="block device /dev/nope"):
         blkio.device_number("/dev/nope")
+
+
+class _Gone:
+    """A Docker client whose containers are all gone."""
+
+    class containers:  # noqa: N801 - mirrors docker.DockerClient.containers
+        @staticmethod
+        def get(name: str) -> object:
+            import docker.errors
+
+            raise docker.errors.NotFound(f"no container {name}")
+
+
+def test_the_cluster_clears_nothing_on_a_gone_container_and_cannot_throttle_it(
+    tmp_path: Path,
+) -> None:
+    from kchaos.harness.cluster import Cluster
+    from kchaos.harness.cluster.api import NodeHandle
+
+    cluster = Cluster()
+    cluster._client = _Gone()  # type: ignore[assignment]
+    node = NodeHandle(
+        1,
+        "broker-1",
+        ("broker",),
+        "kchaos-x-broker-1",
+        "10.0.0.11",
+        tmp_path,
+        "/dev/loop0",
+        tmp_path / "i",
+    )
+    assert cluster.clear_throttles(node) == []  # a heal of a removed run finds nothing
+    with pytest.raises(ClusterError, match="kchaos-x-broker-1 is not running"):
+        cluster.throttle_writes(node, iops=1, bps=0)
