@@ -7,6 +7,11 @@
                 ``leave_mb`` free (``max_mb`` caps it; 0 = no cap); deleted on stop. Kafka
                 halts a broker whose only log dir failed on ENOSPC; the stop starts such a
                 broker again (its log says why it halted), so the fault ends healed.
+``slow-sync``   the node's container may submit only ``write_iops`` writes (and, with
+                ``write_bps`` > 0, that many bytes) a second to its data device: a
+                throttle in its cgroup-v1 blkio group. Buffered writes stay fast (the
+                kernel writes them back from outside the group); every fsync the broker
+                makes waits for the throttle. Stop removes the container's throttles.
 
 A frozen filesystem makes its writers unkillable: every exit path thaws first.
 """
@@ -146,12 +151,61 @@ class DiskFull(Fault):
         return HALT_MARKER in tail
 
 
+@register
+class SlowSync(Fault):
+    """Throttle the writes the targets' containers submit to their data devices."""
+
+    name = "slow-sync"
+    family = "disk"
+    summary = "fsync slow, buffered writes fast (blkio write throttle)"
+    default_target = "random"
+    params_spec = (
+        Param(
+            "write_iops",
+            "int",
+            1,
+            "writes a second the container may submit to its data device",
+            minimum=1,
+        ),
+        Param("write_bps", "int", 0, "bytes a second it may write there, 0 = no limit", minimum=0),
+    )
+
+    def _start(self) -> None:
+        self._throttled: set[int] = set()
+        lines: dict[str, list[str]] = {}
+
+        def apply(node: NodeHandle) -> None:
+            lines[node.name] = hostfs.throttle(
+                self.cluster, node, self.params["write_iops"], self.params["write_bps"]
+            )
+
+        apply_each(self.targets, self._throttled, apply)
+        self.detail["throttles"] = lines
+
+    def _stop(self) -> None:
+        release_each(
+            self.targets,
+            getattr(self, "_throttled", set()),
+            partial(hostfs.unthrottle, self.cluster),
+            "remove write throttle",
+        )
+
+
 @register_heal(10, "disk", "thaw every frozen filesystem")
 def _thaw_every_node(ctx: HealContext) -> None:
     for node in ctx.nodes:
         ok, thawed = ctx.attempt(f"thaw {node.name}", partial(hostfs.thaw, ctx.cluster, node))
         if ok and thawed:
             ctx.done.append(f"thawed filesystem of {node.name} ({node.mount_path})")
+
+
+@register_heal(45, "disk", "remove blkio write throttles")
+def _unthrottle_every_node(ctx: HealContext) -> None:
+    for node in ctx.nodes:
+        ok, removed = ctx.attempt(
+            f"unthrottle {node.name}", partial(hostfs.unthrottle, ctx.cluster, node)
+        )
+        ctx.done.extend(f"removed {line} from {node.name}'s blkio group" for line in removed or [])
 
 
 @register_heal(50, "disk", "delete disk-fill files")

@@ -17,6 +17,9 @@ at a position in one ordered list, which heal_everything walks. The order cannot
                       heals the partition family's client-cut)
     40     partition  remove every ``KCHAOS*`` iptables chain in every running node's
                       network namespace (the host's iptables, entered with nsenter)
+    45     disk       remove every blkio throttle from each node container's group
+                      (``slow-sync``; a stopped container has no group, a started one
+                      gets a new group without throttles)
     50     disk       delete disk-fill files
     60     crash      a node left mid-reboot: its container stopped, its unmounted or
                       shut-down filesystem mounted again

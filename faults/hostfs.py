@@ -1,8 +1,8 @@
 """A fault's view of a node's own ext4 filesystem (at ``NodeHandle.mount_path``).
 
-Freezing, thawing, shutting down and remounting are the cluster's own operations
-(``NodeFilesystems.freeze_fs`` and friends, implemented once in
-``kchaos.harness.cluster.filesystem``); here they get the fault's error types
+Freezing, thawing, shutting down, remounting and throttling the data device are the
+cluster's own operations (``NodeFilesystems.freeze_fs`` and friends, implemented once in
+``kchaos.harness.cluster.filesystem`` and ``...blkio``); here they get the fault's error types
 (FaultError when a fault cannot start, HealError when a heal fails). Filling the disk,
 and telling whether a filesystem is healthy, are the faults' own.
 
@@ -67,6 +67,22 @@ def remount(cluster: NodeFilesystems, node: NodeHandle) -> None:
         cluster.remount_fs(node)
     except ClusterError as exc:
         raise HealError(f"{node.name}: remount {node.mount_path}: {exc}") from exc
+
+
+def throttle(cluster: NodeFilesystems, node: NodeHandle, iops: int, bps: int) -> list[str]:
+    """Throttle the writes the node's container submits to its data device; the lines set."""
+    try:
+        return cluster.throttle_writes(node, iops=iops, bps=bps)
+    except ClusterError as exc:
+        raise FaultError(f"{node.name}: {exc}") from exc
+
+
+def unthrottle(cluster: NodeFilesystems, node: NodeHandle) -> list[str]:
+    """Remove every blkio throttle of the node's container; the lines removed."""
+    try:
+        return cluster.clear_throttles(node)
+    except ClusterError as exc:
+        raise HealError(f"{node.name}: {exc}") from exc
 
 
 def is_healthy(cluster: NodeFilesystems, node: NodeHandle) -> bool:

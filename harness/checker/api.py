@@ -30,6 +30,7 @@ from kchaos.harness.checker.replicas import KIND as REPLICAS_KIND
 from kchaos.harness.checker.replicas import attach_causes, attach_stories, compare_replicas
 from kchaos.harness.checker.reread import KIND as REREAD_KIND
 from kchaos.harness.checker.reread import compare_reread
+from kchaos.harness.checker.stall import check_stall
 from kchaos.harness.checker.startlog import check_start_log, load_start_log
 from kchaos.harness.checker.transactions import check_transactions
 from kchaos.harness.errors import HistoryError
@@ -49,6 +50,9 @@ CHECKERS: dict[str, Checker] = {
     "availability": check_availability,
     # controller.jsonl's broker lines: brokers fenced while no fault touched them
     "fencing": check_fencing,
+    # the sends, the leaders and controller.jsonl: a broker registered but serving
+    # nothing for longer than its session (KAFKA-15046)
+    "stall": check_stall,
     # the brokers' own logs: a start that skipped the recovery its logs needed
     "startlog": check_start_log,
     # the crash faults' start lines: leader-epoch checkpoints a crash emptied (KAFKA-16541)

@@ -241,6 +241,19 @@ class NodeFilesystems(Protocol):
         """Unmount if mounted and mount the node's loop device again (node stopped)."""
         ...
 
+    def throttle_writes(self, node: NodeHandle, *, iops: int, bps: int) -> list[str]:
+        """Limit what the node's container itself writes to its data device (its loop
+        device) to ``iops`` writes and ``bps`` bytes a second, 0 = no limit (the blkio
+        group of cgroup v1, ``kchaos.harness.cluster.blkio``): its syncs get slow, its
+        buffered writes do not. The lines set, as text. ClusterError when the container
+        is not running or the host has no blkio hierarchy."""
+        ...
+
+    def clear_throttles(self, node: NodeHandle) -> list[str]:
+        """Remove every blkio throttle of the node's container (any device); the lines
+        removed, as text. [] when the container is not running or gone (a new start has none)."""
+        ...
+
 
 class DockerAccess(Protocol):
     """The Docker side of the cluster: its client and the Kafka image the brokers run."""

@@ -26,7 +26,7 @@ import requests
 from confluent_kafka.admin import AdminClient
 from docker.models.containers import Container
 
-from kchaos.harness.cluster import filesystem, observe, readiness
+from kchaos.harness.cluster import blkio, filesystem, observe, readiness
 from kchaos.harness.cluster.api import (
     CLIENT_PORT,
     CONTROLLER_PORT,
@@ -374,6 +374,32 @@ class Cluster:
 
     def is_mounted(self, node: NodeHandle) -> bool:
         return filesystem.is_mounted(node.mount_path)
+
+    # write throttles on the node's data device (its container's blkio group)
+    def _container_pid(self, node: NodeHandle) -> int:
+        """PID 1 of the node's container on the host; 0 when it is not running or gone."""
+        container = get_container(self.client, node.container_name)
+        if container is None:
+            return 0
+        try:
+            container.reload()
+        except docker.errors.NotFound:
+            return 0
+        return int((container.attrs.get("State") or {}).get("Pid") or 0)
+
+    def throttle_writes(self, node: NodeHandle, *, iops: int, bps: int) -> list[str]:
+        pid = self._container_pid(node)
+        if pid <= 0:
+            raise ClusterError(f"container {node.container_name} is not running")
+        group = blkio.group_dir(pid)
+        device = blkio.device_number(node.loop_device)
+        return [str(t) for t in blkio.throttle_writes(group, device, iops=iops, bps=bps)]
+
+    def clear_throttles(self, node: NodeHandle) -> list[str]:
+        pid = self._container_pid(node)
+        if pid <= 0:
+            return []
+        return [str(t) for t in blkio.clear_throttles(blkio.group_dir(pid))]
 
     # -- lifecycle ------------------------------------------------------------------------
     def __enter__(self) -> Cluster:

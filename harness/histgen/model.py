@@ -20,6 +20,8 @@ NOT_IN_HISTORY = (
     "live-broker-fenced",
     "recovery-skipped",
     "epoch-checkpoint-lost",
+    # judged against controller.jsonl's broker lines, which the generator does not write
+    "broker-stalled",
     "replica-divergence",
     *TXN_KINDS,
 )

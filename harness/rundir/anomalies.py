@@ -50,15 +50,19 @@ UNKNOWN_MAKING: tuple[str, ...] = ("unseen",)
 #: heartbeat too), a broker start that skipped log recovery although the stop before it
 #: was unclean and no start since had finished loading its logs (KAFKA-15375's symptom),
 #: and leader-epoch checkpoints a page-cache-losing crash left without an entry while
-#: the log beside them kept data (KAFKA-16541). The two broker-registration kinds are
-#: judged from controller.jsonl only, the skipped recovery from the brokers' own logs,
-#: the lost checkpoints from the crash faults' start lines.
+#: the log beside them kept data (KAFKA-16541), and a broker that stayed registered and
+#: unfenced for longer than its session timeout while nothing it led acknowledged a
+#: send (KAFKA-15046's zombie: a dead broker would have been fenced by then). The two
+#: broker-registration kinds are judged from controller.jsonl only, the skipped
+#: recovery from the brokers' own logs, the lost checkpoints from the crash faults'
+#: start lines, the stalled broker from the sends with controller.jsonl.
 REPORTED_ONLY: tuple[str, ...] = (
     "offline",
     "last-known-leader-election",
     "live-broker-fenced",
     "recovery-skipped",
     "epoch-checkpoint-lost",
+    "broker-stalled",
 )
 #: Every kind, in the order reports list them.
 KINDS: tuple[str, ...] = INVALIDATING + UNKNOWN_MAKING + REPORTED_ONLY

@@ -29,6 +29,10 @@ def _own_heal(cluster: Cluster) -> list[str]:
         if container.status == "running":
             with contextlib.suppress(ClusterError, ProcessLookupError):
                 cluster.signal(node, "CONT")
+            with contextlib.suppress(ClusterError):
+                done += [
+                    f"unthrottled {line} on {node.name}" for line in cluster.clear_throttles(node)
+                ]
     with contextlib.suppress(HealError):
         cluster.toxiproxy.reset()
     for node in cluster.nodes:

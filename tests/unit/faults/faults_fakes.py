@@ -59,6 +59,10 @@ class FakeCluster:
         self.state = {node.node_id: "running" for node in self._nodes}
         self.jvm = {node.node_id: "S" for node in self._nodes}
         self.frozen: set[int] = set()
+        # blkio throttle lines per node (what throttle_writes set); refuse: node ids whose
+        # throttle_writes fails as on a host without a blkio hierarchy
+        self.throttles: dict[int, list[str]] = {}
+        self.throttle_refused: set[int] = set()
         self.leader = leader
         # per-partition leaders and topic sizes, for coordinator targets (else ``leader``)
         self.leaders: dict[tuple[str, int], int] = {}
@@ -184,6 +188,24 @@ class FakeCluster:
 
     def is_mounted(self, node: NodeHandle) -> bool:
         return True
+
+    def throttle_writes(self, node: NodeHandle, *, iops: int, bps: int) -> list[str]:
+        self._log("throttle", node.name, iops, bps)
+        if self.state[node.node_id] == "exited":
+            raise ClusterError(f"{node.name} is not running")
+        if node.node_id in self.throttle_refused:
+            raise ClusterError("no cgroup-v1 blkio group")
+        lines = [f"blkio.throttle.write_iops_device 7:{node.node_id} {iops}"]
+        if bps:
+            lines.append(f"blkio.throttle.write_bps_device 7:{node.node_id} {bps}")
+        self.throttles[node.node_id] = lines
+        return list(lines)
+
+    def clear_throttles(self, node: NodeHandle) -> list[str]:
+        self._log("unthrottle", node.name)
+        if self.state[node.node_id] == "exited":
+            return []
+        return self.throttles.pop(node.node_id, [])
 
     def partition_leader(self, topic: str, partition: int) -> int:
         return self.leaders.get((topic, partition), self.leader)
