@@ -8,7 +8,7 @@ trigger). On 4.4.0 eligible leader replicas are on: the followers go to the ELR 
 is elected when the dead leader is fenced, with no offline window (the scenario forbids
 one). Calibrated on 2026-11-25 (docs/incidents.md: the measured seeds). The test shortens
 the workload from 90 s to 45 s: the shrink comes within seconds of the start, the kill
-at 5 s, the election about 9 s later.
+as soon as the trigger sees it, the election about 9 s later.
 """
 
 from __future__ import annotations
@@ -47,13 +47,20 @@ def judge_elr_run(out: Path) -> None:
     assert results["valid"] is True
     assert results["stats"]["availability"]["offline_windows"] == []
 
-    # the controller's record: ISR [1] with the followers in the ELR, then a follower
-    # elected from the ELR, never leader -1
+    # the controller's record: ISR [1] with a dropped follower in the ELR (KIP-966: the
+    # members removed while the ISR falls below min ISR), then, once the dead leader is
+    # fenced, a follower elected from the eligible replicas of the state it replaced,
+    # never leader -1. Usually that state is still ISR [1] and the new leader comes from
+    # the ELR; if a follower caught up between the shrink and the kill (seen once, in
+    # make test on 2026-11-26: ISR [1] ELR [3] at 4.2 s, broker 2 elected with ISR [2]),
+    # it comes from the ISR. Both keep the partition online, which is what is judged.
     states = read_controller(out / "controller.jsonl").partitions[("slow", 0)]
     shrunk = next(s for s in states if s.isr == (1,))
     assert shrunk.elr and set(shrunk.elr) <= {2, 3}, shrunk
-    elected = next(s for s in states if s.offset > shrunk.offset and s.leader != 1)
-    assert elected.leader in shrunk.elr
+    at = next(i for i, s in enumerate(states) if s.offset > shrunk.offset and s.leader != 1)
+    elected, before = states[at], states[at - 1]
+    assert before.leader == 1, before
+    assert elected.leader in set(before.isr) | set(before.elr), (before, elected)
     assert all(s.leader >= 0 for s in states)
 
     # the kill was started by the trigger on that shrink
