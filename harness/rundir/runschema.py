@@ -89,15 +89,5 @@ def generate() -> dict[str, Any]:
     return {**_HEAD, **body, "$defs": DEFS}
 
 
-def render() -> str:
-    """The text of ``run.schema.json``."""
-    return schemagen.render(generate())
-
-
-def write(path: Path = SCHEMA_FILE) -> Path:
-    """Regenerate the published schema file."""
-    return schemagen.write(generate(), path)
-
-
 if __name__ == "__main__":
-    print(write())
+    schemagen.main(generate, SCHEMA_FILE)

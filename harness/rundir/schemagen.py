@@ -33,7 +33,7 @@ import dataclasses
 import json
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,11 @@ def write(schema: Mapping[str, Any], path: Path) -> Path:
     """Write a generated schema file (after a change to its model)."""
     path.write_text(render(schema), encoding="utf-8")
     return path
+
+
+def main(generate: Callable[[], Mapping[str, Any]], path: Path) -> None:
+    """A generator module's ``__main__``: write the schema file and print its path."""
+    print(write(generate(), path))
 
 
 def _file_fields(cls: type, names: Names) -> list[tuple[str, dataclasses.Field[Any], Any]]:

@@ -68,15 +68,5 @@ def generate() -> dict[str, Any]:
     return {**_HEAD, **body, "$defs": DEFS}
 
 
-def render() -> str:
-    """The text of ``scenario.schema.json``."""
-    return schemagen.render(generate())
-
-
-def write(path: Path = SCHEMA_FILE) -> Path:
-    """Regenerate the published schema file (after a change to the model)."""
-    return schemagen.write(generate(), path)
-
-
 if __name__ == "__main__":
-    print(write())
+    schemagen.main(generate, SCHEMA_FILE)

@@ -8,14 +8,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from kchaos.harness.rundir import runschema
+from kchaos.harness.rundir import runschema, schemagen
 from kchaos.harness.rundir.runjson import RunJson, schema
 
 
 def test_the_published_file_is_what_the_model_generates() -> None:
     jsonschema.Draft202012Validator.check_schema(runschema.generate())
     on_disk = runschema.SCHEMA_FILE.read_text(encoding="utf-8")
-    assert on_disk == runschema.render(), "regenerate: python -m kchaos.harness.rundir.runschema"
+    regenerate = "regenerate: python -m kchaos.harness.rundir.runschema"
+    assert on_disk == schemagen.render(runschema.generate()), regenerate
     assert schema() == runschema.generate()  # what load_run validates with
 
 
@@ -33,6 +34,10 @@ def test_a_key_both_typed_and_kept_as_written_is_refused(monkeypatch: pytest.Mon
         runschema.generate()
 
 
-def test_write_puts_the_rendered_schema_in_the_file(tmp_path: Path) -> None:
-    path = runschema.write(tmp_path / "run.schema.json")
-    assert path.read_text(encoding="utf-8") == runschema.render()
+def test_main_writes_the_rendered_schema_and_prints_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "run.schema.json"
+    schemagen.main(runschema.generate, path)
+    assert path.read_text(encoding="utf-8") == schemagen.render(runschema.generate())
+    assert capsys.readouterr().out == f"{path}\n"

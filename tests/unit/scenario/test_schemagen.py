@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 from ruamel.yaml import YAML
 
+from kchaos.harness.rundir import schemagen as generator
 from kchaos.harness.scenario import library, loader, schemagen
 from kchaos.harness.scenario.yamlsrc import load_yaml
 
@@ -36,14 +37,16 @@ def errors(validator: jsonschema.Draft202012Validator, data: Any) -> list[list[A
 def test_the_published_file_is_what_the_model_generates() -> None:
     jsonschema.Draft202012Validator.check_schema(schemagen.generate())
     on_disk = schemagen.SCHEMA_FILE.read_text(encoding="utf-8")
-    assert on_disk == schemagen.render(), "regenerate: python -m kchaos.harness.scenario.schemagen"
+    regenerate = "regenerate: python -m kchaos.harness.scenario.schemagen"
+    assert on_disk == generator.render(schemagen.generate()), regenerate
     assert loader.schema() == schemagen.generate()  # what the loader validates with
 
 
-def test_write_puts_the_rendered_schema_in_the_file(tmp_path: Path) -> None:
-    path = schemagen.write(tmp_path / "scenario.schema.json")
-    assert path.read_text(encoding="utf-8") == schemagen.render()
-    assert json.loads(schemagen.render()) == schemagen.generate()
+def test_main_writes_the_rendered_schema(tmp_path: Path) -> None:
+    path = tmp_path / "scenario.schema.json"
+    generator.main(schemagen.generate, path)
+    assert path.read_text(encoding="utf-8") == generator.render(schemagen.generate())
+    assert json.loads(path.read_text(encoding="utf-8")) == schemagen.generate()
 
 
 @pytest.mark.parametrize("which", sorted(VALIDATORS))
