@@ -35,10 +35,13 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.tickets import Ticket
+
+if TYPE_CHECKING:
+    from kchaos.harness.scenario.model import Scenario
 
 SCALA_BINARY = "2.13"  # compose/kafka/pom.xml's scala.binary
 Resolver = Callable[[str], str | None]  # version -> None when found, else why not
@@ -122,14 +125,9 @@ def check_versions(versions: Sequence[str], source: str, resolver: Resolver | No
             raise ConfigError(f"Kafka {version} cannot be built: {why}", field="kafka-version")
 
 
-def versions_of(ref: str, versions: Sequence[str] | None, overrides: Sequence[str]) -> list[str]:
-    """The releases ``ref`` runs on: ``versions`` when given, else its ticket's
-    ``compare`` releases (ConfigError when it has none)."""
-    if versions:
-        return list(versions)
-    from kchaos.harness.scenario import library
-
-    sc = library.load(ref, overrides=overrides)
+def compare_releases(sc: Scenario) -> list[str]:
+    """The releases a scenario's ticket compares (ConfigError when it names none), for a
+    matrix run without ``--kafka-version``."""
     if sc.ticket is None or not sc.ticket.compare:
         raise ConfigError(
             f"scenario {sc.name!r} names no releases to compare (ticket.compare): "
@@ -161,10 +159,12 @@ def plan(
     skipped: list[OutOfRange] = []
     seen: set[str] = set()
     for ref in refs:
-        mine = versions_of(ref, versions, overrides)
-        if ref in tagged:
+        mine = list(versions or ())
+        if not versions or ref in tagged:
+            # the scenario without a release: its ticket's compare list and range, read once
             whole = library.load(ref, overrides=overrides)
-            ticket = whole.ticket
+            mine = mine or compare_releases(whole)
+            ticket = whole.ticket if ref in tagged else None
             if ticket is not None:
                 skipped += [OutOfRange(whole.name, ticket, v) for v in mine if not ticket.covers(v)]
                 mine = [v for v in mine if ticket.covers(v)]

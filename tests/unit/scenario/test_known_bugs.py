@@ -46,6 +46,12 @@ def ticket_scenario(tmp_path: Path, ticket: str = TICKET, tags: str = "[known-bu
     return path
 
 
+@pytest.fixture
+def from_341(tmp_path: Path) -> str:
+    """A ticket scenario whose range starts at 3.4.1, so 3.3.2 is before it."""
+    return str(ticket_scenario(tmp_path, TICKET.replace('"3.4.0"', '"3.4.1"')))
+
+
 def test_a_ticket_loads_and_round_trips(tmp_path: Path) -> None:
     sc = load_scenario(ticket_scenario(tmp_path), kafka_version="3.4.1")
     assert sc.ticket is not None and sc.ticket.id == "KAFKA-99999"
@@ -166,15 +172,16 @@ def test_matrix_refuses_a_release_outside_the_range_before_any_run(tmp_path: Pat
     assert runs.calls == [] and not (tmp_path / "m").exists()
 
 
-def test_matrix_lists_a_tagged_scenarios_release_outside_its_range(tmp_path: Path) -> None:
+def test_matrix_lists_a_tagged_scenarios_release_outside_its_range(
+    tmp_path: Path, from_341: str
+) -> None:
     # chosen by --tag, the scenario is not run on 3.3.2 (older than its affected_from) and
     # its ticket's table says so, while 3.5.2 runs as usual
     runs = TicketRuns()
-    path = str(ticket_scenario(tmp_path, TICKET.replace('"3.4.0"', '"3.4.1"')))
     out = tmp_path / "m"
     console = Console(file=io.StringIO(), width=200)
     matrix.run_matrix(
-        [path], "3.3.2,3.5.2", out=out, run=runs, resolver=lambda v: None, tagged=[path],
+        [from_341], "3.3.2,3.5.2", out=out, run=runs, resolver=lambda v: None, tagged=[from_341],
         console=console,
     )  # fmt: skip
     assert runs.calls == [("3.5.2", 1)]
@@ -188,11 +195,32 @@ def test_matrix_lists_a_tagged_scenarios_release_outside_its_range(tmp_path: Pat
     assert "Kafka 3.5.2</th><td>fixed</td><td class='ok'><b>not affected</b>" in table
 
 
-def test_matrix_refuses_when_no_tagged_scenario_covers_the_release(tmp_path: Path) -> None:
+def test_matrix_refuses_when_no_tagged_scenario_covers_the_release(
+    tmp_path: Path, from_341: str
+) -> None:
     runs = TicketRuns()
-    path = str(ticket_scenario(tmp_path, TICKET.replace('"3.4.0"', '"3.4.1"')))
     with pytest.raises(ConfigError, match=r"no scenario covers Kafka 3\.3\.2: .*3\.4\.1 on"):
         matrix.run_matrix(
-            [path], "3.3.2", out=tmp_path / "m", run=runs, resolver=lambda v: None, tagged=[path]
-        )
+            [from_341], "3.3.2", out=tmp_path / "m", run=runs, resolver=lambda v: None,
+            tagged=[from_341],
+        )  # fmt: skip
     assert runs.calls == [] and not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("versions", [None, ["3.3.2", "3.5.2"]])
+def test_the_plan_reads_a_tagged_scenario_without_a_release_once(
+    from_341: str, versions: list[str] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # once for its ticket (range and compare list), then once per release it runs on
+    loads: list[str | None] = []
+    real = library.load
+
+    def counting(ref: str, **kw: Any) -> Any:
+        loads.append(kw.get("kafka_version"))
+        return real(ref, **kw)
+
+    monkeypatch.setattr(library, "load", counting)
+    planned = matrix.plan([from_341], versions, 1, tagged=[from_341])
+    ran = [e.label.split("/")[1] for e in planned.entries]
+    assert ran == (["kafka-3.4.1", "kafka-3.5.2"] if versions is None else ["kafka-3.5.2"])
+    assert loads == [None, *(r.removeprefix("kafka-") for r in ran)]
