@@ -1,7 +1,7 @@
 """KIP-501 in its own terms on Kafka 4.4.0: a busy leader drops its followers, and ELR
 keeps the partition online when that leader dies.
 
-The library scenario ``kip-501-busy-leader`` makes the leader's one request handler
+The library scenario ``kip-501-slow-leader`` makes the leader's one request handler
 recompress every produce with zstd level 19, so the followers' fetches wait behind the
 load and the leader shrinks the ISR to itself; the kill follows the shrink (state
 trigger). On 4.4.0 eligible leader replicas are on: the followers go to the ELR and one
@@ -32,7 +32,7 @@ def test_busy_leader_shrinks_the_isr_and_elr_keeps_the_partition_online(
     tmp_path: Path, kafka_images: object
 ) -> None:
     out = tmp_path / "440"
-    cmd = [sys.executable, "-m", "kchaos.cli", "run", "kip-501-busy-leader"]
+    cmd = [sys.executable, "-m", "kchaos.cli", "run", "kip-501-slow-leader"]
     cmd += ["--kafka-version", "4.4.0", "--set", "workload.duration=45s"]
     cmd += ["--out", str(out), "--quiet"]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)

@@ -26,7 +26,6 @@ REQUIRED = {
     "txn-unsafe-unclean-election",
     "kafka-15489-controller-split-brain",
     "kafka-15375-failed-start-marker",
-    "kip-501-busy-leader",
     "eos-copier-broker-bounces",
 }
 
@@ -127,12 +126,25 @@ def test_cli_broker_config_overlay(capsys, tmp_path: Path):
     assert sc.cluster.server_properties["log.flush.interval.messages"] == "1"
 
 
-def test_kip_501_busy_leader_expects_an_outage_before_elr_and_none_with_it():
+def test_kip_501_slow_leader_expects_an_outage_before_elr_and_none_with_it():
     from kchaos.harness.scenario.loader import load_scenario
 
-    path = library.library_dir() / "kip-501-busy-leader.yaml"
+    path = library.library_dir() / "kip-501-slow-leader.yaml"
     before = load_scenario(path, kafka_version="3.9.1").expect
     after = load_scenario(path, kafka_version="4.4.0").expect
     assert before.anomalies == ("offline",) and (before.offline_at_least or 0) >= 10
     assert "offline" not in before.forbid
     assert after.forbid == ("offline",) and after.offline_at_least is None
+
+
+def test_kip_501_slow_leader_slows_the_leader_with_load_only():
+    # issue 21: the leader is made slow by its own request handling, with no fault on its
+    # links or disk; the only fault is the kill of the lone leader, started by the shrink
+    from kchaos.faults.base import registry
+
+    sc = library.load("kip-501-slow-leader")
+    faults = registry()
+    assert sc.nemesis.random is None
+    assert [(s.fault, faults[s.fault].family) for s in sc.nemesis.steps] == [("kill", "crash")]
+    assert sc.cluster.broker_properties[1]["num.io.threads"] in (1, "1")
+    assert sc.topics[0].configs["compression.zstd.level"] in (19, "19")
