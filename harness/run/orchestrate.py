@@ -29,7 +29,7 @@ from kchaos.harness.paths import runs_dir
 from kchaos.harness.run import record, reread
 from kchaos.harness.run.context import RunContext
 from kchaos.harness.run.progress import RunProgress
-from kchaos.harness.run.topics import create_topics
+from kchaos.harness.run.topics import await_full_isr, create_topics
 from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.scenario.model import Scenario
@@ -168,6 +168,7 @@ def _drive(ctx: RunContext) -> None:
                         nemesis.stop()
                         rec.update(heal_actions=list(nemesis.heal_actions))
                     cluster.wait_ready(120.0)
+                    rec.update(full_isr_wait=await_full_isr(cluster, sc))
                 with progress.phase("drain"):
                     result = workload.drain()
                 rec.update(drain=result)

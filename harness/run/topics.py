@@ -1,9 +1,20 @@
-"""Create a scenario's topics (with an explicit replica assignment where it gives one)."""
+"""A scenario's topics: created (with an explicit replica assignment where it gives one),
+and after the faults, given time to get their whole ISR back."""
 
 from __future__ import annotations
 
-from kchaos.harness.errors import ClusterError, WorkloadError
-from kchaos.harness.scenario.model import TopicConfig
+import logging
+import time
+from typing import Any, Protocol
+
+from kchaos.harness.errors import ClusterError, ReadinessTimeout, WorkloadError
+from kchaos.harness.scenario.model import Scenario, TopicConfig
+
+log = logging.getLogger(__name__)
+
+
+class _WaitsForIsr(Protocol):
+    def wait_isr_full(self, topics: list[str] | None = None, timeout: float = 60.0) -> None: ...
 
 
 def create_topics(
@@ -45,3 +56,28 @@ def create_topics(
         )
     except WorkloadError as exc:
         raise ClusterError(str(exc)) from None
+
+
+def await_full_isr(cluster: _WaitsForIsr, sc: Scenario) -> dict[str, Any] | None:
+    """With a time-to-full-ISR SLO (``checks.max_time_to_full_isr_seconds``), wait up to
+    that long, after the final heal and before the drain, for every partition of the
+    scenario's topics to have its whole replica set in the ISR again.
+
+    The SLO is judged on the controller's record, which ends with the run: without the
+    wait, a run that ended before a slow follower caught up (a restarted broker fetching
+    the log written while it was down, behind a leader still busy with the last produces)
+    failed the SLO as "never full" after a few seconds of drain, whatever the threshold.
+    A timeout is not an error here: the checker judges what the record shows. Returns what
+    run.json keeps (``full_isr_wait``: the seconds waited and whether the ISR was full), or
+    None without the SLO."""
+    limit = sc.checks.max_time_to_full_isr_seconds
+    if limit is None or not sc.topics:
+        return None
+    started = time.monotonic()
+    full = True
+    try:
+        cluster.wait_isr_full([t.name for t in sc.topics], timeout=limit)
+    except ReadinessTimeout as exc:
+        full = False
+        log.warning("ISR still not full %.0f s after the final heal: %s", limit, exc)
+    return {"seconds": round(time.monotonic() - started, 3), "full": full}

@@ -65,6 +65,11 @@ KEPT_AS_WRITTEN: dict[str, dict[str, Any]] = {
         **_OBJECT,
     },
     "heal_actions": {"type": ["array", "null"]},
+    "full_isr_wait": {
+        "description": "with checks.max_time_to_full_isr_seconds: how long the runner waited "
+        "after the final heal for the scenario's topics' whole ISR, and whether it came",
+        **_OBJECT,
+    },
     "workload_stats": _OBJECT,
     "drain": {"type": ["object", "array", "null"]},
     "after_run": {
