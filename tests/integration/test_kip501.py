@@ -6,9 +6,12 @@ recompress every produce with zstd level 19, so the followers' fetches wait behi
 load and the leader shrinks the ISR to itself; the kill follows the shrink (state
 trigger). On 4.4.0 eligible leader replicas are on: the followers go to the ELR and one
 is elected when the dead leader is fenced, with no offline window (the scenario forbids
-one). Calibrated on 2026-11-25 (docs/incidents.md: the measured seeds). The test shortens
-the workload from 90 s to 45 s: the shrink comes within seconds of the start, the kill
-as soon as the trigger sees it, the election about 9 s later.
+one). The test shortens the workload from 90 s to 45 s: the shrink comes within seconds
+of the start, the kill as soon as the trigger sees it (armed from 1 s), the election about
+9 s later. This schedule passed these assertions in 10 of 11 runs (seeds 601-611,
+2026-11-26, docs/incidents.md "Catch rates"), every one electing from the ELR; the one
+failure was the full-ISR SLO judged before the restarted broker caught up, which the
+runner's wait for the full ISR has fixed since.
 """
 
 from __future__ import annotations
