@@ -237,6 +237,9 @@ def test_the_runner_hands_on_the_loaders_objects(monkeypatch, tmp_path: Path, va
         def wait_ready(self, timeout: float) -> None:
             pass
 
+        def wait_isr_full(self, topics: Any = None, timeout: float = 60.0) -> None:
+            pass
+
     rec = _Rec()
     ctx = RunContext(sc, Cluster(), RunDir(tmp_path), _Progress(), rec)  # type: ignore[arg-type]
     orchestrate._drive(ctx)
