@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from kchaos.harness.errors import ClusterError, ReadinessTimeout, WorkloadError
 from kchaos.harness.scenario.model import Scenario, TopicConfig
 
+if TYPE_CHECKING:
+    from kchaos.harness.cluster.api import NodeLifecycle
+
 log = logging.getLogger(__name__)
-
-
-class _WaitsForIsr(Protocol):
-    def wait_isr_full(self, topics: list[str] | None = None, timeout: float = 60.0) -> None: ...
 
 
 def create_topics(
@@ -58,7 +57,7 @@ def create_topics(
         raise ClusterError(str(exc)) from None
 
 
-def await_full_isr(cluster: _WaitsForIsr, sc: Scenario) -> dict[str, Any] | None:
+def await_full_isr(cluster: NodeLifecycle, sc: Scenario) -> dict[str, Any] | None:
     """With a time-to-full-ISR SLO (``checks.max_time_to_full_isr_seconds``), wait up to
     that long, after the final heal and before the drain, for every partition of the
     scenario's topics to have its whole replica set in the ISR again.
