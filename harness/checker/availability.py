@@ -40,8 +40,10 @@ def check_availability(facts: Facts, config: RunSettings) -> CheckOutcome:
             "pass": worst <= config.max_offline_seconds,
         }
     if config.max_time_to_full_isr_seconds is not None:
+        record = facts.controller
+        end = max(facts.last_time, record.last_time if record is not None else 0)
         slo["max_time_to_full_isr_seconds"] = _full_isr_slo(
-            full_isr, config.max_time_to_full_isr_seconds
+            full_isr, config.max_time_to_full_isr_seconds, end / _NS
         )
     if config.min_ok_sends is not None:
         # a committed transaction's values were acknowledged too (history format 1.2): a
@@ -66,13 +68,26 @@ def check_availability(facts: Facts, config: RunSettings) -> CheckOutcome:
 UNKNOWN = "unknown"  # an SLO's "pass" where it could not be measured
 
 
-def _full_isr_slo(full_isr: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
-    """Fails where an ISR never became full again or took too long; "unknown" (never a
-    pass) where a fault's time could not be measured (nothing described the partitions)."""
-    times = [f["seconds"] for f in full_isr]
-    never = any(t is None and not f.get("unknown") for t, f in zip(times, full_isr, strict=True))
+def _full_isr_slo(full_isr: list[dict[str, Any]], threshold: float, end_s: float) -> dict[str, Any]:
+    """Fails where an ISR took too long, or never became full again although the history
+    and the controller's record went on for ``threshold`` seconds after the fault's stop
+    (``end_s``: the later of their ends). "unknown" (never a pass) where a fault's time
+    could not be measured: nothing described the partitions, or the record ended sooner
+    than ``threshold`` after the stop with a partition still short, so the deadline had
+    not passed when it stopped looking."""
     unknown = [f["id"] for f in full_isr if f.get("unknown")]
-    worst = max((t for t in times if t is not None), default=0.0)
+    never = []
+    too_soon: dict[str, float] = {}
+    for f in full_isr:
+        if f["seconds"] is not None or f.get("unknown"):
+            continue
+        watched = round(end_s - f["stop_s"], 6)
+        if watched >= threshold:
+            never.append(f["id"])
+        else:
+            too_soon[f["id"]] = watched
+            unknown.append(f["id"])
+    worst = max((f["seconds"] for f in full_isr if f["seconds"] is not None), default=0.0)
     passed: bool | str = not never and worst <= threshold
     if passed and unknown:
         passed = UNKNOWN
@@ -83,6 +98,8 @@ def _full_isr_slo(full_isr: list[dict[str, Any]], threshold: float) -> dict[str,
     }
     if unknown:
         out["unknown_faults"] = unknown
+    if too_soon:
+        out["ended_before_threshold_s"] = too_soon
     return out
 
 

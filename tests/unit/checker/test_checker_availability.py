@@ -108,6 +108,10 @@ def test_open_offline_window_and_isr_never_full(tmp_path: Path) -> None:
     w = r.anomalies["offline"].examples[0]
     assert w["open"] is True and w["length_s"] == 0.006
     assert r.stats["availability"]["full_isr_after_fault"][0]["seconds"] is None
+    # the history ends milliseconds after the stop: "never" within 10 s cannot be known
+    assert r.valid == "unknown"
+    r = h.check(tmp_path, RunSettings(max_time_to_full_isr_seconds=0.001))
+    assert r.stats["availability"]["slo"]["max_time_to_full_isr_seconds"]["pass"] is False
     assert r.valid is False
 
 

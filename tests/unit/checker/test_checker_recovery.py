@@ -32,6 +32,11 @@ def _faulted(samples: bool = True) -> tuple[H, int, int]:
     return h, start, stop
 
 
+def _slo_of(r: Any) -> dict[str, Any]:
+    slo: dict[str, Any] = r.stats["availability"]["slo"]["max_time_to_full_isr_seconds"]
+    return slo
+
+
 def _full_isr(r: Any) -> dict[str, Any]:
     entries = r.stats["availability"]["full_isr_after_fault"]
     assert len(entries) == 1
@@ -102,6 +107,32 @@ def test_never_full_again_is_none_and_fails(tmp_path: Path) -> None:
     e = _full_isr(r)
     assert e["seconds"] is None and e["unknown"] is False
     assert r.stats["availability"]["slo"]["max_time_to_full_isr_seconds"]["pass"] is False
+
+
+def test_never_full_in_a_record_shorter_than_the_threshold_is_unknown(tmp_path: Path) -> None:
+    # the history and the record stop 3 s after the stop: a 5 s deadline had not passed
+    h = H()
+    h.meta(0, 1, [1, 2, 3])
+    start = h.events[h.fault("start")]["time"]
+    h.fault("stop")
+    h.wait(3)
+    h.send("a", 0, 0)
+    h.drain_all(0, ["a"])
+    c = C()
+    c.part(0, 1, [1, 2, 3])
+    c.part(start, 1, [1, 3], epoch=1)
+    r = check_with(h, c, tmp_path, RunSettings(max_time_to_full_isr_seconds=5))
+    assert _full_isr(r)["seconds"] is None and _full_isr(r)["unknown"] is False
+    slo = _slo_of(r)
+    assert slo["pass"] == "unknown" and slo["observed"] is None
+    assert slo["unknown_faults"] == ["f-1"]
+    watched = slo["ended_before_threshold_s"]["f-1"]
+    assert 3 <= watched < 5
+    assert r.valid == "unknown"
+    # the same record judged against a deadline it did outlast: never full, a failure
+    r = check_with(h, c, tmp_path, RunSettings(max_time_to_full_isr_seconds=2))
+    assert _slo_of(r)["pass"] is False and "ended_before_threshold_s" not in _slo_of(r)
+    assert r.valid is False
 
 
 def test_no_samples_and_no_record_is_unknown_never_zero(tmp_path: Path) -> None:
