@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -32,12 +31,3 @@ def test_a_key_both_typed_and_kept_as_written_is_refused(monkeypatch: pytest.Mon
     monkeypatch.setitem(runschema.KEPT_AS_WRITTEN, "seed", {"type": "integer"})
     with pytest.raises(ValueError, match="seed"):
         runschema.generate()
-
-
-def test_main_writes_the_rendered_schema_and_prints_where(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "run.schema.json"
-    schemagen.main(runschema.generate, path)
-    assert path.read_text(encoding="utf-8") == schemagen.render(runschema.generate())
-    assert capsys.readouterr().out == f"{path}\n"

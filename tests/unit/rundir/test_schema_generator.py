@@ -3,13 +3,15 @@ its own; the scenario's and run.json's schemas are tested with their models."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
-from kchaos.harness.rundir.schemagen import object_schema
+from kchaos.harness.rundir.schemagen import main, object_schema, render
 
 
 @dataclass(frozen=True)
@@ -98,3 +100,15 @@ def test_an_open_object_takes_other_keys_and_renamed_fields() -> None:
             "other": {"$ref": "#/$defs/text"},
         },
     }
+
+
+def test_main_writes_the_rendered_schema_and_prints_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # what both generator modules' __main__ run (the scenario's and run.json's schema)
+    path = tmp_path / "toy.schema.json"
+    main(lambda: {"toy": object_schema(Toy)}, path)
+    text = path.read_text(encoding="utf-8")
+    assert text == render({"toy": object_schema(Toy)}) and text.endswith("}\n")
+    assert json.loads(text)["toy"]["required"] == ["name"]
+    assert capsys.readouterr().out == f"{path}\n"

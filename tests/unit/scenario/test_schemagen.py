@@ -5,7 +5,6 @@ errors, recorded in tests/unit/fixtures/scenario_schema_refusals.yaml)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +39,6 @@ def test_the_published_file_is_what_the_model_generates() -> None:
     regenerate = "regenerate: python -m kchaos.harness.scenario.schemagen"
     assert on_disk == generator.render(schemagen.generate()), regenerate
     assert loader.schema() == schemagen.generate()  # what the loader validates with
-
-
-def test_main_writes_the_rendered_schema(tmp_path: Path) -> None:
-    path = tmp_path / "scenario.schema.json"
-    generator.main(schemagen.generate, path)
-    assert path.read_text(encoding="utf-8") == generator.render(schemagen.generate())
-    assert json.loads(path.read_text(encoding="utf-8")) == schemagen.generate()
 
 
 @pytest.mark.parametrize("which", sorted(VALIDATORS))
