@@ -278,7 +278,7 @@ def bench_analyze_cmd(
     driver_memory: str,
     json_out: Path | None,
 ) -> int:
-    """Spark analysis vs the same loss query in DuckDB, on a generated history."""
+    """The Spark job vs DuckDB computing the same kinds, on a generated run."""
     from kchaos.bench.analyze import counts_agree, run_bench, summary
     from kchaos.harness.paths import runs_dir
 

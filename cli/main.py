@@ -53,7 +53,7 @@ BENCH_COMMANDS: dict[str, tuple[str, str]] = {
     "produce": ("kchaos.cli.bench:produce_cmd", "Recording producer vs perf-test."),
     "cluster": ("kchaos.cli.bench:bench_cluster_cmd", "Cluster start and set-up time."),
     "check": ("kchaos.cli.bench:bench_check_cmd", "Checker vs plain JSON parsing."),
-    "analyze": ("kchaos.cli.bench:bench_analyze_cmd", "Spark job vs DuckDB."),
+    "analyze": ("kchaos.cli.bench:bench_analyze_cmd", "Spark job vs DuckDB, same kinds."),
     "faults": ("kchaos.cli.bench:bench_faults_cmd", "Nemesis start/stop lateness vs schedule."),
 }
 
