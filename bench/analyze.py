@@ -155,14 +155,20 @@ def summary(report: dict[str, Any]) -> str:
     rows = [
         ("parquet copy (run end, DuckDB)", f"{report['parquet_copy_s']:8.2f} s"),
         (f"spark start-up ({master})", f"{report['spark_startup_s']:8.2f} s"),
-        (f"kchaos analyze (whole job, {report['spark_input']})", f"{report['spark_analyze_s']:8.2f} s"),
+        (
+            f"kchaos analyze (whole job, {report['spark_input']})",
+            f"{report['spark_analyze_s']:8.2f} s",
+        ),
         (
             f"duckdb all kinds, Parquet ({threads} threads)",
             f"{report['duckdb_kinds_parquet_s']:8.2f} s"
             f"  (before/after spark: {report['duckdb_before_after_s']})",
         ),
         ("duckdb all kinds, JSON lines", f"{report['duckdb_kinds_json_s']:8.2f} s"),
-        ("ratio analyze / duckdb all kinds", f"{report['ratio_analyze_to_duckdb']:8.2f}  (goal <= 3)"),
+        (
+            "ratio analyze / duckdb all kinds",
+            f"{report['ratio_analyze_to_duckdb']:8.2f}  (goal <= 3)",
+        ),
         ("  against duckdb on JSON lines", f"{report['ratio_analyze_to_duckdb_json']:8.2f}"),
     ]
     lines = [

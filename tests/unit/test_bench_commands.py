@@ -4,6 +4,7 @@ checker's runs end to end at a tiny size. Nothing here asserts a time or a ratio
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -89,3 +90,70 @@ def test_a_verdict_is_wrong_only_when_it_differs_from_the_generated_one() -> Non
     assert message == (
         "wrong verdict: the check of the history said unknown, the generated history is True"
     )
+
+
+def _bench_analyze_without_spark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shift: dict[str, int]
+) -> tuple[Any, list[Any]]:
+    """``kchaos bench analyze`` end to end on a small generated run, the Spark session and
+    job replaced by the checker (its counts, plus ``shift``): what the bench does around
+    the job (the Parquet copy, DuckDB on both inputs, the comparison) is real."""
+    from types import SimpleNamespace
+
+    from kchaos.harness.analysis import job, session
+    from kchaos.harness.analysis.runs import resolve_runs
+    from kchaos.harness.checker import check_history
+    from kchaos.harness.rundir.rundir import RunDir
+
+    seen: list[Any] = []
+
+    def fake_job(runs: list[Path], **_: Any) -> Any:
+        run = resolve_runs(runs)[0]
+        seen.append(run)
+        found = check_history(RunDir(run.path).history).anomalies
+        anomalies = {k: {"count": a.count + shift.get(k, 0)} for k, a in found.items()}
+        for kind, n in shift.items():
+            anomalies.setdefault(kind, {"count": n})
+        summary = {"anomalies": anomalies}
+        return SimpleNamespace(runs=[SimpleNamespace(run=run, summary=summary)], seconds={})
+
+    monkeypatch.setattr(session, "start_session", lambda *a, **k: SimpleNamespace(stop=list))
+    monkeypatch.setattr(job, "run_job", fake_job)
+    args = ["bench", "analyze", "--events", "3000", "--dir", str(tmp_path)]
+    return CliRunner().invoke(cli, args, standalone_mode=False), seen
+
+
+def test_bench_analyze_compares_every_kind_on_the_runs_parquet_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, seen = _bench_analyze_without_spark(tmp_path, monkeypatch, {})
+    assert result.exception is None, result.output
+    assert result.return_value == 0, result.output
+    assert [r.fmt for r in seen] == ["parquet"]  # the job read the run-end copy
+    assert (seen[0].path / "history.parquet").is_dir()
+    out = result.output
+    assert "kchaos analyze (whole job, parquet):" in out
+    assert (
+        "duckdb all kinds, Parquet (2 threads):" in out and "duckdb all kinds, JSON lines:" in out
+    )
+    assert "ratio analyze / duckdb all kinds:" in out and "(goal <= 3)" in out
+    assert "counts: lost-write 1, uncommitted-read 0, aborted-read 0, duplicate 0" in out
+    assert "lost-write 1 injected): True" in out
+
+
+def test_bench_analyze_fails_when_one_kind_differs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, _ = _bench_analyze_without_spark(tmp_path, monkeypatch, {"duplicate": 1})
+    assert result.exception is None, result.output
+    assert result.return_value == 1
+    assert "injected): False" in result.output
+    assert "differs: duplicate: {'analyze': 1, 'duckdb_parquet': 0," in result.output
+
+
+def test_bench_analyze_requires_the_injected_lost_writes() -> None:
+    from kchaos.bench.analyze import disagreements
+
+    same = {"lost-write": 2, "unseen": 0}
+    report = {"kinds": {"analyze": same, "duckdb_parquet": same}, "expected_lost_write": 1}
+    assert disagreements(report) == ["lost-write: 2 found, 1 injected"]
