@@ -25,6 +25,7 @@ from typing import Any
 
 from kchaos.bench.duck_kinds import KINDS, duckdb_kinds
 from kchaos.harness.errors import AnalysisError
+from kchaos.harness.rundir.parquet import part_files
 from kchaos.harness.rundir.rundir import RunDir
 
 
@@ -103,7 +104,7 @@ def run_bench(
     return {
         "events": info["events"],
         "history_mb": round(history.stat().st_size / 1e6, 1),
-        "parquet_mb": round(sum(p.stat().st_size for p in parquet.glob("*.parquet")) / 1e6, 1),
+        "parquet_mb": round(sum(p.stat().st_size for p in part_files(parquet)) / 1e6, 1),
         "master": master,
         "driver_memory": driver_memory,
         "duckdb_threads": threads,
