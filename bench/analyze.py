@@ -48,13 +48,14 @@ def job_counts(summary: dict[str, Any]) -> dict[str, int]:
 def _parquet_copy(run: Path, threads: int) -> float:
     """The run's history.parquet, written as the runner writes it at the end of a run;
     the seconds it took (0 when a copy at least as new as the history is there)."""
-    rd = RunDir(run)
-    copy = rd.history_parquet
-    if copy.is_dir() and copy.stat().st_mtime >= rd.history.stat().st_mtime:
+    from kchaos.harness.analysis.runs import resolve_runs
+
+    if resolve_runs([run])[0].fmt == "parquet":  # the job's own freshness rule
         return 0.0
+    rd = RunDir(run)
     made, secs = _timed(lambda: rd.write_history_parquet(threads))
     if not made:
-        raise AnalysisError(f"DuckDB could not write {copy} from {rd.history}")
+        raise AnalysisError(f"DuckDB could not write {rd.history_parquet} from {rd.history}")
     return secs
 
 

@@ -28,16 +28,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kchaos.harness.rundir.anomalies import V1_DATA_KINDS
 from kchaos.harness.rundir.parquet import json_columns, part_files
 
-KINDS = (
-    "lost-write",
-    "uncommitted-read",
-    "aborted-read",
-    "duplicate",
-    "inconsistent-offset",
-    "unseen",
-)
+#: The kinds the baseline counts: format v1's data kinds (the vocabulary's owner names them).
+KINDS = V1_DATA_KINDS
 
 # The derived tables, built once as temporary tables over the view ``h`` of the history.
 TABLES = {

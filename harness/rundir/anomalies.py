@@ -66,17 +66,18 @@ REPORTED_ONLY: tuple[str, ...] = (
 )
 #: Every kind, in the order reports list them.
 KINDS: tuple[str, ...] = INVALIDATING + UNKNOWN_MAKING + REPORTED_ONLY
-#: Kinds about the data (sends, transactions, reads, the drain): what the Spark job
-#: computes too, with the checker's counts.
-DATA_KINDS: tuple[str, ...] = (
+#: The data kinds of format v1 (sends, reads, the drain).
+V1_DATA_KINDS: tuple[str, ...] = (
     "lost-write",
     "uncommitted-read",
     "aborted-read",
     "duplicate",
     "inconsistent-offset",
     "unseen",
-    *TXN_KINDS,
 )
+#: Kinds about the data (sends, transactions, reads, the drain): what the Spark job
+#: computes too, with the checker's counts.
+DATA_KINDS: tuple[str, ...] = (*V1_DATA_KINDS, *TXN_KINDS)
 #: Kinds that never make a run invalid.
 NOT_INVALID: frozenset[str] = frozenset(UNKNOWN_MAKING + REPORTED_ONLY)
 
