@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from kchaos.bench.duck_kinds import KINDS, duckdb_kinds
 from kchaos.harness.checker import check_history
 from kchaos.harness.errors import HistoryError
@@ -15,8 +13,6 @@ from kchaos.harness.rundir.rundir import RunDir
 
 from corpus import checker_test_histories, data_counts, histgen_cases  # isort: skip
 from hist import History, every_kind, near_misses  # isort: skip
-
-pytest.importorskip("duckdb")
 
 
 def _nonzero(counts: dict[str, int]) -> dict[str, int]:
