@@ -9,6 +9,9 @@ The tests shorten the library schedule to save suite time: 90 s of workload inst
 110, the leader's black hole 60 s instead of 65, and the shutdown trigger's timeout 35 s
 instead of 45 (it waits from 32 s; the stale join comes at about 55 s on 3.4.1, and on
 fixed releases the trigger times out, so the run is 30 s shorter there).
+
+Measured with this shortened schedule (docs/incidents.md, "The docker tests that rely on a
+race"): each test passed 10 of 10 when repeated on its own, 2026-11-26 at fe6b61d.
 """
 
 from __future__ import annotations
