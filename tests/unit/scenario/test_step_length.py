@@ -13,6 +13,7 @@ import pytest
 
 from kchaos.harness.errors import ConfigError, HistoryError
 from kchaos.harness.run.replay import replay_scenario
+from kchaos.harness.scenario import library
 from kchaos.harness.scenario.dump import file_data, scenario_yaml
 from kchaos.harness.scenario.loader import load_scenario, load_scenario_data, schema
 from kchaos.harness.scenario.model import Scenario
@@ -157,3 +158,9 @@ def test_a_replay_of_a_stored_step_with_both_spellings_is_bad_input(tmp_path: Pa
         replay_scenario(write_run(tmp_path / "run", data, None))
     assert err.value.field == "nemesis.steps.0.duration"
 
+
+@pytest.mark.parametrize("name", library.library_names())
+def test_library_steps_say_for(name: str) -> None:
+    data = load_yaml(library.resolve(name).read_text(encoding="utf-8"), name).data
+    for step in (data.get("nemesis") or {}).get("steps") or ():
+        assert "duration" not in step, f"{name}: a step still says duration"
