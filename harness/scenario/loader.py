@@ -45,7 +45,12 @@ from kchaos.harness.scenario.model import (
     length_key,
 )
 from kchaos.harness.scenario.properties import load_properties_lines
-from kchaos.harness.scenario.sanity import check_durations, check_one_length, check_values
+from kchaos.harness.scenario.sanity import (
+    check_durations,
+    check_one_length,
+    check_values,
+    file_steps,
+)
 from kchaos.harness.scenario.yamlsrc import Path_, Source, apply_override, load_yaml
 
 _DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$")
@@ -403,9 +408,7 @@ def _set_length_wins(src: Source) -> None:
     ``duration``) replaces the one the file gives in the other: the step keeps the
     override's key alone. Both from the file, or both from ``--set``, stay for
     :func:`check_one_length` to refuse."""
-    nemesis = src.data.get("nemesis")
-    steps = nemesis.get("steps") if isinstance(nemesis, Mapping) else None
-    for i, step in enumerate(steps if isinstance(steps, list) else ()):
+    for i, step in enumerate(file_steps(src)):
         if not isinstance(step, dict) or not {LENGTH_KEY, OLD_LENGTH_KEY} <= set(step):
             continue
         by_set = [

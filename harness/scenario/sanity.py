@@ -54,7 +54,8 @@ def check_values(src: Source) -> None:
                 _min_isr(src, ("topics", i, "configs"), topic.get("configs"))
 
 
-def _steps(src: Source) -> list[Any]:
+def file_steps(src: Source) -> list[Any]:
+    """The plain data's ``nemesis.steps`` (empty when it is missing or not a list)."""
     nemesis = src.data.get("nemesis")
     steps = nemesis.get("steps") if isinstance(nemesis, Mapping) else None
     return steps if isinstance(steps, list) else []
@@ -62,7 +63,7 @@ def _steps(src: Source) -> list[Any]:
 
 def check_one_length(src: Source) -> None:
     """A step gives its length once: ``for``, or its old spelling ``duration``."""
-    for i, step in enumerate(_steps(src)):
+    for i, step in enumerate(file_steps(src)):
         if isinstance(step, Mapping) and LENGTH_KEY in step and OLD_LENGTH_KEY in step:
             raise src.error(
                 ("nemesis", "steps", i, OLD_LENGTH_KEY),
@@ -73,7 +74,7 @@ def check_one_length(src: Source) -> None:
 
 def _length_key(src: Source, i: int) -> str:
     """The key step ``i`` gives its length under in the file."""
-    steps = _steps(src)
+    steps = file_steps(src)
     step = steps[i] if i < len(steps) else None
     return length_key(step) if isinstance(step, Mapping) else LENGTH_KEY
 
