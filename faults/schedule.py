@@ -17,7 +17,8 @@ Both come from a plain mapping (a scenario's ``nemesis:`` section or a dict in P
 Scripted steps may also start on a condition of the cluster instead of a time: ``when``
 (one condition or a list) and ``timeout`` (s), see :mod:`kchaos.faults.trigger`; ``at`` (default
 0 with ``when``) is then the moment the step becomes eligible, and ``for`` counts from the
-moment the condition held.
+moment the condition held. A step's length is ``for`` here as in a scenario file, run.json's
+``schedule`` and the pytest plugin; ``duration`` is read as its old spelling (not both).
 
 Random schedules: each of ``concurrency`` lanes (lane k starting ``k * stagger_s`` later)
 draws a fault by weight, a duration from the entry's ``for`` (number or [lo, hi]) or
@@ -262,6 +263,12 @@ def _scripted(
         if "at" not in entry and trigger is None:
             raise w.child("at").error("missing (seconds after the nemesis starts)")
         at = _number(entry.get("at", 0), w.child("at", entry))
+        # ``for``; ``duration`` is its old spelling, still read, but not both
+        if "for" in entry and "duration" in entry:
+            raise w.child("duration", entry).error(
+                "the step gives its length twice: duration is the old spelling of for; "
+                "keep for only"
+            )
         dur_key = "for" if "for" in entry else "duration"
         dur = _number(entry.get(dur_key, 0), w.child(dur_key, entry))
         fs = fault_spec(

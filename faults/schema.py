@@ -76,7 +76,7 @@ def nemesis_schema() -> dict[str, Any]:
         "properties": {
             "at": _NUMBER,
             "for": _NUMBER,
-            "duration": _NUMBER,
+            "duration": {**_NUMBER, "deprecated": True},  # the old spelling of for
             "fault": {"enum": names},
             "target": target,
             "params": {"type": "object"},
@@ -88,6 +88,7 @@ def nemesis_schema() -> dict[str, Any]:
         "allOf": [
             {"anyOf": [{"required": ["at"]}, {"required": ["when"]}]},
             {"dependentRequired": {"timeout": ["when"], "on_timeout": ["when"]}},
+            {"dependentSchemas": {"duration": {"not": {"required": ["for"]}}}},
             *_params_by_fault(random=False),
         ],
     }

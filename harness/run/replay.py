@@ -2,9 +2,10 @@
 
 run.json holds the resolved scenario (after ``--set`` and ``--broker-config``), the seed,
 the Kafka version, the images and the nemesis ``schedule``: the concrete fault list the
-run executed (each fault's id, start, duration, target spec and params, with a random
+run executed (each fault's id, start, length (``for``), target spec and params, with a random
 schedule's draws already made). A replay rebuilds a scenario file from these, with the
-stored schedule as its scripted steps, so the replay runs the same fault times, targets
+stored schedule as its scripted steps (in the same vocabulary: a step's length is
+``for`` in both), so the replay runs the same fault times, targets
 and parameters rather than drawing them again; a seeded ``random`` target resolves the
 same way because seed and fault ids are the same. A run.json without ``schedule`` (the run
 ended before the nemesis started) replays the scenario's own nemesis section, which the
@@ -26,7 +27,7 @@ from kchaos.harness.rundir.names import RUN_JSON
 from kchaos.harness.rundir.runjson import RunJson, load_run
 from kchaos.harness.scenario.dump import file_data
 from kchaos.harness.scenario.loader import load_scenario_data
-from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.scenario.model import LENGTH_KEY, Scenario
 
 
 def read_run_json(run_dir: Path) -> RunJson:
@@ -53,8 +54,8 @@ def schedule_steps(schedule: Any, file: str) -> list[dict[str, Any]]:
                 f"not a scheduled fault: {shown(entry)}", file=file, field=f"schedule.{i}"
             )
         step: dict[str, Any] = {"fault": entry["fault"], "at": entry["at"]}
-        if entry.get("for"):  # 0: an instantaneous fault, as a step without duration
-            step["duration"] = entry["for"]
+        if entry.get(LENGTH_KEY):  # 0: an instantaneous fault, a step without a length
+            step[LENGTH_KEY] = entry[LENGTH_KEY]
         for key in ("target", "when", "timeout", "on_timeout"):
             if entry.get(key) is not None:
                 step[key] = entry[key]

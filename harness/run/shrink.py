@@ -12,7 +12,7 @@ produces an anomaly of the same kind, with at most N full runs (each on a fresh 
   so that removing a step (which renumbers the fault ids the draw is seeded with) does not
   move another step's fault to a different broker;
 * phase ``steps``: ddmin over the list of steps; phase ``durations``: each step's
-  duration halved (not below 1 s) while the candidate still fails; phase ``targets``: a
+  length (``for``) halved (not below 1 s) while the candidate still fails; phase ``targets``: a
   step's comma-separated node list one node shorter, ``random:K`` one fewer;
 * every candidate is a scenario file the loader accepts (the checks of
   ``kchaos validate``); one it refuses is skipped without a run;
@@ -45,7 +45,7 @@ from kchaos.harness.rundir.names import RESULTS_JSON
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.runjson import RunJson
 from kchaos.harness.scenario.dump import step_data, to_yaml
-from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.scenario.model import LENGTH_KEY, Scenario
 
 MIN_DURATION = 1.0  # seconds: durations are not halved below this
 RANDOM_TARGETS = ("random", "minority", "majority")
@@ -68,8 +68,8 @@ def describe(step: Step) -> str:
     """``isolate broker-1 at 10s for 12s`` for the attempts table."""
     s = _data(step)
     text = f"{s['fault']} {s.get('target', 'random')} at {s['at']:g}s"
-    if s.get("duration"):
-        text += f" for {s['duration']:g}s"
+    if s.get(LENGTH_KEY):
+        text += f" for {s[LENGTH_KEY]:g}s"
     if s.get("params"):
         text += " " + ",".join(f"{k}={v}" for k, v in sorted(s["params"].items()))
     if s.get("when"):
@@ -180,9 +180,9 @@ def shorter(current: Candidate) -> list[Candidate]:
     out = []
     for i, step in enumerate(current):
         s = _data(step)
-        d = s.get("duration")
+        d = s.get(LENGTH_KEY)
         if isinstance(d, int | float) and d > MIN_DURATION:
-            s["duration"] = max(MIN_DURATION, round(d / 2, 1))
+            s[LENGTH_KEY] = max(MIN_DURATION, round(d / 2, 1))
             out.append((*current[:i], _step(s), *current[i + 1 :]))
     return out
 

@@ -24,7 +24,10 @@ A field's ``metadata`` says what the type cannot:
 - ``file``: False for a field the file does not have (``Scenario.source``); a string for a
   field the file spells differently (run.json's ``image`` for ``RunJson.kafka_image``);
 - ``per_release``: the field is an object keyed by Kafka release whose values hold the
-  other fields of its own dataclass again (a scenario's ``expect.before``).
+  other fields of its own dataclass again (a scenario's ``expect.before``);
+- ``aliases``: old spellings of the field the file may still use, each with its
+  description: a property of the same schema marked ``deprecated``, which the object
+  refuses together with the field (a scenario step's ``duration`` for ``for``).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from typing import Any
 from kchaos.harness.rundir.tickets import RELEASE_PATTERN
 
 # Metadata keys that steer the generator rather than go into the schema.
-_STEERING = ("ref", "items", "nullable", "file", "per_release")
+_STEERING = ("ref", "items", "nullable", "file", "per_release", "aliases")
 # Metadata keywords that stand for the whole schema of the field.
 _REPLACING = ("enum", "oneOf", "type")
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -90,6 +93,7 @@ def _object(
 ) -> dict[str, Any]:
     props: dict[str, Any] = {}
     required = []
+    exclusive: dict[str, Any] = {}  # an old spelling -> not together with the new one
     for name, f, hint in _file_fields(cls, names):
         if name == skip:
             continue
@@ -97,12 +101,19 @@ def _object(
             props[name] = _per_release(cls, names, name, f.metadata)
             continue
         props[name] = _field(hint, f.metadata, names, annotate)
+        for alias, text in f.metadata.get("aliases", {}).items():
+            old = {k: v for k, v in props[name].items() if k != "description"}
+            props[alias] = {**({"description": text} if annotate else {}), **old}
+            props[alias]["deprecated"] = True
+            exclusive[alias] = {"not": {"required": [name]}}
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             required.append(name)
     out: dict[str, Any] = {"type": "object", "additionalProperties": not closed}
     if required:
         out["required"] = required
     out["properties"] = props
+    if exclusive:
+        out["dependentSchemas"] = exclusive
     return out
 
 

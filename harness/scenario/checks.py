@@ -108,7 +108,7 @@ def semantic_checks(src: Source, sc: Scenario) -> None:
     for i, step in enumerate(sc.nemesis.steps):
         base: Path_ = ("nemesis", "steps", i)
         _check_target(src, sc, (*base, "target"), step.target)
-        end = step.at + (step.duration or 0.0)
+        end = step.at + (step.for_ or 0.0)
         if end > duration:
             raise src.error(
                 (*base, "at"), f"fault ends at {end:g}s, after the workload's {duration:g}s"

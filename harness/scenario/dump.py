@@ -17,7 +17,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from kchaos.harness.rundir.files import jsonable
-from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.scenario.model import LENGTH_KEY, OLD_LENGTH_KEY, Scenario
 
 
 def _present(data: Mapping[str, Any], *keys: str) -> dict[str, Any]:
@@ -26,9 +26,16 @@ def _present(data: Mapping[str, Any], *keys: str) -> dict[str, Any]:
 
 
 def step_data(step: Mapping[str, Any]) -> dict[str, Any]:
-    """One ``nemesis.steps`` entry from a FaultStep's dict form."""
+    """One ``nemesis.steps`` entry from a FaultStep's dict form: its length as ``for``,
+    also when the stored step says ``duration`` (the old spelling, in the scenarios older
+    run.json files hold). A step that says both keeps both, for the loader to refuse."""
     out: dict[str, Any] = {"fault": step["fault"], "at": step["at"]}
-    out.update(_present(step, "duration", "target"))
+    given = _present(step, LENGTH_KEY, OLD_LENGTH_KEY)
+    if len(given) == 1:
+        out[LENGTH_KEY] = given.popitem()[1]
+    else:
+        out.update(given)
+    out.update(_present(step, "target"))
     if step.get("params"):
         out["params"] = dict(step["params"])
     out.update(_present(step, "when", "timeout", "on_timeout"))

@@ -26,6 +26,8 @@ from kchaos.harness.scenario.checks import semantic_checks
 from kchaos.harness.scenario.feasible import check_schedule
 from kchaos.harness.scenario.javacheck import check_java_client
 from kchaos.harness.scenario.model import (
+    LENGTH_KEY,
+    OLD_LENGTH_KEY,
     ChecksConfig,
     ClusterConfig,
     ConsumerConfig,
@@ -40,9 +42,15 @@ from kchaos.harness.scenario.model import (
     TopicConfig,
     TransactionsConfig,
     WorkloadConfig,
+    length_key,
 )
 from kchaos.harness.scenario.properties import load_properties_lines
-from kchaos.harness.scenario.sanity import check_durations, check_values
+from kchaos.harness.scenario.sanity import (
+    check_durations,
+    check_one_length,
+    check_values,
+    file_steps,
+)
 from kchaos.harness.scenario.yamlsrc import Path_, Source, apply_override, load_yaml
 
 _DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$")
@@ -246,7 +254,8 @@ def _build(src: Source, seed: int | None) -> Scenario:
     n = d.get("nemesis", {})
     steps = []
     for i, s in enumerate(n.get("steps", [])):
-        times = _durations(src, ("nemesis", "steps", i), s, ("at", "duration", "timeout"))
+        key = length_key(s)
+        times = _durations(src, ("nemesis", "steps", i), s, ("at", key, "timeout"))
         steps.append(
             FaultStep(
                 fault=s["fault"],
@@ -254,7 +263,9 @@ def _build(src: Source, seed: int | None) -> Scenario:
                 params=dict(s.get("params", {})),
                 when=s.get("when"),
                 on_timeout=s.get("on_timeout"),
-                **times,
+                at=times["at"],
+                for_=times.get(key),
+                timeout=times.get("timeout"),
             )
         )
     random_schedule = None
@@ -351,6 +362,7 @@ def load_scenario(
     src = load_yaml(text, file)
     for assignment in overrides:
         apply_override(src, assignment)
+    _set_length_wins(src)
     if kafka_version is not None:
         src.data.setdefault("cluster", {})["kafka_version"] = kafka_version
         src.origins[("cluster", "kafka_version")] = "--kafka-version"
@@ -391,8 +403,27 @@ def _plain_data(node: Any) -> Any:
     return node
 
 
+def _set_length_wins(src: Source) -> None:
+    """A step's length given by ``--set`` in either spelling (``for``, or the old
+    ``duration``) replaces the one the file gives in the other: the step keeps the
+    override's key alone. Both from the file, or both from ``--set``, stay for
+    :func:`check_one_length` to refuse."""
+    for i, step in enumerate(file_steps(src)):
+        if not isinstance(step, dict) or not {LENGTH_KEY, OLD_LENGTH_KEY} <= set(step):
+            continue
+        by_set = [
+            k
+            for k in (LENGTH_KEY, OLD_LENGTH_KEY)
+            if src.origins.get(("nemesis", "steps", i, k)) == "--set"
+        ]
+        if len(by_set) == 1:
+            other = OLD_LENGTH_KEY if by_set[0] == LENGTH_KEY else LENGTH_KEY
+            del step[other]
+
+
 def _checked(src: Source, seed: int | None) -> Scenario:
     """Every check, the build and the plan of a scenario's data, in order."""
+    check_one_length(src)
     check_values(src)
     validate_schema(src)
     scenario = _build(src, seed)

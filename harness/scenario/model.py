@@ -255,14 +255,38 @@ class WorkloadConfig:
     )
 
 
+# A step's length is ``for`` in every form a schedule takes: a scenario step, run.json's
+# ``schedule`` (faults.schedule) and the pytest plugin's steps. ``duration`` is the old
+# spelling a step may still use (older scenario files and the scenarios older run.json
+# files embed); a step that gives both is refused.
+LENGTH_KEY = "for"
+OLD_LENGTH_KEY = "duration"
+
+
+def length_key(step: Mapping[str, Any]) -> str:
+    """The key that gives a step's length in ``step`` (file or run.json data): ``for``,
+    or the old spelling when only that is there."""
+    return OLD_LENGTH_KEY if OLD_LENGTH_KEY in step and LENGTH_KEY not in step else LENGTH_KEY
+
+
 @dataclass(frozen=True)
 class FaultStep:
-    """One scripted fault: start ``at`` seconds into the workload, heal after ``duration``."""
+    """One scripted fault: start ``at`` seconds into the workload, heal after ``for``."""
 
     fault: str = field(metadata={"minLength": 1})
     at: float = field(metadata=_DURATION)
-    # None: an instantaneous fault (e.g. a kill and restart)
-    duration: float | None = field(default=None, metadata=_DURATION)
+    # the file's ``for`` (a Python keyword); None: an instantaneous fault (e.g. a kill and
+    # restart)
+    for_: float | None = field(
+        default=None,
+        metadata={
+            "file": LENGTH_KEY,
+            "aliases": {OLD_LENGTH_KEY: "The old spelling of `for`, still read; not both."},
+            "description": "How long the fault lasts before it is healed (none: an "
+            "instantaneous fault, such as a kill and restart).",
+            **_DURATION,
+        },
+    )
     target: str = field(default="random", metadata={"ref": "target"})
     params: Mapping[str, Any] = field(default_factory=dict)
     # a state trigger (faults.trigger): start once it holds, after ``at``
@@ -441,6 +465,11 @@ class Scenario:
         data = jsonable(asdict(replace(self, plan=None)))
         assert isinstance(data, dict)
         data.pop("plan")
+        # a step's length under the name the file, the schedule and the plugin use
+        data["nemesis"]["steps"] = [
+            {(LENGTH_KEY if k == "for_" else k): v for k, v in step.items()}
+            for step in data["nemesis"]["steps"]
+        ]
         return data
 
     @property

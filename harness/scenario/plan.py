@@ -312,7 +312,7 @@ def schedule(
                     )
                 except ConfigError as exc:
                     raise place((*base, *_path(exc.field or "when")), exc.detail) from None
-            steps.append(Step(s.at, s.duration or 0.0, spec, trigger))
+            steps.append(Step(s.at, s.for_ or 0.0, spec, trigger))
             probes.append(((*base, "params"), (*base, "target"), spec))
         return scripted_schedule(steps, sc.seed), probes
     if n.random is not None:

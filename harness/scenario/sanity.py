@@ -7,6 +7,8 @@ by the file and line it came from:
 - ``min.insync.replicas`` that is not a whole number of replicas, at least 1 (a word,
   zero, a fraction), in server, broker and topic properties;
 - ``broker_properties`` keys naming one broker twice (``"0002"`` and ``"2"``);
+- a step that gives its length twice, as ``for`` and as its old spelling ``duration``
+  (the schema says so too, but this message says which is which);
 
 and after the build, durations beyond what a run can wait for.
 """
@@ -19,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kchaos.harness.errors import shown
-from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.scenario.model import LENGTH_KEY, OLD_LENGTH_KEY, Scenario, length_key
 from kchaos.harness.scenario.yamlsrc import Path_, Source
 
 MIN_ISR = "min.insync.replicas"
@@ -50,6 +52,31 @@ def check_values(src: Source) -> None:
         for i, topic in enumerate(topics):
             if isinstance(topic, Mapping):
                 _min_isr(src, ("topics", i, "configs"), topic.get("configs"))
+
+
+def file_steps(src: Source) -> list[Any]:
+    """The plain data's ``nemesis.steps`` (empty when it is missing or not a list)."""
+    nemesis = src.data.get("nemesis")
+    steps = nemesis.get("steps") if isinstance(nemesis, Mapping) else None
+    return steps if isinstance(steps, list) else []
+
+
+def check_one_length(src: Source) -> None:
+    """A step gives its length once: ``for``, or its old spelling ``duration``."""
+    for i, step in enumerate(file_steps(src)):
+        if isinstance(step, Mapping) and LENGTH_KEY in step and OLD_LENGTH_KEY in step:
+            raise src.error(
+                ("nemesis", "steps", i, OLD_LENGTH_KEY),
+                f"the step gives its length twice: {OLD_LENGTH_KEY} is the old spelling of "
+                f"{LENGTH_KEY}; keep {LENGTH_KEY} only",
+            )
+
+
+def _length_key(src: Source, i: int) -> str:
+    """The key step ``i`` gives its length under in the file."""
+    steps = file_steps(src)
+    step = steps[i] if i < len(steps) else None
+    return length_key(step) if isinstance(step, Mapping) else LENGTH_KEY
 
 
 def _walk(node: Any, path: Path_) -> Iterator[tuple[Path_, Any]]:
@@ -105,7 +132,7 @@ def check_durations(src: Source, sc: Scenario) -> None:
     ]
     for i, step in enumerate(sc.nemesis.steps):
         found += [(("nemesis", "steps", i, "at"), step.at)]
-        found += [(("nemesis", "steps", i, "duration"), step.duration)]
+        found += [(("nemesis", "steps", i, _length_key(src, i)), step.for_)]
     r = sc.nemesis.random
     if r is not None:
         for key in ("start", "quiet", "min_duration", "max_duration"):

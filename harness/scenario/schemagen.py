@@ -1,7 +1,8 @@
 """The published JSON Schema of scenario files, generated from the model.
 
 :mod:`kchaos.harness.scenario.model` is the one definition of a scenario: each field of its
-frozen dataclasses is a key of the file, with the same name, and its type and
+frozen dataclasses is a key of the file, with the same name (or the one its ``file``
+metadata gives: a step's ``for_`` is the file's ``for``), and its type and
 ``metadata`` give the key's schema (the rules: :mod:`kchaos.harness.rundir.schemagen`).
 This module adds the shared definitions (``$defs``) and writes
 ``harness/schema/scenario.schema.json`` (package data, what the loader validates with):

@@ -63,7 +63,7 @@ nemesis:
   steps:
     - fault: kill
       at: 5s
-      duration: 9s
+      for: 9s
       target: leader:{TOPIC}:0
 checks:
   max_offline_seconds: 30

@@ -65,8 +65,8 @@ def test_acks1_negative_control_with_the_java_clients_is_caught(tmp_path: Path) 
     # schedule with these assertions caught the loss in 10 of 10 seeds on 4.4.0
     # (2026-11-26, docs/incidents.md, "Catch rates")
     out = tmp_path / "acks1-java"
-    shorter = ["workload.duration=40", "nemesis.steps.0.at=8", "nemesis.steps.0.duration=20s",
-               "nemesis.steps.1.at=14", "nemesis.steps.1.duration=8s"]  # fmt: skip
+    shorter = ["workload.duration=40", "nemesis.steps.0.at=8", "nemesis.steps.0.for=20s",
+               "nemesis.steps.1.at=14", "nemesis.steps.1.for=8s"]  # fmt: skip
     sets = [arg for item in shorter for arg in ("--set", item)]
     proc = kchaos_run(out, "unsafe-acks1-unclean-election", *sets)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

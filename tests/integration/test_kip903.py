@@ -42,7 +42,7 @@ def run(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
         str(out),
         "--quiet",
     ]
-    cmd += ["--set", "workload.duration=90s", "--set", "nemesis.steps.2.duration=60s"]
+    cmd += ["--set", "workload.duration=90s", "--set", "nemesis.steps.2.for=60s"]
     cmd += ["--set", "nemesis.steps.4.timeout=35s"]
     return subprocess.run([*cmd, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
 

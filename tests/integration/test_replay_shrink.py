@@ -38,20 +38,20 @@ nemesis:
   steps:
     - fault: latency          # harmless: a short latency toxic on a follower
       at: 2s
-      duration: 3s
+      for: 3s
       target: broker-3
       params: {latency_ms: 50}
     - fault: pause            # harmless: a 2 s pause of the other follower
       at: 4s
-      duration: 2s
+      for: 2s
       target: broker-2
     - fault: isolate          # decisive: the leader cut off, keeps acknowledging acks=1
       at: 10s
-      duration: 12s
+      for: 12s
       target: broker-1
     - fault: kill             # decisive: the leader killed; another replica takes over
       at: 14s
-      duration: 5s
+      for: 5s
       target: broker-1
 checks: {}
 expect:

@@ -44,7 +44,7 @@ def scenarios(tmp_path: Path) -> Path:
     for old, new in (
         ("duration: 60s", "duration: 25s"),
         ("at: 25s", "at: 10s"),
-        ("duration: 5s", "duration: 3s"),
+        ("for: 5s", "for: 3s"),
     ):
         assert old in power
         power = power.replace(old, new, 1)

@@ -67,8 +67,8 @@ workload:
   consumers: {count: 1}
 nemesis:
   steps:
-    - {fault: pause, at: 10s, duration: 5s, target: random}
-    - {fault: kill, at: 20s, duration: 5s, target: leader:t:1}
+    - {fault: pause, at: 10s, for: 5s, target: random}
+    - {fault: kill, at: 20s, for: 5s, target: leader:t:1}
 checks: {max_offline_seconds: 20}
 expect: {valid: true, allowed: [offline]}
 """
@@ -193,7 +193,7 @@ def _judge_scenario(text: str) -> Scenario | None:
         assert math.isfinite(seconds) and seconds >= 0
     assert w.duration > 0
     for step in sc.nemesis.steps:
-        assert math.isfinite(step.at) and step.at + (step.duration or 0) <= w.duration
+        assert math.isfinite(step.at) and step.at + (step.for_ or 0) <= w.duration
     return sc
 
 

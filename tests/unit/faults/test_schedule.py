@@ -137,3 +137,13 @@ nemesis:
         from_spec(doc["nemesis"], where=Where("s.yaml", "nemesis"))
     assert err.value.line == 9
     assert str(err.value).startswith("s.yaml:9: nemesis.faults[1].params.latency_ms:")
+
+
+def test_duration_is_the_old_spelling_of_for_and_not_both() -> None:
+    new = from_spec({"faults": [{"at": 1, "for": 4, "fault": "pause"}]}).to_list()
+    old = from_spec({"faults": [{"at": 1, "duration": 4, "fault": "pause"}]}).to_list()
+    assert new == old and new[0]["for"] == 4.0
+    with pytest.raises(ConfigError) as err:
+        from_spec({"faults": [{"at": 1, "for": 4, "duration": 4, "fault": "pause"}]})
+    assert err.value.field == "nemesis.faults[0].duration"
+    assert "old spelling" in err.value.detail

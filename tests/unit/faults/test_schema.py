@@ -48,6 +48,8 @@ def test_schema_is_valid_and_accepts_good_specs() -> None:
         {"faults": [{"at": 1, "fault": "preferred-election", "target": "broker-1"}]},
         {"type": "random", "faults": [{"fault": "preferred-election", "target": ["random"]}]},
         {"type": "random", "faults": [{"fault": "reassign", "target": "all"}]},
+        # a step's length given twice: for, and its old spelling duration
+        {"faults": [{"at": 1, "for": 2, "duration": 2, "fault": "pause"}]},
     ],
 )
 def test_schema_and_from_spec_both_reject(bad: dict[str, Any]) -> None:

@@ -274,11 +274,11 @@ nemesis:
   steps:
     - fault: pause
       at: 5s
-      duration: 5s
+      for: 5s
       target: broker-2
     - fault: kill
       at: 6s
-      duration: 3s
+      for: 3s
       target: leader:t:0
       when:
         in_isr:

@@ -24,13 +24,14 @@ from kchaos.harness.scenario import library
 from kchaos.harness.scenario.loader import load_scenario
 from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.plan import plan_of
+from kchaos.harness.scenario.yamlsrc import load_yaml
 
 NOISY = [
     "nemesis.steps=["
-    "{fault: latency, at: 2, duration: 3, target: broker-3, params: {latency_ms: 50}},"
-    "{fault: pause, at: 4, duration: 2, target: random},"
-    "{fault: isolate, at: 10, duration: 12, target: broker-1},"
-    "{fault: kill, at: 14, duration: 5, target: broker-1}]",
+    "{fault: latency, at: 2, for: 3, target: broker-3, params: {latency_ms: 50}},"
+    "{fault: pause, at: 4, for: 2, target: random},"
+    "{fault: isolate, at: 10, for: 12, target: broker-1},"
+    "{fault: kill, at: 14, for: 5, target: broker-1}]",
     "workload.duration=30",
 ]
 
@@ -73,7 +74,7 @@ class FakeRunner:
     def __call__(self, sc: Scenario, *, out: Path, **_: Any) -> RunResult:
         self.runs.append(sc)
         out.mkdir(parents=True)
-        lost = any(s.fault == "isolate" and (s.duration or 0) >= 3 for s in sc.nemesis.steps)
+        lost = any(s.fault == "isolate" and (s.for_ or 0) >= 3 for s in sc.nemesis.steps)
         results = {"valid": not lost, "anomalies": {"lost-write": {"count": 5}} if lost else {}}
         (out / "results.json").write_bytes(orjson.dumps(results))
         return RunResult("fake", out, 0, {}, {}, None)
@@ -84,16 +85,20 @@ def test_shrink_removes_harmless_steps_and_shortens(tmp_path: Path) -> None:
     fake = FakeRunner()
     summary = shrink_run(original, budget=20, out=tmp_path / "out", run=fake, console=None)
     assert [s["fault"] for s in summary["shrunk_steps"]] == ["isolate"]
-    assert summary["shrunk_steps"][0]["duration"] == 3.0  # 12 -> 6 -> 3 (1.5 is clean)
+    assert summary["shrunk_steps"][0]["for"] == 3.0  # 12 -> 6 -> 3 (1.5 is clean)
     assert summary["runs"] == len(fake.runs) <= 20
     # the scenario file is valid and is the reproduction
     sc = load_scenario(tmp_path / "out" / "shrunk.yaml")
     assert sc.name == "unsafe-acks1-unclean-election-shrunk"
-    assert [(s.fault, s.at, s.duration, s.target) for s in sc.nemesis.steps] == [
+    assert [(s.fault, s.at, s.for_, s.target) for s in sc.nemesis.steps] == [
         ("isolate", 10.0, 3.0, "broker-1")
     ]
     assert sc.expect.valid is False and sc.expect.anomalies == ("lost-write",)
     assert "unclean-election" in sc.expect.allowed
+    # the written steps say for, the one name of a step's length
+    text = (tmp_path / "out" / "shrunk.yaml").read_text()
+    written = load_yaml(text, "shrunk.yaml").data["nemesis"]["steps"]
+    assert written == [{"fault": "isolate", "at": 10.0, "for": 3.0, "target": "broker-1"}]
     assert sc.workload == noisy().workload and sc.cluster.kafka_version == "4.4.0"
     page = (tmp_path / "out" / "report.html").read_text()
     assert "Attempts" in page and "isolate broker-1 at 10s for 3s" in page
@@ -132,16 +137,16 @@ def test_random_targets_are_pinned_to_what_the_original_hit(tmp_path: Path) -> N
 
 
 def test_candidate_moves() -> None:
-    step = json.dumps({"fault": "isolate", "at": 1, "duration": 12, "target": "broker-1,broker-2"})
+    step = json.dumps({"fault": "isolate", "at": 1, "for": 12, "target": "broker-1,broker-2"})
     kill = json.dumps({"fault": "kill", "at": 3, "target": "random:2"})
     short = shorter((step, kill))
-    assert [json.loads(c[0])["duration"] for c in short] == [6.0]
+    assert [json.loads(c[0])["for"] for c in short] == [6.0]
     targets = fewer_targets((step, kill))
     assert [json.loads(c[0])["target"] for c in targets[:2]] == ["broker-2", "broker-1"]
     assert json.loads(targets[2][1])["target"] == "random:1"
-    tiny = json.dumps({"fault": "isolate", "at": 1, "duration": 1.5, "target": "broker-1"})
-    assert json.loads(shorter((tiny,))[0][0])["duration"] == 1.0
-    assert shorter((json.dumps({"fault": "pause", "at": 1, "duration": 1.0}),)) == []
+    tiny = json.dumps({"fault": "isolate", "at": 1, "for": 1.5, "target": "broker-1"})
+    assert json.loads(shorter((tiny,))[0][0])["for"] == 1.0
+    assert shorter((json.dumps({"fault": "pause", "at": 1, "for": 1.0}),)) == []
 
 
 def test_invalidating_kinds_skip_allowed_and_reported_ones() -> None:

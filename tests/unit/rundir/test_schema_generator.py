@@ -112,3 +112,30 @@ def test_main_writes_the_rendered_schema_and_prints_where(
     assert text == render({"toy": object_schema(Toy)}) and text.endswith("}\n")
     assert json.loads(text)["toy"]["required"] == ["name"]
     assert capsys.readouterr().out == f"{path}\n"
+
+
+@dataclass(frozen=True)
+class Renamed:
+    for_: float | None = field(
+        default=None,
+        metadata={
+            "file": "for",
+            "ref": "duration",
+            "description": "how long",
+            "aliases": {"duration": "the old spelling"},
+        },
+    )
+
+
+def test_an_old_spelling_is_a_deprecated_property_not_allowed_with_the_new_one() -> None:
+    out = object_schema(Renamed)
+    assert list(out["properties"]) == ["for", "duration"]
+    assert out["properties"]["for"] == {"description": "how long", "$ref": "#/$defs/duration"}
+    assert out["properties"]["duration"] == {
+        "description": "the old spelling",
+        "$ref": "#/$defs/duration",
+        "deprecated": True,
+    }
+    assert out["dependentSchemas"] == {"duration": {"not": {"required": ["for"]}}}
+    bare = object_schema(Renamed, annotate=False)["properties"]
+    assert "description" not in bare["duration"] and bare["duration"]["deprecated"] is True

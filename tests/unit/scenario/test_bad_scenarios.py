@@ -34,7 +34,7 @@ nemesis:
   steps:
     - fault: pause
       at: 10s
-      duration: 5s
+      for: 5s
       target: random
 """
 
@@ -42,7 +42,7 @@ RANDOM = BASE.replace(
     """  steps:
     - fault: pause
       at: 10s
-      duration: 5s
+      for: 5s
       target: random
 """,
     """  random:
@@ -83,7 +83,12 @@ def test_non_finite_durations_in_the_file(value: str) -> None:
 
 @pytest.mark.parametrize(
     "override",
-    ["workload.duration=.nan", "nemesis.steps.0.at=.inf", "nemesis.steps.0.duration=.nan"],
+    [
+        "workload.duration=.nan",
+        "nemesis.steps.0.at=.inf",
+        "nemesis.steps.0.for=.nan",
+        "nemesis.steps.0.duration=.nan",  # the old spelling of for, on a file saying for
+    ],
 )
 def test_non_finite_times_through_set(override: str) -> None:
     err = refused(overrides=[override])

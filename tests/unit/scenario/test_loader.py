@@ -33,7 +33,7 @@ nemesis:
   steps:
     - fault: pause
       at: 10s
-      duration: 500ms
+      for: 500ms
       target: leader:t:1
 checks:
   max_offline_seconds: 10
@@ -64,7 +64,7 @@ def test_good_scenario_builds_typed_values():
     assert sc.cluster.broker_properties == {2: {"broker.rack": "r2"}}
     assert sc.workload.producers.configs == {"enable.idempotence": "true"}
     step = sc.nemesis.steps[0]
-    assert (step.fault, step.at, step.duration, step.target) == ("pause", 10.0, 0.5, "leader:t:1")
+    assert (step.fault, step.at, step.for_, step.target) == ("pause", 10.0, 0.5, "leader:t:1")
     assert sc.nemesis.random is None
     assert sc.expect.valid is False and sc.expect.anomalies == ("lost-write",)
     assert sc.to_dict()["topics"][0]["configs"] == {"min.insync.replicas": "2"}

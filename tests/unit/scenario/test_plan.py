@@ -90,7 +90,7 @@ nemesis:
   steps:
     - fault: latency
       at: 5
-      duration: 5
+      for: 5
       target: broker-1
       params:
         latency_ms: -5
