@@ -32,12 +32,14 @@ A fenced worker (another process took its id) stops: it is the zombie.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from kchaos.harness.cluster.retry import Poll
 from kchaos.harness.errors import SendRefused, TxnError
 from kchaos.workloads.clients import (
     ConsumerClient,
@@ -118,8 +120,11 @@ class TxnWorkerBase:
 
     # -- the client ----------------------------------------------------------------------
     def _connect(self) -> TxnProducerClient | None:
-        """A new client, initialised; None when the worker was asked to stop first."""
-        while not self.stop_event.is_set():
+        """A new client, initialised; None when the worker was asked to stop first.
+        A failed init is tried again with a new client, for as long as the worker runs."""
+        made: list[TxnProducerClient] = []
+
+        def initialised() -> str | None:
             client = self._factory(self._done)
             self._line("invoke", "txn-init", transactional_id=self.transactional_id)
             try:
@@ -130,16 +135,19 @@ class TxnWorkerBase:
                 close_quietly(client, log, _CLOSING)
                 if exc.fenced:
                     raise _Fenced(exc.name) from exc
-                self.stop_event.wait(_INIT_BACKOFF_S)
-                continue
+                return exc.name
             ok: dict[str, Any] = {"transactional_id": self.transactional_id}
             if pid is not None:
                 ok["producer_id"] = pid
                 if epoch is not None:
                     ok["producer_epoch"] = epoch
             self._line("ok", "txn-init", **ok)
-            return client
-        return None
+            made.append(client)
+            return None
+
+        Poll("txn-init", initialised, timeout=math.inf, interval=_INIT_BACKOFF_S,
+             stop=self.stop_event.is_set, sleep=self.stop_event.wait).wait()  # fmt: skip
+        return made[0] if made else None
 
     def _drop_client(self) -> None:
         if self._client is not None:
