@@ -13,7 +13,9 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
+from typing import Any
 
+from kchaos.harness.cluster.retry import Poll
 from kchaos.harness.labels import labels_for, new_run_id
 
 BENCH_ENV = {
@@ -33,6 +35,24 @@ class StartRatio:
         return statistics.median(self.with_archive) / statistics.median(self.without_archive)
 
 
+def _started(container: Any, timeout: float) -> bool:
+    """Kafka's "Kafka Server started" line is in the log, looked for every 0.2 s; False
+    once the container exited or ``timeout`` s passed."""
+
+    started: list[bool] = []
+
+    def settled() -> str | None:  # None once it started, or exited (it never will then)
+        if b"Kafka Server started" in container.logs():
+            started.append(True)
+            return None
+        container.reload()
+        return None if container.status == "exited" else "not started yet"
+
+    return Poll("Kafka Server started", settled, timeout=timeout, interval=0.2).wait() and (
+        bool(started)
+    )
+
+
 def start_ratio(image: str, rounds: int = 3, timeout: float = 240.0) -> StartRatio:
     import docker
 
@@ -50,12 +70,9 @@ def start_ratio(image: str, rounds: int = 3, timeout: float = 240.0) -> StartRat
                 environment={**BENCH_ENV, "KCHAOS_CDS": cds},
             )
             try:
-                while b"Kafka Server started" not in container.logs():
-                    container.reload()
-                    if container.status == "exited" or time.monotonic() - start > timeout:
-                        tail = container.logs(tail=20).decode(errors="replace")
-                        raise RuntimeError(f"benchmark broker did not start:\n{tail}")
-                    time.sleep(0.2)
+                if not _started(container, start + timeout - time.monotonic()):
+                    tail = container.logs(tail=20).decode(errors="replace")
+                    raise RuntimeError(f"benchmark broker did not start:\n{tail}")
                 times[cds].append(time.monotonic() - start)
             finally:
                 container.remove(force=True)

@@ -86,6 +86,7 @@ from kchaos.faults.crashscan import CHECKPOINT
 from kchaos.faults.params import Where
 from kchaos.harness.cluster.api import TriggerReads
 from kchaos.harness.cluster.observe import LogFollower
+from kchaos.harness.cluster.retry import Poll
 from kchaos.harness.errors import ClusterError, FaultError, TriggerCancelled, TriggerTimeout
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -491,30 +492,37 @@ def wait_for(
     deadline = began + trigger.timeout
     steps: list[dict[str, Any]] = []
     held_at = 0
+
+    def pause(seconds: float) -> bool:  # never past the deadline; True: cancelled
+        return cancel.wait(max(0.0, min(seconds, deadline - time.monotonic())))
+
     for cond in trigger.conditions:
         watch = _Watch(cond)
-        while True:
+
+        def seen(watch: _Watch = watch) -> str | None:
             try:
                 held = watch.check(state)
             except Exception as exc:  # noqa: BLE001 - a failed observation is retried
                 held = False
                 watch.last_seen = f"observation failed: {type(exc).__name__}: {exc}"
-            if held:
-                held_at = clock_ns()
-                steps.append({"condition": cond.to_dict(), "held_at": held_at})
-                break
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TriggerTimeout(
-                    f"{label}trigger timed out after {trigger.timeout:g}s waiting for "
-                    f"{cond.describe()}; last observed: {watch.last_seen}",
-                    watch.last_seen,
-                )
-            if cancel.wait(min(trigger.poll, left)):
-                raise TriggerCancelled(
-                    f"{label}not started: the nemesis stopped while waiting for "
-                    f"{cond.describe()}; last observed: {watch.last_seen}"
-                )
+            return None if held else watch.last_seen
+
+        polling = Poll(cond.describe(), seen, timeout=trigger.timeout, interval=trigger.poll,
+                       sleep=pause)  # fmt: skip
+        if polling.wait(deadline):
+            held_at = clock_ns()
+            steps.append({"condition": cond.to_dict(), "held_at": held_at})
+            continue
+        if polling.stopped:
+            raise TriggerCancelled(
+                f"{label}not started: the nemesis stopped while waiting for "
+                f"{cond.describe()}; last observed: {watch.last_seen}"
+            )
+        raise TriggerTimeout(
+            f"{label}trigger timed out after {trigger.timeout:g}s waiting for "
+            f"{cond.describe()}; last observed: {watch.last_seen}",
+            watch.last_seen,
+        )
     return Held(held_at, time.monotonic() - began, steps)
 
 

@@ -42,6 +42,7 @@ from kchaos.faults.base import Fault, exiting, register
 from kchaos.faults.heal import HealContext, register_heal
 from kchaos.faults.params import Param
 from kchaos.harness.cluster import clientpids
+from kchaos.harness.cluster.retry import Poll
 from kchaos.harness.errors import FaultError, HealError
 
 _POLL_S = 0.1
@@ -131,13 +132,21 @@ class Zombie(Fault):
             type(self).sleep(self.rng.uniform(0.02, 0.2))
 
     def _wait_init(self, new: clients.TxnClient) -> dict[str, Any] | None:
-        deadline = time.monotonic() + self.params["init_timeout_s"]
-        while not exiting():
+        """The replacement's txn-init result, or None if it had none by ``init_timeout_s``
+        (or the harness is exiting)."""
+        result: list[dict[str, Any]] = []
+
+        def initialised() -> str | None:
             done = new.init_result()
-            if done is not None or time.monotonic() >= deadline:
-                return done
-            type(self).sleep(_POLL_S)
-        return None
+            if done is None:
+                return "no txn-init result yet"
+            result.append(done)
+            return None
+
+        Poll(f"client:{self.client}: the replacement's txn-init", initialised,
+              timeout=self.params["init_timeout_s"], interval=_POLL_S,
+              sleep=type(self).sleep, stop=exiting).wait()  # fmt: skip
+        return result[0] if result else None
 
     def _resume(self) -> None:
         pid, self._pid = self._pid, None

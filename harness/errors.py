@@ -31,24 +31,17 @@ swallow one by mistake:
     ├── BudgetExhausted              the shrinker has no run left in its budget
     ├── SendRefused                  a Kafka client refused a record synchronously
     ├── ClientFatal                  a Kafka client can send no more
-    └── TxnError                     a transactional call failed (classified)
+    ├── TxnError                     a transactional call failed (classified)
+    ├── TxnClientUnusable            a txn worker's client must be replaced (its loop does)
+    ├── TxnFenced                    another producer holds a txn worker's id: it stops
+    └── RecordSkipped                the metadata replay cannot apply a record (a warning)
 
-Three private control-flow exceptions stay in their modules, outside this tree, because
-each is raised and caught inside the one module that defines it and never reaches a
-caller, a log reader or a user; it is a jump out of nested code, not an error:
+The last three are jumps out of nested code inside one module (``kchaos.workloads.txn``,
+``kchaos.harness.run.metadata_records``), caught there and never shown to a user. They
+do not derive from ``TxnError``, so that no ``except TxnError`` catches one by mistake.
 
-- ``kchaos.harness.run.metadata_records._Skip``: a metadata record the replay cannot
-  apply; the replay loop catches it and keeps the reason as a warning.
-- ``kchaos.workloads.txn._Restart``: the transactional worker's client is unusable; the
-  worker's own loop (``TxnWorkerBase.run``) replaces the client.
-- ``kchaos.workloads.txn._Fenced``: another producer holds the transactional id; the
-  same loop stops the worker and marks it fenced.
-
-A class of this kind that could leave its module belongs in the tree above instead.
-
-tests/unit/test_errors_module.py checks that this drawing matches the classes below, that
-no product module defines an exception class of its own other than the three named above,
-and that this docstring names each of those three.
+tests/unit/test_errors_module.py checks that this drawing matches the classes below and
+that no product module defines an exception class of its own.
 """
 
 from __future__ import annotations
@@ -237,3 +230,18 @@ class TxnError(Exception):
     @property
     def timed_out(self) -> bool:
         return self.name in ("TIMED_OUT", "MSG_TIMED_OUT", "REQUEST_TIMED_OUT")
+
+
+class TxnClientUnusable(Exception):
+    """A transactional worker's client must be replaced (a fatal error, or a commit whose
+    end is unknown); the worker's own loop (``TxnWorkerBase.run``) makes a new one."""
+
+
+class TxnFenced(Exception):
+    """Another producer holds the transactional worker's id: the worker stops and is
+    marked fenced."""
+
+
+class RecordSkipped(Exception):
+    """A metadata record the replay cannot apply (the message names why); the replay
+    leaves it out with a warning."""

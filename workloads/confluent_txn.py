@@ -16,13 +16,13 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
+from kchaos.harness.cluster.retry import Poll
 from kchaos.harness.errors import SendRefused, TxnError
 from kchaos.workloads.clients import SendCallback, SendResult
 from kchaos.workloads.confluent_client import error_name, with_extra
@@ -126,9 +126,16 @@ class ConfluentTxnProducer:
     def init(self, timeout: float) -> tuple[int | None, int | None]:
         kafka_call(self._producer.init_transactions, timeout)
         self._eos = {}
-        end = time.monotonic() + _STATS_WAIT_S
-        while time.monotonic() < end and int(self._eos.get("producer_id", -1)) < 0:
-            kafka_call(self._producer.poll, 0.1)
+
+        def reported() -> str | None:
+            found = int(self._eos.get("producer_id", -1)) >= 0
+            return None if found else "no producer id in the statistics yet"
+
+        def serve(seconds: float) -> None:  # the client's poll delivers the statistics
+            kafka_call(self._producer.poll, seconds)
+
+        Poll("the producer id in librdkafka's statistics", reported, timeout=_STATS_WAIT_S,
+             interval=0.1, sleep=serve).wait()  # fmt: skip
         pid, epoch = int(self._eos.get("producer_id", -1)), int(self._eos.get("producer_epoch", -1))
         return (pid if pid >= 0 else None), (epoch if pid >= 0 and epoch >= 0 else None)
 

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kchaos.harness.cluster.retry import Poll
 from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.workloads.clients import ConsumerClient, TopicPartition, close_quietly
 from kchaos.workloads.metrics import HarnessMetrics
@@ -191,17 +192,26 @@ class ConsumerWorker:
     def _partitions_of(self, client: ConsumerClient, topic: str) -> list[int]:
         """The topic's partitions, asked again while the broker asked does not know it yet
         (see ``_PARTITIONS_WAIT_S``); the last error once that time has passed."""
-        deadline = self._clock() + _PARTITIONS_WAIT_S
-        while True:
-            try:
-                return client.partitions_for(topic, _PARTITIONS_TIMEOUT_S)
-            except Exception as exc:
-                if self._clock() >= deadline:
-                    raise
-                log.info("consumer %s: partitions of %s not known yet (%s)", self.process,
-                         topic, exc)  # fmt: skip
-            if self._stop.wait(_PARTITIONS_RETRY_S):
-                return []
+        found: list[int] = []
+
+        def known() -> str | None:
+            found[:] = client.partitions_for(topic, _PARTITIONS_TIMEOUT_S)
+            return None
+
+        def retry_after(seconds: float) -> bool:  # True: the consumer is stopping
+            log.info("consumer %s: partitions of %s not known yet (%s)", self.process,
+                     topic, asking.error)  # fmt: skip
+            return self._stop.wait(seconds)
+
+        asking = Poll(f"the partitions of {topic}", known, timeout=_PARTITIONS_WAIT_S,
+                      interval=_PARTITIONS_RETRY_S, transient=(Exception,),
+                      clock=self._clock, sleep=retry_after)  # fmt: skip
+        if asking.wait():
+            return found
+        if asking.stopped:
+            return []
+        assert asking.error is not None  # every failed ask raised
+        raise asking.error
 
     def _run(self) -> None:
         try:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from kchaos.harness.cluster.wait import retry_call
+from kchaos.harness.cluster.retry import retry_call
 from kchaos.harness.rundir.history import READ_COMMITTED
 from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.workloads.clients import ConsumerClient, TopicPartition, close_quietly

@@ -32,13 +32,15 @@ A fenced worker (another process took its id) stops: it is the zombie.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from kchaos.harness.errors import SendRefused, TxnError
+from kchaos.harness.cluster.retry import Poll
+from kchaos.harness.errors import SendRefused, TxnClientUnusable, TxnError, TxnFenced
 from kchaos.workloads.clients import (
     ConsumerClient,
     Record,
@@ -66,14 +68,6 @@ class EventSink(Protocol):
     """Where a transactional worker's lines go (a history sink, or the pipe to the harness)."""
 
     def append(self, event: dict[str, Any]) -> object: ...
-
-
-class _Restart(Exception):
-    """The client must be replaced (fatal error, or a commit whose end is unknown)."""
-
-
-class _Fenced(Exception):
-    """Another producer holds the transactional id: this worker stops."""
 
 
 class TxnWorkerBase:
@@ -118,8 +112,11 @@ class TxnWorkerBase:
 
     # -- the client ----------------------------------------------------------------------
     def _connect(self) -> TxnProducerClient | None:
-        """A new client, initialised; None when the worker was asked to stop first."""
-        while not self.stop_event.is_set():
+        """A new client, initialised; None when the worker was asked to stop first.
+        A failed init is tried again with a new client, for as long as the worker runs."""
+        made: list[TxnProducerClient] = []
+
+        def initialised() -> str | None:
             client = self._factory(self._done)
             self._line("invoke", "txn-init", transactional_id=self.transactional_id)
             try:
@@ -129,17 +126,20 @@ class TxnWorkerBase:
                            error=exc.name)  # fmt: skip
                 close_quietly(client, log, _CLOSING)
                 if exc.fenced:
-                    raise _Fenced(exc.name) from exc
-                self.stop_event.wait(_INIT_BACKOFF_S)
-                continue
+                    raise TxnFenced(exc.name) from exc
+                return exc.name
             ok: dict[str, Any] = {"transactional_id": self.transactional_id}
             if pid is not None:
                 ok["producer_id"] = pid
                 if epoch is not None:
                     ok["producer_epoch"] = epoch
             self._line("ok", "txn-init", **ok)
-            return client
-        return None
+            made.append(client)
+            return None
+
+        Poll("txn-init", initialised, timeout=math.inf, interval=_INIT_BACKOFF_S,
+             stop=self.stop_event.is_set, sleep=self.stop_event.wait).wait()  # fmt: skip
+        return made[0] if made else None
 
     def _drop_client(self) -> None:
         if self._client is not None:
@@ -155,7 +155,7 @@ class TxnWorkerBase:
     ) -> str:
         """Run one transaction and record it; its outcome ``ok``, ``fail`` or ``info``.
 
-        Raises _Restart / _Fenced after recording ``info`` when the client is unusable.
+        Raises TxnClientUnusable / TxnFenced after recording ``info`` when the client is unusable.
         """
         client = self._client
         assert client is not None
@@ -250,9 +250,9 @@ class TxnWorkerBase:
         self._line(kind, "txn", txn=txn, **fields)
         self.counts[kind] += 1
         if cause is not None and cause.fenced:
-            raise _Fenced(cause.name)
+            raise TxnFenced(cause.name)
         if restart or (cause is not None and cause.fatal):
-            raise _Restart(cause.name if cause is not None else kind)
+            raise TxnClientUnusable(cause.name if cause is not None else kind)
         return kind
 
     # -- the loop ----------------------------------------------------------------------
@@ -271,10 +271,10 @@ class TxnWorkerBase:
                 try:
                     if not self.step():
                         break
-                except _Restart as exc:
+                except TxnClientUnusable as exc:
                     log.warning("txn worker %s: new client after %s", self.process, exc)
                     self._drop_client()
-        except _Fenced as exc:
+        except TxnFenced as exc:
             log.warning("txn worker %s fenced (%s): stopping", self.process, exc)
             self.fenced = True
         finally:
@@ -372,7 +372,7 @@ class TxnCopier(TxnWorkerBase):
 
         try:
             outcome = self._transaction(sends, extra, commit_offsets)
-        except _Restart:
+        except TxnClientUnusable:
             self.close_inputs()  # a new consumer starts from the group's committed offsets
             raise
         if outcome == "fail":

@@ -41,6 +41,7 @@ import docker.errors
 from kchaos.harness.cluster import clientpids, filesystem, prometheus
 from kchaos.harness.cluster.api import ClusterHandle
 from kchaos.harness.cluster.containers import container_pids, docker_client
+from kchaos.harness.cluster.retry import Poll
 from kchaos.harness.cluster.topology import run_dir
 from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.labels import LABEL_APP, LABEL_RUN, state_root
@@ -300,12 +301,13 @@ def clean_up(
     def look() -> list[str]:
         return leftovers(run_id, client) if run_id else everything_left(client)
 
-    left = look()
-    deadline = time.monotonic() + SETTLE_S
-    while left and time.monotonic() < deadline:
-        _pause(0.5)
-        left = look()
-    if not left:
+    left: list[str] = []
+
+    def gone() -> str | None:
+        left[:] = look()
+        return f"{len(left)} left" if left else None
+
+    if Poll("nothing labelled left", gone, timeout=SETTLE_S, interval=0.5, sleep=_pause).wait():
         return 0
     scope = f"run {run_id}" if run_id else "labelled"
     warn(f"cleanup failed: {len(left)} {scope} object(s) remain:")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 import socket
@@ -20,6 +21,7 @@ from docker.types import IPAMConfig, IPAMPool, Mount
 from kchaos.harness.cluster.api import NodeHandle
 from kchaos.harness.cluster.config import DATA_DIR
 from kchaos.harness.cluster.procfs import stat_fields
+from kchaos.harness.cluster.retry import Poll
 from kchaos.harness.cluster.topology import choose_subnets, gateway_ip, network_name
 from kchaos.harness.errors import ClusterError, SetupError
 from kchaos.harness.labels import labels_for
@@ -233,19 +235,22 @@ def pause_container(
     runc waits a bounded time for every task of the cgroup to freeze and fails with
     "unable to freeze" when one does not (seen once in 20 soak runs under load: a thread
     in uninterruptible sleep, e.g. in a write); it leaves the cgroup thawed, so asking
-    again is safe. Returns the number of attempts it took; other errors are not retried."""
-    import time
+    again is safe. Returns the number of attempts it took; other errors are not retried,
+    and after the last attempt its error is raised."""
 
-    sleep = sleep or time.sleep
-    for attempt in range(1, attempts + 1):
-        try:
-            container.pause()
-            return attempt
-        except docker.errors.APIError as exc:
-            if "unable to freeze" not in str(exc) or attempt == attempts:
-                raise
-        sleep(retry_s)
-    raise AssertionError("unreachable")
+    def paused() -> str | None:
+        container.pause()
+        return None
+
+    def freezer_gave_up(exc: Exception) -> bool:
+        return isinstance(exc, docker.errors.APIError) and "unable to freeze" in str(exc)
+
+    until = Poll("docker pause", paused, timeout=math.inf, interval=retry_s,
+                  transient=freezer_gave_up, sleep=sleep, attempts=attempts)  # fmt: skip
+    if not until.wait():
+        assert until.error is not None  # only a failed pause is retried
+        raise until.error
+    return until.checks
 
 
 def log_tail(container: Container, tail: int = 40, since: float | None = None) -> str:

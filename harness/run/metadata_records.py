@@ -52,7 +52,7 @@ from typing import Any
 
 import orjson
 
-from kchaos.harness.errors import MetadataDumpError
+from kchaos.harness.errors import MetadataDumpError, RecordSkipped
 from kchaos.harness.rundir.controller import (
     BrokerLine,
     ControllerLine,
@@ -316,7 +316,7 @@ class _Replay:
             return
         try:
             line = handler(self, record, _Fields(record))
-        except _Skip as why:
+        except RecordSkipped as why:
             self.out.warnings.append(f"offset {record.offset} ({record.type}): {why}")
             return
         if line is not None and not silent:
@@ -357,7 +357,7 @@ class _Replay:
     def _abort(self, r: DumpRecord, d: _Fields) -> None:
         """An aborted metadata transaction (KIP-868): its records never took effect."""
         if self.saved is None:
-            raise _Skip("abort without a transaction")
+            raise RecordSkipped("abort without a transaction")
         names, parts, brokers, count, last_time, last_offset = self.saved
         self.names, self.partitions, self.brokers = names, parts, brokers
         del self.out.lines[count:]
@@ -383,7 +383,7 @@ class _Replay:
         if len(changed) == 1:
             return self._partition_out(r, *changed[0])
         if changed:
-            raise _Skip(f"cleared the ELRs of {len(changed)} run partitions (no line each)")
+            raise RecordSkipped(f"cleared the ELRs of {len(changed)} run partitions (no line each)")
         return None
 
     def _remove_topic(self, r: DumpRecord, d: _Fields) -> None:
@@ -421,7 +421,7 @@ class _Replay:
                     f"offset {r.offset}: change of partition {key[0]}/{key[1]}, never created"
                 )
                 return self._undecodable(r, [key], "change of a partition never created")
-            raise _Skip(f"change of unknown partition {key[0]}/{key[1]}")
+            raise RecordSkipped(f"change of unknown partition {key[0]}/{key[1]}")
         leader = d.integer("leader", NO_LEADER_CHANGE)
         recovery = d.integer("leaderRecoveryState", RECOVERY_NO_CHANGE)
         changed = leader != NO_LEADER_CHANGE
@@ -471,9 +471,9 @@ class _Replay:
         fenced = d.integer("fenced", 0)
         shutdown = d.integer("inControlledShutdown", 0)
         if fenced not in (FENCE, UNFENCE, 0):
-            raise _Skip(f"unknown value {fenced} for fenced")
+            raise RecordSkipped(f"unknown value {fenced} for fenced")
         if shutdown not in (IN_CONTROLLED_SHUTDOWN, 0):
-            raise _Skip(f"unknown value {shutdown} for inControlledShutdown")
+            raise RecordSkipped(f"unknown value {shutdown} for inControlledShutdown")
         state = replace(
             old,
             fenced=old.fenced if fenced == 0 else fenced == FENCE,
@@ -494,9 +494,11 @@ class _Replay:
     def _current(self, broker: int, epoch: int) -> BrokerLine:
         old = self.brokers.get(broker)
         if old is None:
-            raise _Skip(f"no registration of broker {broker}")
+            raise RecordSkipped(f"no registration of broker {broker}")
         if old.broker_epoch != epoch:
-            raise _Skip(f"broker {broker} is registered with epoch {old.broker_epoch}, not {epoch}")
+            raise RecordSkipped(
+                f"broker {broker} is registered with epoch {old.broker_epoch}, not {epoch}"
+            )
         return old
 
     def _broker_out(self, r: DumpRecord, broker: int, state: BrokerLine) -> ControllerLine:
@@ -505,10 +507,6 @@ class _Replay:
         else:
             self.brokers[broker] = state
         return replace(state, offset=r.offset, time=self._time(r.create_time_ms))
-
-
-class _Skip(Exception):
-    """A record the replay cannot apply (it names why); it is left out with a warning."""
 
 
 _MISSING: Any = object()

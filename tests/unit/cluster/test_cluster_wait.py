@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+import threading
+
 import pytest
 
-from kchaos.harness.cluster.wait import Tried, Until, retry_call
+from kchaos.harness.cluster.retry import Poll, Tried, retry_call
+from kchaos.harness.cluster.wait import Until
 from kchaos.harness.errors import BrokerStartError, ReadinessTimeout, WaitTimeout
 
 
@@ -92,3 +96,88 @@ def test_retry_call_lets_other_errors_through(monkeypatch: pytest.MonkeyPatch) -
 
     with pytest.raises(KeyError):
         retry_call(call, end=10.0, clock=_ticks(), retry_on=(ConnectionError,))
+
+
+class FakeTime:
+    """A clock moved only by the wait's own pauses, which it records."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.pauses: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
+def test_wait_on_a_fake_clock_checks_once_more_after_the_deadline() -> None:
+    fake = FakeTime()
+    wait = Until("x", lambda: f"at {fake.now:g}", timeout=1.0, interval=0.4,
+                 clock=fake.clock, sleep=fake.sleep)  # fmt: skip
+    assert wait.wait() is False and not wait.stopped
+    # checks at 0, 0.4, 0.8 and 1.2 (the one after the pause that crossed the deadline)
+    assert wait.checks == 4 and wait.last == "at 1.2" and fake.pauses == [0.4] * 3
+    with pytest.raises(WaitTimeout, match="x: not reached after 1s; last seen: at 2.4"):
+        wait.wait_until_ready()
+
+
+def test_attempts_bound_the_checks_with_no_pause_after_the_last() -> None:
+    fake = FakeTime()
+    wait = Poll("x", lambda: "no", timeout=math.inf, interval=0.5, attempts=3,
+                 clock=fake.clock, sleep=fake.sleep)  # fmt: skip
+    assert wait.wait() is False and wait.checks == 3 and fake.pauses == [0.5, 0.5]
+
+
+def test_a_predicate_says_which_errors_are_transient_and_error_keeps_the_last() -> None:
+    raised = iter([OSError("busy 1"), OSError("busy 2"), OSError("fatal")])
+
+    def check() -> str | None:
+        raise next(raised)
+
+    fake = FakeTime()
+    wait = Poll("x", check, timeout=math.inf, interval=0, attempts=5,
+                 transient=lambda exc: "busy" in str(exc), sleep=fake.sleep)  # fmt: skip
+    with pytest.raises(OSError, match="fatal"):
+        wait.wait()
+    assert wait.checks == 3
+
+    raised = iter([OSError("busy 1"), OSError("busy 2")])
+    wait = Poll("x", check, timeout=math.inf, interval=0, attempts=2,
+                 transient=(OSError,), sleep=fake.sleep)  # fmt: skip
+    assert wait.wait() is False
+    assert isinstance(wait.error, OSError) and str(wait.error) == "busy 2"
+    assert wait.last == "OSError: busy 2"
+
+
+def test_stop_before_a_check_and_a_pause_that_reports_a_stop_end_the_wait() -> None:
+    checks: list[int] = []
+
+    def check() -> str:
+        checks.append(1)
+        return "not yet"
+
+    stopping = threading.Event()
+    stopping.set()
+    wait = Poll("x", check, timeout=math.inf, stop=stopping.is_set)
+    assert wait.wait() is False and wait.stopped and checks == []
+    with pytest.raises(WaitTimeout, match="stopped while waiting"):
+        wait.wait_until_ready()
+    # Event.wait as the pause: True when set, so one check, then stopped
+    wait = Poll("x", check, timeout=math.inf, interval=30, sleep=stopping.wait)
+    assert wait.wait() is False and wait.stopped and checks == [1]
+    # a check that holds ends it as held, with no pause at all
+    fake = FakeTime()
+    held = Poll("x", lambda: None, timeout=0, sleep=fake.sleep)
+    assert held.wait() is True and held.checks == 1 and fake.pauses == []
+
+
+def test_a_shared_deadline_replaces_the_timeout() -> None:
+    fake = FakeTime()
+    fake.now = 10.0
+    wait = Poll("x", lambda: "no", timeout=100, interval=1, clock=fake.clock, sleep=fake.sleep)
+    assert wait.wait(deadline=12.0) is False
+    # checks at 10, 11 and 12: the timeout of 100 s played no part
+    assert wait.checks == 3 and fake.now == 12.0

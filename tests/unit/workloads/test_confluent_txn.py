@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -68,3 +69,52 @@ def test_every_transactional_call_raises_librdkafkas_errors_as_txn_errors(call: 
         with pytest.raises(TxnError) as caught:
             getattr(producer, call)(*args.get(call, (1.0,)))
         assert caught.value.name == name
+
+
+class StatsProducer:
+    """A librdkafka producer whose statistics name the producer id at its ``report_at``-th
+    poll (never, with None)."""
+
+    report_at: int | None = 3
+
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self.stats_cb = conf["stats_cb"]
+        self.polls: list[float] = []
+
+    def init_transactions(self, timeout: float) -> None:
+        pass
+
+    def poll(self, timeout: float) -> int:
+        self.polls.append(timeout)
+        if len(self.polls) == self.report_at:
+            self.stats_cb('{"eos": {"producer_id": 7001, "producer_epoch": 4}}')
+            return 1
+        return 0
+
+
+def _producer(monkeypatch: pytest.MonkeyPatch, report_at: int | None) -> tuple[Any, Any]:
+    from kchaos.workloads import confluent_txn
+
+    monkeypatch.setattr(StatsProducer, "report_at", report_at)
+    monkeypatch.setattr(confluent_txn, "Producer", StatsProducer)
+    made = confluent_txn.ConfluentTxnProducer(
+        "localhost:9092", "tid", 10_000, lambda value, result: None, "c", {}
+    )
+    return made, made._producer
+
+
+def test_init_serves_the_client_until_its_statistics_name_the_producer_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made, fake = _producer(monkeypatch, report_at=3)
+    assert made.init(5.0) == (7001, 4)
+    assert fake.polls == [0.1, 0.1, 0.1]  # its poll is the pause, and it stops once named
+
+
+def test_init_without_statistics_gives_no_producer_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kchaos.workloads import confluent_txn
+
+    monkeypatch.setattr(confluent_txn, "_STATS_WAIT_S", 0.3)
+    made, fake = _producer(monkeypatch, report_at=None)
+    assert made.init(5.0) == (None, None)
+    assert fake.polls and set(fake.polls) == {0.1}  # served until the wait ran out

@@ -107,10 +107,10 @@ def started_child(eventually: Callable[..., None]) -> StartChild:
 
 def test_stop_kills_a_child_that_does_not_finish(started_child: StartChild) -> None:
     sink = ListSink()
-    worker = started_child(sink, "time.sleep(60)")
-    began = time.monotonic()
+    # the child would sleep past the test's own timeout: a stop() that waited for it to
+    # end rather than killing it after its 1 s fails the test by pytest-timeout
+    worker = started_child(sink, "time.sleep(600)")
     worker.stop(1.0)
-    assert time.monotonic() - began < 10
     assert [(e["type"], e.get("error")) for e in sink.events] == [
         ("invoke", None),
         ("info", PROCESS_EXITED),
