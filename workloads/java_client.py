@@ -30,6 +30,7 @@ from kchaos.harness.cluster.topology import host_ip, network_name
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.labels import labels_for
 from kchaos.harness.rundir.history_writer import HistorySink
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.workloads.java_events import ConsumerEvents, ProducerEvents
 from kchaos.workloads.spec import ConsumerSpec, ProducerSpec
 
@@ -59,7 +60,7 @@ class JavaRuntime:
     image: str
     run_id: str
     subnet: str
-    out_dir: Path | None = None  # raw stdout of every client (None: not kept)
+    run_dir: RunDir | None = None  # keeps the raw stdout of every client (None: not kept)
 
     @classmethod
     def for_cluster(cls, cluster: ToolHost, run_dir: Path | None) -> JavaRuntime:
@@ -68,7 +69,7 @@ class JavaRuntime:
             image=cluster.kafka_image,
             run_id=cluster.run_id,
             subnet=cluster.subnet,
-            out_dir=None if run_dir is None else Path(run_dir) / "java-clients",
+            run_dir=None if run_dir is None else RunDir(run_dir),
         )
 
 
@@ -190,9 +191,10 @@ class JavaContainer:
 
     def _read(self) -> None:
         out = None
-        if self.runtime.out_dir is not None:
-            self.runtime.out_dir.mkdir(parents=True, exist_ok=True)
-            out = (self.runtime.out_dir / f"{self.name}.out").open("wb")
+        if self.runtime.run_dir is not None:
+            path = self.runtime.run_dir.java_client_out(self.name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            out = path.open("wb")
         buf = b""
         try:
             for chunk in self.container.logs(stream=True, follow=True, stdout=True, stderr=False):

@@ -240,14 +240,14 @@ class TxnProcessWorker(_TrackedWorker):
         config: TxnWorkerConfig,
         sink: HistorySink,
         *,
-        log_dir: Path | None = None,
+        log_file: Path | None = None,
         command: Callable[[TxnWorkerConfig], list[str]] | None = None,
     ) -> None:
         self.process = config.process
         self.config = config
         self._command = command or child_command
         self._tracker = _Tracker(sink)
-        self._log_dir = log_dir
+        self._log_file = log_file  # the child's stderr, appended to (None: inherited)
         self._child: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
         self._superseded = threading.Event()  # another worker holds its id now
@@ -275,9 +275,9 @@ class TxnProcessWorker(_TrackedWorker):
     def _spawn(self) -> subprocess.Popen[bytes]:
         config = replace(self.config, first=self._tracker.next_number)
         log_file: IO[bytes] | None = None
-        if self._log_dir is not None:
-            self._log_dir.mkdir(parents=True, exist_ok=True)
-            log_file = open(self._log_dir / f"txn-{self.process}.log", "ab")  # noqa: SIM115
+        if self._log_file is not None:
+            self._log_file.parent.mkdir(parents=True, exist_ok=True)
+            log_file = open(self._log_file, "ab")  # noqa: SIM115
         try:
             return subprocess.Popen(
                 self._command(config),

@@ -199,10 +199,11 @@ class Workload:
             else TxnWorkerConfig(process, role, txn_id, self.bootstrap_servers, tx)
             for process, role, txn_id in spec.txn_processes()
         ]
-        log_dir = None if self._run_dir is None else self._run_dir / "logs"
         for config in configs:
             if tx.isolated:
-                self.transactional.append(TxnProcessWorker(config, self.sink, log_dir=log_dir))
+                self.transactional.append(
+                    TxnProcessWorker(config, self.sink, log_file=self._txn_log(config.process))
+                )
             else:
                 self.transactional.append(TxnThreadWorker(config, self.sink))
 
@@ -239,8 +240,7 @@ class Workload:
                 raise WorkloadError("the workload is not running: no replacement started")
             process = self._next_process()
             config = dataclasses.replace(old.config, process=process, first=0)
-            log_dir = None if self._run_dir is None else self._run_dir / "logs"
-            worker = TxnProcessWorker(config, self.sink, log_dir=log_dir)
+            worker = TxnProcessWorker(config, self.sink, log_file=self._txn_log(process))
             self.transactional.append(worker)
             old.supersede()  # the old instance is the zombie: it must not come back
         log.info(
@@ -249,6 +249,10 @@ class Workload:
         )  # fmt: skip
         worker.start()
         return worker
+
+    def _txn_log(self, process: int | str) -> Path | None:
+        """Where a transactional child process's stderr goes (None: not kept)."""
+        return None if self._run_dir is None else RunDir(self._run_dir).txn_log(process)
 
     def _next_process(self) -> int:
         """One more than every integer process id the workload uses."""

@@ -80,8 +80,10 @@ def _txn_problem(event: dict[str, Any]) -> tuple[str | None, str] | None:
         for name, types in {**TXN_SEND_OPTIONAL, **TXN_SEND_REQUIRED}.items():
             if send.get(name) is not None and not _type_ok(send[name], types):
                 return f"sends[{i}].{name}", "mistyped"
-    offsets = event.get("offsets")
+    offsets = event.get("offsets") if event["f"] == F_TXN else None  # a commit's: not read
     if offsets is not None:
+        if not isinstance(offsets, dict):
+            return "offsets", "expected an object on a txn line"
         if offsets.get("group") is not None and not _type_ok(offsets["group"], (str,)):
             return "offsets.group", "expected str"
         for i, pos in enumerate(offsets.get("positions") or []):

@@ -187,11 +187,41 @@ def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[Dat
             .option("columnNameOfCorruptRecord", CORRUPT)
             .json([str(r.history) for r in jsonl])
         )
-        parts.append(_with_run_key(spark, df, [(r.path, r.key) for r in jsonl]).select(*cols))
+        df = _with_run_key(spark, df, [(r.path, r.key) for r in jsonl])
+        parts.append(_commit_lines_read(df).select(*cols))
     out = parts[0]
     for part in parts[1:]:
         out = out.unionByName(part)
     return out, bool(jsonl)
+
+
+def _commit_lines_read(df: DataFrame) -> DataFrame:
+    """``df`` (Spark's JSON reader, ``offsets`` as a txn line's object) with the lines it
+    could not parse only because their ``offsets`` is another shape, a consumer commit's
+    list, read again with ``offsets`` as text: such a line keeps its fields but not its
+    offsets (which the analysis does not read). Any other line the reader refused, a txn
+    line's included, stays a corrupt record."""
+    from pyspark.sql import functions as F
+
+    again = F.from_json(
+        F.col(CORRUPT),
+        history_schema(offsets_text=True),
+        {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT},
+    )
+    df = df.withColumn("_again", again)
+    read = F.coalesce(
+        F.col(CORRUPT).isNotNull()
+        & F.col(f"_again.{CORRUPT}").isNull()
+        & (F.col("_again.f") != F_TXN),
+        F.lit(False),
+    )
+    columns = [
+        F.when(~read, F.col(name)).alias(name)
+        if name in ("offsets", CORRUPT)
+        else F.when(read, F.col(f"_again.{name}")).otherwise(F.col(name)).alias(name)
+        for name in [*column_names(), CORRUPT]
+    ]
+    return df.select("rk", *columns)
 
 
 _WIDENS = {"bigint": {"int", "smallint", "tinyint"}, "int": {"smallint", "tinyint"}}

@@ -43,7 +43,9 @@ OPTIONAL: dict[str, tuple[type, ...]] = {
     "transactional_id": (str,),
     "sends": (list,),
     "consumed": (list,),
-    "offsets": (dict,),
+    # a txn line's object; a consumer's commit line has a list here, which is not read
+    # (only a txn line's offsets are checked: lines.event_problem)
+    "offsets": (dict, list),
     "isolation": (str,),
     "last_stable_offset": (int,),
 }
@@ -69,8 +71,24 @@ from kchaos.harness.rundir.history import (  # noqa: E402, F401 - re-exported fo
 )
 
 
-def history_schema(with_corrupt: bool = True) -> StructType:
-    """The schema history.jsonl is read with (plus the corrupt-record column)."""
+def offsets_type() -> StructType:
+    """A txn line's ``offsets``: positions are [topic, partition, next offset], strings
+    keeping the mixed array."""
+    from pyspark.sql.types import ArrayType, StringType, StructField, StructType
+
+    return StructType(
+        [
+            StructField("group", StringType()),
+            StructField("positions", ArrayType(ArrayType(StringType()))),
+        ]
+    )
+
+
+def history_schema(with_corrupt: bool = True, *, offsets_text: bool = False) -> StructType:
+    """The schema history.jsonl is read with (plus the corrupt-record column).
+
+    ``offsets_text``: ``offsets`` as the raw JSON text of either of its shapes (a txn
+    line's object, a commit line's list) instead of the txn line's object."""
     from pyspark.sql.types import (
         ArrayType,
         IntegerType,
@@ -120,16 +138,7 @@ def history_schema(with_corrupt: bool = True) -> StructType:
         StructField("transactional_id", StringType()),
         StructField("sends", ArrayType(txn_send)),
         StructField("consumed", ArrayType(record)),
-        # positions are [topic, partition, next offset]: strings keep the mixed array
-        StructField(
-            "offsets",
-            StructType(
-                [
-                    StructField("group", StringType()),
-                    StructField("positions", ArrayType(ArrayType(StringType()))),
-                ]
-            ),
-        ),
+        StructField("offsets", StringType() if offsets_text else offsets_type()),
         StructField("isolation", StringType()),
         StructField("last_stable_offset", LongType()),
     ]

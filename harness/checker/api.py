@@ -34,7 +34,6 @@ from kchaos.harness.checker.stall import check_stall
 from kchaos.harness.checker.startlog import check_start_log, load_start_log
 from kchaos.harness.checker.transactions import check_transactions
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.files import write_json
 from kchaos.harness.rundir.names import HISTORY_JSONL, RUN_JSON
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.runjson import RunSettings
@@ -246,23 +245,24 @@ def check_run(run_dir: str | Path, *, write: bool = True) -> Results:
     if not run_dir.is_dir():
         what = "not a directory" if run_dir.exists() else "no such run directory"
         raise HistoryError(what, file=str(run_dir))
-    history = RunDir(run_dir).history
+    rd = RunDir(run_dir)
+    history = rd.history
     if not history.exists():
         raise HistoryError(f"no {HISTORY_JSONL} in the run directory", file=str(run_dir))
     if not history.is_file():
         raise HistoryError("is not a regular file", file=str(history))
-    out = RunDir(run_dir).results
-    if write and out.is_dir():
-        raise HistoryError("is in the way: not a regular file", file=str(out))
+    if write and rd.results.is_dir():
+        raise HistoryError("is in the way: not a regular file", file=str(rd.results))
     results = check_history(history, RunSettings.load(run_dir))
     if write:
-        write_results(out, results)
+        write_results(rd, results)
     return results
 
 
-def write_results(out: Path, results: Results) -> None:
-    """Write results.json whole or not at all (no ``.tmp`` left behind on failure)."""
+def write_results(rd: RunDir, results: Results) -> None:
+    """Write results.json whole or not at all (no ``.tmp`` left behind on failure):
+    :meth:`RunDir.write_results`, with a failure to write as bad input (exit 3)."""
     try:
-        write_json(out, results.to_json())
+        rd.write_results(results.to_json())
     except OSError as exc:
-        raise HistoryError(f"cannot write: {exc.strerror or exc}", file=str(out)) from None
+        raise HistoryError(f"cannot write: {exc.strerror or exc}", file=str(rd.results)) from None

@@ -42,6 +42,14 @@ CONTROLLER_LOG = "controller.log"
 STATE_CHANGE_LOG = "state-change.log"
 #: A node's log files, in ``logs/<container>/``.
 NODE_LOGS: tuple[str, ...] = (SERVER_LOG, CONTROLLER_LOG, STATE_CHANGE_LOG)
+#: ``logs/txn-<process>.log``: the stderr of a transactional worker's child process
+#: (``transactions.isolated``), one file per process id, appended to across restarts.
+TXN_LOG = "txn-{process}.log"
+
+# -- java-clients/: the raw stdout of each Java client container (``client: java``)
+JAVA_CLIENTS_DIR = "java-clients"
+#: ``java-clients/<worker>.out``, the worker's name being e.g. ``producer-1``.
+JAVA_CLIENT_OUT = "{worker}.out"
 
 # -- the reports' outputs (a run directory's and a batch directory's)
 REPORT_HTML = "report.html"
@@ -52,7 +60,8 @@ SOAK_JSON = "soak.json"
 SHRINK_JSON = "shrink.json"
 SHRUNK_YAML = "shrunk.yaml"
 
-#: The file names a scan of the code looks for (the folders are too common a word).
+#: The names a scan of the code looks for: every file, and the folders whose name is no
+#: common word (``logs`` and ``analysis`` are: see RUN_DIR_FOLDERS).
 FILE_NAMES: tuple[str, ...] = (
     RUN_JSON,
     HISTORY_JSONL,
@@ -77,4 +86,11 @@ FILE_NAMES: tuple[str, ...] = (
     SOAK_JSON,
     SHRINK_JSON,
     SHRUNK_YAML,
+    JAVA_CLIENTS_DIR,
 )
+#: The names with a part that varies (``{field}``, filled in by ``str.format``): the scan
+#: looks for them in f-strings and format strings, the varying parts left out.
+NAME_PATTERNS: tuple[str, ...] = (TXN_LOG, JAVA_CLIENT_OUT)
+#: The run directory's folders: the scan looks for them joined to a run directory's path
+#: (``run_dir / "logs"``), where their name alone is too common a word to look for.
+RUN_DIR_FOLDERS: tuple[str, ...] = (LOGS_DIR, ANALYSIS_DIR, JAVA_CLIENTS_DIR)

@@ -67,9 +67,24 @@ def _quoted(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
+# ``offsets`` has two shapes in a history: a transaction's object (``group``, ``positions``:
+# the analysis reads it, COLUMNS' type) and a consumer's ``commit`` line's list of
+# [topic, partition, offset] (not read). It is read as JSON and made the object on txn
+# lines only, strictly (a txn line whose offsets do not fit fails the copy, as any
+# mistyped field does); the copy has no offsets on other lines.
+_TXN_OFFSETS = "offsets"
+
+
 def json_columns() -> str:
     """The ``columns`` argument of DuckDB's read_json for the analysis schema."""
-    return "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in COLUMNS.items()) + "}"
+    kinds = {**COLUMNS, _TXN_OFFSETS: "JSON"}
+    return "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in kinds.items()) + "}"
+
+
+def _select() -> str:
+    """The columns of the copy, from read_json's (:func:`json_columns`)."""
+    offsets = f"CAST({_TXN_OFFSETS} AS {COLUMNS[_TXN_OFFSETS]})"
+    return f"* REPLACE (CASE WHEN f = 'txn' THEN {offsets} END AS {_TXN_OFFSETS})"
 
 
 def to_parquet(history: Path, target: Path, threads: int = 2) -> bool:
@@ -90,7 +105,8 @@ def to_parquet(history: Path, target: Path, threads: int = 2) -> bool:
         con.execute(f"SET threads = {max(1, threads)}")
         con.execute("SET preserve_insertion_order = true")
         con.execute(
-            f"COPY (SELECT * FROM read_json({_quoted(history)}, format = 'newline_delimited',"
+            f"COPY (SELECT {_select()} FROM read_json({_quoted(history)},"
+            " format = 'newline_delimited',"
             f" columns = {json_columns()}, maximum_object_size = 268435456))"
             f" TO {_quoted(target)} (FORMAT parquet, COMPRESSION zstd)"
         )

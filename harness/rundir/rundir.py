@@ -149,6 +149,21 @@ class RunDir:
         """``logs/<container>/server.log``: the node's whole container log."""
         return self.node_logs_dir(container) / names.SERVER_LOG
 
+    def txn_log(self, process: int | str) -> Path:
+        """``logs/txn-<process>.log``: the stderr of transactional worker ``process``'s
+        child process (its writer opens it for appending; the folder may not exist yet)."""
+        return self.logs_dir / names.TXN_LOG.format(process=process)
+
+    @property
+    def java_clients_dir(self) -> Path:
+        """``java-clients/``: the raw stdout of each Java client container."""
+        return self._file(names.JAVA_CLIENTS_DIR)
+
+    def java_client_out(self, worker: str) -> Path:
+        """``java-clients/<worker>.out``: one Java client's raw stdout (its reader writes
+        it as the container prints; the folder may not exist yet)."""
+        return self.java_clients_dir / names.JAVA_CLIENT_OUT.format(worker=worker)
+
     def node_logs(self) -> list[NodeLog]:
         """Every node's ``server.log`` the run kept, with the node each belongs to
         (:mod:`kchaos.harness.rundir.nodelogs`); empty when the run kept none."""

@@ -7,11 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+import pytest
 from checker_hist import H
 from click.testing import CliRunner
 
 from kchaos.cli.check import check_cmd
 from kchaos.harness.histgen import generate_run
+from kchaos.harness.rundir.rundir import RunDir
 
 
 def _run(run_dir: Path) -> tuple[int, str]:
@@ -112,3 +115,25 @@ def test_exit_codes_of_the_real_command(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "duplicate: 1" in proc.stdout
+
+
+def test_results_json_is_written_by_run_dir_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one writer of results.json (issue 23): the checker hands its results to RunDir
+    written: list[tuple[Path, dict]] = []
+    real = RunDir.write_results
+
+    def spy(self: RunDir, data: dict) -> None:
+        written.append((self.path, dict(data)))
+        real(self, data)
+
+    monkeypatch.setattr(RunDir, "write_results", spy)
+    run_dir = tmp_path / "run"
+    generate_run(run_dir, events=500, seed=4)
+    rc, _ = _run(run_dir)
+    assert rc == 0
+    assert [path for path, _ in written] == [run_dir]
+    assert json.loads(RunDir(run_dir).results.read_text()) == json.loads(
+        orjson.dumps(written[0][1])
+    )

@@ -47,6 +47,9 @@ def test_paths_are_the_names_under_the_directory(tmp_path: Path) -> None:
         rd.metadata_dump: f"{names.LOGS_DIR}/{names.METADATA_DUMP_TXT}",
         rd.librdkafka_log: f"{names.LOGS_DIR}/{names.LIBRDKAFKA_LOG}",
         rd.node_logs_dir("kchaos-x-broker-1"): f"{names.LOGS_DIR}/kchaos-x-broker-1",
+        rd.txn_log(4): f"{names.LOGS_DIR}/txn-4.log",
+        rd.java_clients_dir: names.JAVA_CLIENTS_DIR,
+        rd.java_client_out("producer-1"): f"{names.JAVA_CLIENTS_DIR}/producer-1.out",
         rd.summary_json: names.SUMMARY_JSON,
         rd.report_html: names.REPORT_HTML,
         rd.junit_xml: names.JUNIT_XML,
@@ -62,6 +65,9 @@ def test_paths_are_the_names_under_the_directory(tmp_path: Path) -> None:
         "history.jsonl",
         "results.json",
     )
+    # and so are the workers' own outputs, where they were before RunDir named them
+    assert rd.txn_log(4) == tmp_path / "logs" / "txn-4.log"
+    assert rd.java_client_out("consumer-2") == tmp_path / "java-clients" / "consumer-2.out"
 
 
 def test_create_makes_the_directory(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kchaos.harness.rundir.history_writer import ListSink
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.workloads.spec import CopierSpec, TxnSpec
 from kchaos.workloads.txn_process import PROCESS_EXITED, TxnProcessWorker, TxnWorkerConfig
 
@@ -22,6 +23,7 @@ CHILD = textwrap.dedent(
     """
     import json, os, sys
     first, marker = int(sys.argv[1]), sys.argv[2]
+    sys.stderr.write(f"child from {first}\\n"); sys.stderr.flush()
     def line(**e):
         sys.stdout.write(json.dumps({"process": 7, **e}) + "\\n"); sys.stdout.flush()
     line(type="invoke", f="txn-init", transactional_id="t-7")
@@ -56,7 +58,7 @@ def test_a_crashed_child_leaves_info_and_is_restarted_with_the_next_number(
     worker = TxnProcessWorker(
         config(),
         sink,
-        log_dir=tmp_path / "logs",
+        log_file=RunDir(tmp_path).txn_log(7),
         command=lambda c: [sys.executable, "-c", CHILD, str(c.first), str(marker)],
     )
     worker.start()
@@ -78,6 +80,9 @@ def test_a_crashed_child_leaves_info_and_is_restarted_with_the_next_number(
     assert [e["index"] for e in events] == list(range(len(events)))
     assert worker.counts == {"invoke": 3, "ok": 2, "fail": 0, "info": 1}
     assert worker.error is None
+    # both children's stderr went to the one file of process 7, where it always was
+    log = (tmp_path / "logs" / "txn-7.log").read_text()
+    assert log == "child from 0\nchild from 2\n"
     assert (tmp_path / "logs" / "txn-7.log").exists()
 
 
