@@ -204,14 +204,15 @@ def _check_history(
 
 
 def leader_log(run_dir: Path, warnings: list[str]) -> LeaderLog | None:
-    """The leaders' ``Shrinking ISR`` lines of the nodes' logs beside the history, where
-    the run kept them; what could not be read goes to ``warnings``."""
+    """The leaders' ``Shrinking ISR`` and ``ISR updated`` lines of the nodes' logs beside
+    the history, where the run kept them; what could not be read goes to ``warnings``."""
     log = load_leader_log(run_dir)
     if log is None:
         if RunDir(run_dir).node_logs():
             warnings.append(
                 f"the nodes' logs are kept but {RUN_JSON} has no history_start_unix_ns:"
-                " ISR shrink causes are by elimination"
+                " ISR shrink causes are by elimination, and acked-below-min-isr does not"
+                " wait for the leaders' 'ISR updated' lines"
             )
         return None
     warnings.extend(log.warnings[:LOG_WARNINGS])

@@ -166,8 +166,8 @@ class Facts:
     epoch_latency: list[array] = field(default_factory=lambda: [array("q")])
     # the controller's own record (controller.jsonl), where the run has one
     controller: ControllerRecord | None = None
-    # the leaders' ``Shrinking ISR`` lines (logs/<container>/server.log), where the run
-    # kept the nodes' logs: who asked for each ISR shrink
+    # the leaders' ``Shrinking ISR`` and ``ISR updated`` lines (logs/<container>/server.log),
+    # where the run kept the nodes' logs: who asked for each ISR shrink, when it applied it
     leader_log: LeaderLog | None = None
     # the brokers' start lines (log recovery, failed starts) in the same logs
     start_log: StartLog | None = None

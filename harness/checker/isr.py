@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
 from kchaos.harness.checker.controller import ControllerRecord, PartitionState
 from kchaos.harness.checker.facts import Facts
-from kchaos.harness.checker.leaderlog import LeaderLog, explain
+from kchaos.harness.checker.leaderlog import IsrUpdate, LeaderLog, explain
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.rundir.names import CONTROLLER_JSONL
 from kchaos.harness.rundir.runjson import RunSettings
@@ -41,7 +42,7 @@ def check_isr(facts: Facts, config: RunSettings) -> CheckOutcome:
         "partitions_below_min_isr_observed": partitions_below,
     }
     if record is not None:
-        below += _controller_below_min_isr(facts, config, out, record)
+        below += _controller_below_min_isr(facts, config, out, record, facts.leader_log)
         elections = _controller_elections(config, out, record)
         allowed += elections["unclean_allowed"]
         out.stats["elections"] = elections
@@ -98,67 +99,118 @@ def _controller_elections(
 
 
 def _controller_below_min_isr(
-    facts: Facts, config: RunSettings, out: CheckOutcome, record: ControllerRecord
+    facts: Facts,
+    config: RunSettings,
+    out: CheckOutcome,
+    record: ControllerRecord,
+    log: LeaderLog | None,
 ) -> int:
     """acks=all sends acknowledged while the committed ISR was smaller than min.insync from
-    at least LEARN_NS before the invoke until the acknowledgement."""
+    at least LEARN_NS before the invoke until the acknowledgement, and, where the leader
+    logged applying the stretch's first ISR (``ISR updated``), from no later than the
+    invoke on that line's time: before it the leader still held its previous ISR."""
     below = 0
+    stretches = {"count": 0, "leader_applied_logged": 0, "pushed_later": 0}
     default_all = 1 if config.acks_all else 0
     for tp, (topic, part) in enumerate(facts.tps):
         states = record.partitions.get((topic, part))
-        if not states or not facts.acked_vid[tp]:
+        if not states:
             continue
         need = _min_isr(config, facts, tp)
-        runs = _below_runs(states, need)
-        if not runs:
+        runs = _below_runs(states, need, log)
+        stretches["count"] += len(runs)
+        stretches["leader_applied_logged"] += sum(1 for r in runs if r.applied is not None)
+        stretches["pushed_later"] += sum(1 for r in runs if r.pushed_later)
+        if not runs or not facts.acked_vid[tp]:
             continue
-        starts = [r[0] for r in runs]
+        starts = [r.start for r in runs]
         for vid in facts.acked_vid[tp]:
             acks = facts.acks_all[vid]
             if (acks if acks >= 0 else default_all) != 1:
                 continue
-            since = facts.inv_time[vid] - LEARN_NS
+            invoked = facts.inv_time[vid]
             until = facts.comp_time[vid]
-            k = bisect_right(starts, since) - 1
+            k = bisect_right(starts, invoked - LEARN_NS) - 1
             if k < 0:
                 continue
-            start, end, first, sizes = runs[k]
-            if end is not None and end.time <= until:
+            run = runs[k]
+            if run.end is not None and run.end.time <= until:
                 continue
+            if run.applied is not None and invoked < run.applied.time:
+                continue  # the leader had not applied the smaller ISR yet
             below += 1
-            out.anomaly("acked-below-min-isr").add(
-                {
-                    "value": facts.value_list[vid],
-                    **facts.where(tp, facts.ack_off[vid]),
-                    "isr_sizes": sizes[:10],
-                    "min_insync": need,
-                    "below_since_s": round(start / 1e9, 6),
-                    "source": CONTROLLER_JSONL,
-                    "controller_offsets": [first.offset] + ([end.offset] if end else []),
-                    "index": facts.send_indexes(vid),
-                }
-            )
+            ex: dict[str, Any] = {
+                "value": facts.value_list[vid],
+                **facts.where(tp, facts.ack_off[vid]),
+                "isr_sizes": run.sizes[:10],
+                "min_insync": need,
+                "below_since_s": round(run.start / 1e9, 6),
+            }
+            if run.applied is not None:
+                ex["leader_applied_s"] = round(run.applied.time / 1e9, 6)
+                ex["leader_applied_log"] = run.applied.log
+            ex["source"] = CONTROLLER_JSONL
+            ex["controller_offsets"] = [run.first.offset] + ([run.end.offset] if run.end else [])
+            ex["index"] = facts.send_indexes(vid)
+            out.anomaly("acked-below-min-isr").add(ex)
+    out.stats["below_min_isr_stretches"] = stretches
     return below
 
 
+@dataclass(frozen=True)
+class BelowRun:
+    """A maximal stretch of a partition's committed states with an ISR below min.insync."""
+
+    first: PartitionState  # the line that began it
+    end: PartitionState | None  # the line that ended it; None: it lasted to the record's end
+    sizes: list[int]  # the ISR sizes along it
+    # the line in which the first line's leader applied it (``ISR updated``), where logged
+    applied: IsrUpdate | None
+
+    @property
+    def start(self) -> int:
+        """When the stretch was committed (ns, the history's clock)."""
+        return self.first.time
+
+    @property
+    def pushed_later(self) -> bool:
+        """Whether the leader's line moves the earliest invoke that counts beyond the
+        commit's time plus LEARN_NS."""
+        return self.applied is not None and self.applied.time > self.start + LEARN_NS
+
+
 def _below_runs(
-    states: list[PartitionState], need: int
-) -> list[tuple[int, PartitionState | None, PartitionState, list[int]]]:
-    """Maximal stretches with ISR below ``need``: (start time, the line that ended it or
-    None, the line that began it, the ISR sizes along it)."""
-    runs: list[tuple[int, PartitionState | None, PartitionState, list[int]]] = []
-    first: PartitionState | None = None
+    states: list[PartitionState], need: int, log: LeaderLog | None = None
+) -> list[BelowRun]:
+    """Maximal stretches with ISR below ``need``, each with the leader's ``ISR updated``
+    line for its first state where ``log`` holds one (sought up to the commit that ended
+    the first state's leader epoch)."""
+    runs: list[BelowRun] = []
+    begun: int | None = None  # index in states of the current stretch's first line
     sizes: list[int] = []
-    for state in states:
+
+    def close(end: int | None) -> None:
+        assert begun is not None
+        first = states[begun]
+        applied = None
+        if log is not None:
+            epoch_end = next(
+                (s.time for s in states[begun + 1 :] if s.leader_epoch != first.leader_epoch),
+                None,
+            )
+            applied = log.applied(first, epoch_end)
+        runs.append(BelowRun(first, None if end is None else states[end], sizes, applied))
+
+    for i, state in enumerate(states):
         if len(state.isr) < need:
-            if first is None:
-                first, sizes = state, []
+            if begun is None:
+                begun, sizes = i, []
             sizes.append(len(state.isr))
-        elif first is not None:
-            runs.append((first.time, state, first, sizes))
-            first = None
-    if first is not None:
-        runs.append((first.time, None, first, sizes))
+        elif begun is not None:
+            close(i)
+            begun = None
+    if begun is not None:
+        close(None)
     return runs
 
 

@@ -1,4 +1,4 @@
-"""The leaders' own account of their ISR shrinks: ``Shrinking ISR`` lines in the nodes' logs.
+"""The leaders' own account of their ISRs: ``Shrinking ISR`` and ``ISR updated`` lines.
 
 The controller's record (controller.jsonl) shows every committed ISR change but not who
 asked for it: a KRaft ``PartitionChangeRecord`` does not name the broker whose
@@ -17,6 +17,16 @@ has no state for that replica. Both forms are read.
 
 :func:`explain` matches each removal the record can only attribute to a leader by
 elimination with the line that asked for it; docs/checker.md, "Who shrank an ISR".
+
+When the controller answers a leader's AlterPartition, the leader applies the committed
+ISR and says so (``Partition.handleAlterPartitionUpdate``, INFO, same logger)::
+
+    [Partition smoke-1 broker=3] ISR updated to 3 (under-min-isr) and version updated to 1
+
+(``ISR updated to 1,2,3  and version updated to 2``, two spaces, where the ISR is not
+under min.insync; the same words from 3.4 to 4.4). Until then the leader keeps counting
+the ISR it had for its high watermark (its pending state), so a below-min ISR binds it
+only from that line on; :meth:`LeaderLog.applied` finds it for ``acked-below-min-isr``.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from kchaos.harness.checker.controller import Shrink, ShrinkEvidence
+from kchaos.harness.checker.controller import PartitionState, Shrink, ShrinkEvidence
 from kchaos.harness.rundir.nodelogs import (
     NodeLog,
     entry_unix_ms,
@@ -45,8 +55,18 @@ MATCH_WINDOW_NS = 10_000_000_000
 #: 4.4.0 (runs/txn-coord-1): a line 5 ms after the time of the batch that committed it,
 #: whose first change was another leader's. Twice the default linger.
 BATCH_SLACK_NS = 50_000_000
+#: How much earlier than the commit's time a leader's ``ISR updated`` line may be. The
+#: leader applies a change only once the controller answers, after the commit; the log
+#: prints whole milliseconds (the commit's time has nanoseconds), so allow one.
+APPLY_SLACK_NS = 1_000_000
 
 _MARK = "Shrinking ISR from "
+_UPDATED_MARK = "] ISR updated to "
+_UPDATED = re.compile(
+    r"\[Partition (?P<topic>\S+)-(?P<partition>\d+) broker=(?P<leader>\d+)\] "
+    r"ISR updated to (?P<isr>[\d,]*) *(?P<under>\(under-min-isr\))? *"
+    r"and version updated to (?P<version>-?\d+)(?:\s|$)"
+)
 _SHRINK = re.compile(
     r"\[Partition (?P<topic>\S+)-(?P<partition>\d+) broker=(?P<leader>\d+)\] "
     r"Shrinking ISR from (?P<before>[\d,]*) to (?P<after>[\d,]*)\. "
@@ -116,23 +136,81 @@ class ShrinkLine:
         )
 
 
+@dataclass(frozen=True)
+class IsrUpdateMessage:
+    """What one ``ISR updated`` message says: a leader applied a committed ISR that it
+    had asked for."""
+
+    leader: int  # the ``broker=`` of the line: the leader that applied it
+    topic: str
+    partition: int
+    isr: tuple[int, ...]  # in the leader's order
+    under_min_isr: bool  # the leader printed ``(under-min-isr)``
+    partition_epoch: int  # ``version updated to``: the committed partition epoch
+
+
+@dataclass(frozen=True)
+class IsrUpdate:
+    """One ``ISR updated`` line of a leader's log: where, when, and what it says."""
+
+    log: str  # ``<container>/server.log:<line>``
+    time: int  # the entry's time on the history's time base (ns)
+    msg: IsrUpdateMessage
+
+
 @dataclass
 class LeaderLog:
-    """Every ``Shrinking ISR`` line of a run's node logs, per partition in time order."""
+    """Every ``Shrinking ISR`` and ``ISR updated`` line of a run's node logs, per
+    partition in time order."""
 
     nodes: int  # server.log files read
     lines: dict[tuple[str, int], list[ShrinkLine]] = field(default_factory=dict)
+    updates: dict[tuple[str, int], list[IsrUpdate]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     def count(self) -> int:
+        """How many ``Shrinking ISR`` lines there are."""
         return sum(len(found) for found in self.lines.values())
+
+    def update_count(self) -> int:
+        """How many ``ISR updated`` lines there are."""
+        return sum(len(found) for found in self.updates.values())
 
     def add(self, line: ShrinkLine) -> None:
         self.lines.setdefault((line.msg.topic, line.msg.partition), []).append(line)
 
+    def add_update(self, update: IsrUpdate) -> None:
+        self.updates.setdefault((update.msg.topic, update.msg.partition), []).append(update)
+
     def sort(self) -> None:
         for found in self.lines.values():
             found.sort(key=lambda s: (s.time, s.log))
+        for updates in self.updates.values():
+            updates.sort(key=lambda u: (u.time, u.log))
+
+    def applied(self, state: PartitionState, not_after: int | None = None) -> IsrUpdate | None:
+        """The first line in which ``state``'s leader applied ``state`` itself: the same
+        partition, logged by that leader (``broker=``), naming its partition epoch and
+        its ISR (as a set), no earlier than :data:`APPLY_SLACK_NS` before its commit and,
+        given ``not_after`` (when the leader's epoch ended), no later than that. None
+        when no line fits: the change was the controller's (no AlterPartition to
+        answer), the leader died first, or it was not logged."""
+        if state.leader < 0:
+            return None
+        isr = set(state.isr)
+        for update in self.updates.get((state.topic, state.partition), []):
+            if update.time < state.time - APPLY_SLACK_NS:
+                continue
+            if not_after is not None and update.time > not_after:
+                break
+            said = update.msg
+            if (
+                said.leader == state.leader
+                and said.partition_epoch == state.partition_epoch
+                and set(said.isr) == isr
+            ):
+                return update
+        return None
 
 
 def parse_shrink(text: str) -> ShrinkMessage | None:
@@ -165,35 +243,59 @@ def parse_shrink(text: str) -> ShrinkMessage | None:
     )
 
 
+def parse_isr_update(text: str) -> IsrUpdateMessage | None:
+    """The fields of an ``ISR updated`` message anywhere in ``text``; None when there is
+    none. Raises ValueError naming the form when the message is there but malformed."""
+    if _UPDATED_MARK not in text:
+        return None
+    match = _UPDATED.search(text)
+    if match is None:
+        raise ValueError(
+            "an 'ISR updated' message not in Partition.handleAlterPartitionUpdate's form"
+        )
+    return IsrUpdateMessage(
+        leader=int(match["leader"]),
+        topic=match["topic"],
+        partition=int(match["partition"]),
+        isr=_ids(match["isr"]),
+        under_min_isr=match["under"] is not None,
+        partition_epoch=int(match["version"]),
+    )
+
+
 def read_node_log(node: NodeLog, origin_unix_ns: int, into: LeaderLog) -> None:
-    """Add ``node``'s ``Shrinking ISR`` lines to ``into``; a line that cannot be read
-    becomes a warning naming its file and line (the logs are evidence, not the history
-    under judgement: one odd line does not stop the check)."""
+    """Add ``node``'s ``Shrinking ISR`` and ``ISR updated`` lines to ``into``; a line that
+    cannot be read becomes a warning naming its file and line (the logs are evidence, not
+    the history under judgement: one odd line does not stop the check)."""
     for number, text in node.lines():
         try:
             msg = parse_shrink(text)
+            update = None if msg is not None else parse_isr_update(text)
         except ValueError as exc:
             into.warnings.append(f"{node.where(number)}: {exc}")
             continue
-        if msg is None:
+        said = msg if msg is not None else update
+        if said is None:
             continue
         unix_ms = entry_unix_ms(text)
         if unix_ms is None:
             into.warnings.append(f"{node.where(number)}: field 'timestamp': no [yyyy-MM-dd ...]")
             continue
-        line = ShrinkLine(
-            node.where(number), unix_ms, history_time_ns(unix_ms, origin_unix_ns), msg
-        )
-        if node.node_id is not None and node.role == "broker" and msg.leader != node.node_id:
+        where = node.where(number)
+        time = history_time_ns(unix_ms, origin_unix_ns)
+        if node.node_id is not None and node.role == "broker" and said.leader != node.node_id:
             into.warnings.append(
-                f"{line.log}: field 'broker': {msg.leader}, in the log of node {node.node_id}"
+                f"{where}: field 'broker': {said.leader}, in the log of node {node.node_id}"
             )
-        into.add(line)
+        if msg is not None:
+            into.add(ShrinkLine(where, unix_ms, time, msg))
+        elif update is not None:
+            into.add_update(IsrUpdate(where, time, update))
 
 
 def load_leader_log(run_dir: str | Path, origin_unix_ns: int | None = None) -> LeaderLog | None:
-    """The ``Shrinking ISR`` lines of every node log the run kept; None when it kept none
-    (old runs, fixtures). ``origin_unix_ns`` defaults to run.json's
+    """The ``Shrinking ISR`` and ``ISR updated`` lines of every node log the run kept;
+    None when it kept none (old runs, fixtures). ``origin_unix_ns`` defaults to run.json's
     ``history_start_unix_ns``; without one the lines cannot be put on the history's time
     base, and the answer is None too (the caller says why)."""
     found = timed_node_logs(RunDir(run_dir), origin_unix_ns)
