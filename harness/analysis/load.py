@@ -8,11 +8,13 @@ HistoryError naming the file, the line and the field.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from kchaos.harness.analysis.lines import (
     count_lines,
@@ -30,7 +32,7 @@ from kchaos.harness.analysis.schema import (
     history_schema,
 )
 from kchaos.harness.analysis.session import spark_errors
-from kchaos.harness.errors import HistoryError
+from kchaos.harness.errors import AnalysisError, HistoryError
 from kchaos.harness.rundir.history import F_SEND, F_TXN, INVOKE, ends_with_newline, is_torn
 from kchaos.harness.rundir.parquet import part_files, write_copy
 from kchaos.harness.rundir.rundir import RunDir
@@ -90,36 +92,52 @@ def txn_line_bad() -> Column:
     return iso | empty | lines
 
 
-def _file_path() -> Column:
-    """The path of each row's file. Spark names files by URI (file:/a%20b/history.jsonl):
-    decoded back to a plain path."""
-    from pyspark.sql import functions as F
+def _local_path(uri: str) -> str:
+    """A plain path from the URI Spark names a file by (``file:/a%20b/history.jsonl``)."""
+    return unquote(re.sub(r"^file:/+", "/", uri))
 
-    raw = F.regexp_replace(F.col("_metadata.file_path"), r"^file:/+", "/")
-    return F.url_decode(F.regexp_replace(raw, r"\+", "%2B"))
+
+def _spellings(uri: str) -> set[str]:
+    """``uri`` as Spark may spell it: ``inputFiles()`` gives ``file:///a`` where the rows'
+    ``_metadata.file_path`` gives ``file:/a`` (Spark 4.3); a file's rows are matched by
+    either."""
+    return {uri, re.sub(r"^file:/+", "file:/", uri), re.sub(r"^file:/+", "file:///", uri)}
 
 
 def _with_run_key(spark: SparkSession, df: DataFrame, dirs: list[tuple[Path, int]]) -> DataFrame:
     """``df`` with ``rk``, the key of the run directory each row's file lies in (its
-    history.jsonl, or a file under its history.parquet)."""
+    history.jsonl, or a file under its history.parquet), and, for the files of a
+    ``kchaos export`` (which hold no ``f``), ``f`` from their folder's name (``f=VALUE``,
+    escaped as Spark escapes partition values; its name for null).
+
+    Both are worked out once per FILE, here, from the files Spark will read. The rows
+    then only look their file up (a broadcast join on ``_metadata.file_path``), or, when
+    every file is of one run and none is an export's, get a constant. Deriving them per
+    row from the path (regular expressions and URL decoding on every row of every query,
+    as the Parquet events are not cached) cost 10 to 16 s per scan of the 10M-event bench
+    history, where the scan itself takes 2 to 4 s (2026-11-26). A row whose file matched
+    no run keeps a null ``rk``, which the validation pass refuses."""
     from pyspark.sql import functions as F
 
-    keys = spark.createDataFrame([(str(d), key) for d, key in dirs], "dir string, rk int")
-    return (
-        df.withColumn("dir", F.regexp_extract(_file_path(), _RUN_DIR, 1))
-        .join(F.broadcast(keys), "dir")
-        .drop("dir")
-    )
-
-
-def _f_of_export() -> Column:
-    """``f`` where the file holds none: an export's files leave it to their folder's name
-    (``f=VALUE``, escaped as Spark escapes partition values; its name for null)."""
-    from pyspark.sql import functions as F
-
-    value = F.regexp_extract(_file_path(), _EXPORT_PART, 1)
-    value = F.url_decode(F.regexp_replace(value, r"\+", "%2B"))
-    return F.when((value != "") & (value != _NULL_PARTITION), value)
+    by_dir = {str(d): key for d, key in dirs}
+    rows: list[tuple[str, int | None, str | None]] = []
+    for uri in df.inputFiles():
+        local = _local_path(uri)
+        run_dir = re.match(_RUN_DIR, local)
+        key = by_dir.get(run_dir.group(1)) if run_dir else None
+        part = re.search(_EXPORT_PART, local)
+        f = unquote(part.group(1)) if part else None
+        rows += [(s, key, None if f in (None, "", _NULL_PARTITION) else f) for s in _spellings(uri)]
+    exported = any(f is not None for _, _, f in rows)
+    keys_found = {key for _, key, _ in rows}
+    if len(keys_found) == 1 and None not in keys_found and not exported:
+        return df.withColumn("rk", F.lit(keys_found.pop()))
+    files = spark.createDataFrame(rows, "_file string, rk int, _f string")
+    out = df.withColumn("_file", F.col("_metadata.file_path"))
+    out = out.join(F.broadcast(files), "_file", "left")
+    if exported:
+        out = out.withColumn("f", F.coalesce(F.col("f"), F.col("_f")))
+    return out.drop("_file", "_f")
 
 
 def _ingest(spark: SparkSession, runs: list[RunInput], scratch: Path) -> dict[int, Path]:
@@ -152,10 +170,11 @@ def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[Dat
     Two tables at most, whatever the number of runs: every Parquet file (the run-end
     copies, DuckDB's scratch copies, the files of every ``kchaos export``) as ONE table,
     and the JSON histories left as one more. Each row's run key comes from its file's
-    path, and so does an export's ``f`` (its files hold the other columns). A table per
-    run, unioned, grows every later query's plan with the number of runs (23 small runs
-    exhausted a 2 GB driver in the optimizer); several exports cannot be one table by
-    their folders either, as Spark's partition discovery wants one base folder."""
+    path, and so does an export's ``f`` (its files hold the other columns), both worked
+    out once per file (:func:`_with_run_key`). A table per run, unioned, grows every
+    later query's plan with the number of runs (23 small runs exhausted a 2 GB driver in
+    the optimizer); several exports cannot be one table by their folders either, as
+    Spark's partition discovery wants one base folder."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
@@ -177,7 +196,6 @@ def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[Dat
         files.extend(str(f) for f in found)
     if files:
         df = spark.read.schema(history_schema(with_corrupt=False)).parquet(*files)
-        df = df.withColumn("f", F.coalesce(F.col("f"), _f_of_export()))
         df = _with_run_key(spark, df, keyed).withColumn(CORRUPT, F.lit(None).cast(StringType()))
         parts.append(df.select(*cols))
     if jsonl:
@@ -298,6 +316,11 @@ def _validated(
                 F.sum(F.coalesce(F.size("records"), F.lit(0))).alias("records"),
             )
             .collect()
+        )
+    if any(row["rk"] is None for row in rows):
+        raise AnalysisError(
+            "rows of a history file were matched to no run: Spark names the file"
+            " otherwise than load._spellings expects"
         )
     by_key: dict[int, dict[str, Any]] = {}
     counts: dict[int, list[tuple[str, str, int, int, int]]] = {}
