@@ -51,6 +51,23 @@ def test_transient_errors_are_observations_others_end_the_wait() -> None:
         Until("cluster ready", exited, timeout=10).wait_until_ready()
 
 
+def test_until_takes_the_strategys_timeout_and_polls_options() -> None:
+    from testcontainers.core.config import testcontainers_config
+
+    wait = Until("x", lambda: None)
+    assert wait._startup_timeout == testcontainers_config.timeout
+    assert wait._poll_interval == 0.3 and wait.transient == () and wait._attempts is None
+    wait = Until("x", lambda: None, timeout=2.5, interval=0.1, attempts=4).with_poll_interval(0.2)
+    assert (wait._startup_timeout, wait._poll_interval, wait._attempts) == (2.5, 0.2, 4)
+
+
+def test_a_misspelt_option_is_refused_where_mypy_does_not_look() -> None:
+    with pytest.raises(TypeError, match="unknown options: intervall"):
+        Until("x", lambda: None, intervall=0.1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unknown options: atempts, timout"):
+        Poll("x", lambda: None, timeout=1, timout=2, atempts=3)  # type: ignore[call-arg]
+
+
 def _ticks(step: float = 1.0):  # type: ignore[no-untyped-def]
     now = [0.0]
 
