@@ -16,13 +16,26 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar, Unpack
 
 from kchaos.harness.errors import WaitTimeout
 
 # A check returns None when the condition holds, else what it saw instead.
 Check = Callable[[], "str | None"]
 T = TypeVar("T")
+
+
+class PollOptions(TypedDict, total=False):
+    """:class:`Poll`'s options, each optional (what they do: Poll's docstring; the default
+    after each): the one list of them, which :class:`kchaos.harness.cluster.wait.Until`
+    takes too."""
+
+    interval: float  # 0.3 s
+    transient: tuple[type[Exception], ...] | Callable[[Exception], bool]  # (): none
+    clock: Callable[[], float]  # time.monotonic
+    sleep: Callable[[float], object] | None  # None: time.sleep
+    stop: Callable[[], bool] | None  # None: never stopped
+    attempts: int | None  # None: no bound
 
 
 class Poll:
@@ -45,33 +58,29 @@ class Poll:
     * ``stop``: asked before every check; true ends the wait as stopped;
     * ``attempts``: at most that many checks (and no pause after the last).
 
+    These options are keywords, listed with their defaults in :class:`PollOptions`.
+
     :meth:`wait` says whether the condition held (False: timed out, out of attempts or
     stopped; see ``stopped``) without raising, for callers that have their own answer to a
     wait that ran out; :meth:`wait_until_ready` raises :class:`WaitTimeout`.
     """
 
     def __init__(
-        self,
-        what: str,
-        check: Check,
-        *,
-        timeout: float,
-        interval: float = 0.3,
-        transient: tuple[type[Exception], ...] | Callable[[Exception], bool] = (),
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], object] | None = None,
-        stop: Callable[[], bool] | None = None,
-        attempts: int | None = None,
+        self, what: str, check: Check, *, timeout: float, **options: Unpack[PollOptions]
     ) -> None:
+        # mypy checks the names in typed code; this, a misspelt one anywhere else
+        unknown = options.keys() - PollOptions.__optional_keys__
+        if unknown:
+            raise TypeError(f"Poll got unknown options: {', '.join(sorted(unknown))}")
         self.what = what
         self.check = check
-        self.transient = transient
-        self._poll_interval = interval
+        self.transient = options.get("transient", ())
+        self._poll_interval = options.get("interval", 0.3)
         self._startup_timeout = float(timeout)
-        self._clock = clock
-        self._sleep = sleep
-        self._stop = stop
-        self._attempts = attempts
+        self._clock = options.get("clock", time.monotonic)
+        self._sleep = options.get("sleep")
+        self._stop = options.get("stop")
+        self._attempts = options.get("attempts")
         self.last: str | None = None
         self.error: Exception | None = None  # the transient exception behind ``last``
         self.checks = 0  # how many times ``check`` ran
@@ -163,4 +172,4 @@ def retry_call(
     return Tried(False, None, last_error)
 
 
-__all__ = ["Check", "Poll", "Tried", "retry_call"]
+__all__ = ["Check", "Poll", "PollOptions", "Tried", "retry_call"]

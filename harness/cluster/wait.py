@@ -20,18 +20,18 @@ attempts, and no Docker library loaded.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+from typing import Unpack
 
 from testcontainers.core.waiting_utils import WaitStrategy
 
-from kchaos.harness.cluster.retry import Check, Poll
+from kchaos.harness.cluster.retry import Check, Poll, PollOptions
 
 
 class Until(Poll, WaitStrategy):
-    """:class:`Poll` configured the testcontainers way; ``timeout`` defaults to
-    testcontainers' own. ``wait_until_ready`` raises :class:`WaitTimeout` (a
-    ReadinessTimeout) with the last observation."""
+    """:class:`Poll` configured the testcontainers way, with the same options
+    (:class:`PollOptions`); ``timeout`` defaults to testcontainers' own.
+    ``wait_until_ready`` raises :class:`WaitTimeout` (a ReadinessTimeout) with the last
+    observation."""
 
     def __init__(
         self,
@@ -39,19 +39,12 @@ class Until(Poll, WaitStrategy):
         check: Check,
         *,
         timeout: float | None = None,
-        interval: float = 0.3,
-        transient: tuple[type[Exception], ...] | Callable[[Exception], bool] = (),
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], object] | None = None,
-        stop: Callable[[], bool] | None = None,
-        attempts: int | None = None,
+        **options: Unpack[PollOptions],
     ) -> None:
         WaitStrategy.__init__(self)
         # fractions of a second too (with_startup_timeout: whole ones)
         timeout = self._startup_timeout if timeout is None else timeout
-        Poll.__init__(self, what, check, timeout=timeout, interval=interval,
-                      transient=transient, clock=clock, sleep=sleep, stop=stop,
-                      attempts=attempts)  # fmt: skip
+        Poll.__init__(self, what, check, timeout=timeout, **options)
 
 
 def http_answers(url: str, timeout: float = 2.0) -> Check:

@@ -1,6 +1,6 @@
 """Shared by every unit test: :func:`eventually`, the one way a unit test waits for a
-background thread (never a bare ``time.sleep`` followed by an assertion), and the longer
-per-test timeout of the Spark tests."""
+background thread (never a bare ``time.sleep`` followed by an assertion), ``fake_clock``,
+the one fake clock, and the longer per-test timeout of the Spark tests."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fakeclock import FakeClock
 
 # How long a unit test waits for a background thread to get somewhere. A bound against a
 # hang, never a timing claim: a loaded 2-core machine must pass as an idle one does.
@@ -41,6 +42,13 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = PATIEN
 def eventually() -> Eventually:
     """``eventually(condition, what)``: see :func:`wait_until`."""
     return wait_until
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    """A :class:`FakeClock` at 0 s: pass ``fake_clock.monotonic`` and ``fake_clock.sleep``
+    (or patch ``time.sleep`` with it) to the code under test."""
+    return FakeClock()
 
 
 # A real run directory written by `kchaos run smoke` at b45787f, main before issues 22 and

@@ -33,6 +33,12 @@ class H:
         """Let ``seconds`` pass before the next line."""
         self.skipped_ns += int(seconds * 1e9)
 
+    def wait_until(self, time_ns: int) -> None:
+        """Let time pass so that the next line is at ``time_ns`` (not before the next
+        line's own time)."""
+        assert time_ns >= self.now(), f"{time_ns} is before the next line ({self.now()})"
+        self.skipped_ns += time_ns - self.now()
+
     # sends ------------------------------------------------------------------------------
     def invoke(self, value: str, process: int = 0, **extra: Any) -> int:
         return self.add(

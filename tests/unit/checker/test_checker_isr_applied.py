@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 import pytest
+from broker_logs import CONTAINER, MS, S, log_run, stamp
 from checker_hist import C, H, check_with, counts
 
 from kchaos.harness.checker import check_run
 from kchaos.harness.checker.isr import LEARN_NS
 from kchaos.harness.checker.leaderlog import APPLY_SLACK_NS, parse_isr_update
-from kchaos.harness.rundir import RunDir, names
-
-S = 1_000_000_000
-MS = 1_000_000
-ORIGIN = 1_795_000_000_000_000_000  # history_start_unix_ns of the synthetic runs
-CONTAINER = "kchaos-test-broker-{}"
+from kchaos.harness.rundir import names
 
 # Real lines (Kafka 4.4.0, run smoke-acked-below-6708, broker 3; 3.6.2 for the second)
 UPDATED_440 = (
@@ -61,59 +56,52 @@ def test_other_lines_are_not_updates_and_a_torn_one_is_an_error() -> None:
 # -- judging sends with them --------------------------------------------------------------
 
 
-def _stamp(time_ns: int) -> str:
-    unix_ms = (ORIGIN + time_ns) // MS
-    when = datetime.fromtimestamp(unix_ms // 1000, UTC)
-    return f"[{when:%Y-%m-%d %H:%M:%S},{unix_ms % 1000:03d}]"
-
-
 def _updated(time_ns: int, leader: int, isr: list[int], epoch: int, partition: int = 0) -> str:
     under = " (under-min-isr)" if len(isr) < 2 else " "
     return (
-        f"{_stamp(time_ns)} INFO [Partition t-{partition} broker={leader}] ISR updated to"
+        f"{stamp(time_ns)} INFO [Partition t-{partition} broker={leader}] ISR updated to"
         f" {','.join(map(str, isr))}{under} and version updated to {epoch}"
         " (kafka.cluster.Partition)"
     )
-
-
-def _run(tmp_path: Path, logs: dict[int, list[str]] | None) -> Path:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    (tmp_path / names.RUN_JSON).write_bytes(orjson.dumps({"history_start_unix_ns": ORIGIN}))
-    for broker, lines in (logs or {}).items():
-        text = "".join(f"{line}\n" for line in lines)
-        RunDir(tmp_path).write_node_logs(CONTAINER.format(broker), {names.SERVER_LOG: text})
-    return tmp_path
 
 
 SHRINK = 2 * S  # leader 1 drops brokers 2 and 3 (offset 20, partition epoch 1)
 HEAL = 6 * S  # both back (offset 30)
 
 
-def _case() -> tuple[H, C]:
-    """Sends invoked 1.2 s and 3 s after a committed shrink below min.insync 2, each
-    acknowledged 50 ms later; the ISR is whole again at 6 s."""
+def _shrunk(after_ns: int) -> tuple[H, C]:
+    """Leader 1, the ISR whole (min.insync 2) until the controller commits its shrink to
+    leader 1 alone at SHRINK (partition epoch 1); the history's next line is ``after_ns``
+    after that commit."""
     h = H()
     h.meta(0, 1, [1, 2, 3])
     c = C()
     c.part(0, 1, [1, 2, 3])
     c.part(SHRINK, 1, [1], epoch=1)
-    h.wait((SHRINK + 1_200 * MS - h.now()) / S)
+    h.wait_until(SHRINK + after_ns)
+    return h, c
+
+
+def _case() -> tuple[H, C]:
+    """Sends invoked 1.2 s and 3 s after a committed shrink below min.insync 2, each
+    acknowledged 50 ms later; the ISR is whole again at 6 s."""
+    h, c = _shrunk(1_200 * MS)
     h.invoke("soon")  # 1.2 s after the commit: past LEARN_NS
     h.wait(0.05)
     h.ok("soon", 0, 0)
-    h.wait((SHRINK + 3 * S - h.now()) / S)
+    h.wait_until(SHRINK + 3 * S)
     h.invoke("later")
     h.wait(0.05)
     h.ok("later", 0, 1)
     c.part(HEAL, 1, [1, 2, 3], epoch=2)
-    h.wait((HEAL + S - h.now()) / S)
+    h.wait_until(HEAL + S)
     h.drain_all(0, ["soon", "later"])
     return h, c
 
 
 def _check(tmp_path: Path, logs: dict[int, list[str]] | None) -> tuple[list[dict], dict]:
     h, c = _case()
-    r = check_with(h, c, _run(tmp_path, logs))
+    r = check_with(h, c, log_run(tmp_path, logs))
     found = r.anomalies.get("acked-below-min-isr")
     examples = found.examples if found is not None else []
     stretches: dict = r.stats["isr"]["below_min_isr_stretches"]
@@ -178,19 +166,14 @@ def test_a_line_that_does_not_fit_leaves_todays_rule(
 
 
 def test_a_line_after_the_leader_epoch_ended_is_not_this_leaders(tmp_path: Path) -> None:
-    h = H()
-    h.meta(0, 1, [1, 2, 3])
-    c = C()
-    c.part(0, 1, [1, 2, 3])
-    c.part(SHRINK, 1, [1], epoch=1)
-    h.wait((SHRINK + 1_200 * MS - h.now()) / S)
+    h, c = _shrunk(1_200 * MS)
     h.send("a", 0, 0)
     # a new leader epoch at 3 s, still below min.insync: the stretch goes on
     c.lines.append({**c.lines[-1], "offset": 25, "time": 3 * S, "leader_epoch": 2})
     logs = {1: [_updated(4 * S, 1, [1], 1)]}  # too late to be epoch 1's leader applying it
     h.wait(5)
     h.drain_all(0, ["a"])
-    r = check_with(h, c, _run(tmp_path, logs))
+    r = check_with(h, c, log_run(tmp_path, logs))
     assert counts(r) == {"acked-below-min-isr": 1}
     assert "leader_applied_s" not in r.anomalies["acked-below-min-isr"].examples[0]
 
@@ -198,16 +181,11 @@ def test_a_line_after_the_leader_epoch_ended_is_not_this_leaders(tmp_path: Path)
 def test_the_learning_time_still_applies_when_the_leader_was_quick(tmp_path: Path) -> None:
     # applied 10 ms after the commit, and a send invoked 0.5 s after it: not flagged,
     # as before (LEARN_NS), although the leader already knew
-    h = H()
-    h.meta(0, 1, [1, 2, 3])
-    c = C()
-    c.part(0, 1, [1, 2, 3])
-    c.part(SHRINK, 1, [1], epoch=1)
-    h.wait((SHRINK + LEARN_NS // 2 - h.now()) / S)
+    h, c = _shrunk(LEARN_NS // 2)
     h.send("a", 0, 0)
     h.wait(2)
     h.drain_all(0, ["a"])
-    r = check_with(h, c, _run(tmp_path, {1: [_updated(SHRINK + 10 * MS, 1, [1], 1)]}))
+    r = check_with(h, c, log_run(tmp_path, {1: [_updated(SHRINK + 10 * MS, 1, [1], 1)]}))
     assert counts(r) == {}
 
 
@@ -219,7 +197,7 @@ def test_the_learning_time_still_applies_when_the_leader_was_quick(tmp_path: Pat
 # later; sends invoked in between were flagged although the leader still counted the
 # old ISR. Lines verbatim from the run; sends with their real times and offsets.
 REAL_ORIGIN = 1795728725229626694
-REAL_CONTAINER = "kchaos-20261126-213158-6708-broker-3"
+REAL_CONTAINER = "kchaos-20261126-213158-6708-broker-{}"
 REAL_CONTROLLER = [
     '{"offset":32,"time":0,"type":"partition","topic":"smoke","partition":1,"leader":3,"leader_epoch":0,"partition_epoch":0,"isr":[3,1,2],"elr":[],"last_known_elr":[],"replicas":[3,1,2],"recovering":false}',
     '{"offset":79,"time":12181373306,"type":"partition","topic":"smoke","partition":1,"leader":3,"leader_epoch":0,"partition_epoch":1,"isr":[3],"elr":[1,2],"last_known_elr":[],"replicas":[3,1,2],"recovering":false}',
@@ -247,13 +225,9 @@ REAL_SENDS = [
 
 
 def _real_run(path: Path, *, applied_line: bool) -> Path:
-    path.mkdir(parents=True)
-    (path / names.RUN_JSON).write_bytes(orjson.dumps({"history_start_unix_ns": REAL_ORIGIN}))
-    (path / names.CONTROLLER_JSONL).write_text("".join(f"{line}\n" for line in REAL_CONTROLLER))
     lines = [REAL_SHRINKING, *(REAL_UPDATED if applied_line else REAL_UPDATED[1:])]
-    RunDir(path).write_node_logs(
-        REAL_CONTAINER, {names.SERVER_LOG: "".join(f"{line}\n" for line in lines)}
-    )
+    log_run(path, {3: lines}, origin=REAL_ORIGIN, container=REAL_CONTAINER)
+    (path / names.CONTROLLER_JSONL).write_text("".join(f"{line}\n" for line in REAL_CONTROLLER))
     events: list[dict] = [
         {"time": 1_000_000, "process": "monitor", "type": "ok", "f": "metadata",
          "topic": "smoke", "partition": 1, "leader": 3, "isr": [3, 1, 2],

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
 import pytest
+from broker_logs import CONTAINER, MS, ORIGIN, S, log_run, stamp
 from checker_hist import C, H, check_with
 
 from kchaos.harness.checker import check_run
@@ -18,11 +17,9 @@ from kchaos.harness.checker.leaderlog import (
     load_leader_log,
     parse_shrink,
 )
-from kchaos.harness.rundir import RunDir, names
+from kchaos.harness.rundir import names
 
 FIXTURES = Path(__file__).parent / "fixtures"
-S = 1_000_000_000
-MS = 1_000_000
 
 # Real lines, as the brokers wrote them (runs of 2026-11-25, kip-501-busy-leader).
 LINE_440 = (
@@ -102,16 +99,6 @@ def test_other_lines_are_not_shrinks_and_a_mangled_one_is_an_error() -> None:
 
 # -- matching against the controller's record ---------------------------------------------
 
-ORIGIN = 1_795_000_000_000_000_000  # history_start_unix_ns of the synthetic runs
-CONTAINER = "kchaos-test-broker-{}"
-
-
-def _stamp(time_ns: int) -> str:
-    """A log4j timestamp (UTC) for a time on the history's time base."""
-    unix_ms = (ORIGIN + time_ns) // MS
-    when = datetime.fromtimestamp(unix_ms // 1000, UTC)
-    return f"[{when:%Y-%m-%d %H:%M:%S},{unix_ms % 1000:03d}]"
-
 
 def _line(
     time_ns: int,
@@ -132,7 +119,7 @@ def _line(
         for b, o in lagging.items()
     )
     return (
-        f"{_stamp(time_ns)} INFO [Partition {topic}-{partition} broker={leader}] Shrinking ISR"
+        f"{stamp(time_ns)} INFO [Partition {topic}-{partition} broker={leader}] Shrinking ISR"
         f" from {','.join(map(str, before))} to {','.join(map(str, after))}. Leader:"
         f" (highWatermark: 10, endOffset: 40). Out of sync replicas: {replicas}."
         " (kafka.cluster.Partition)"
@@ -140,14 +127,9 @@ def _line(
 
 
 def _run(tmp_path: Path, logs: dict[int, list[str]] | None) -> Path:
-    """run.json with the time origin and, unless None, each broker's server.log."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    (tmp_path / names.RUN_JSON).write_bytes(orjson.dumps({"history_start_unix_ns": ORIGIN}))
-    rd = RunDir(tmp_path)
-    for broker, lines in (logs or {}).items():
-        text = "[kchaos] server properties\n" + "".join(f"{line}\n" for line in lines)
-        rd.write_node_logs(CONTAINER.format(broker), {names.SERVER_LOG: text})
-    return tmp_path
+    """run.json with the time origin and, unless None, each broker's server.log after a
+    line of the launcher's (so a broker's first line is line 2)."""
+    return log_run(tmp_path, logs, header=["[kchaos] server properties"])
 
 
 def _history() -> H:

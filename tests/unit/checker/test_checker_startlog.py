@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
 import pytest
+from broker_logs import CONTAINER, S, log_run, stamp
 from checker_hist import H
 from ticket_hist import (
     FORBIDDEN,
@@ -22,12 +21,8 @@ from ticket_hist import (
 from kchaos.harness.checker import check_run
 from kchaos.harness.checker.model import Results
 from kchaos.harness.checker.startlog import classify
-from kchaos.harness.rundir import RunDir, names
+from kchaos.harness.rundir import names
 
-S = 1_000_000_000
-MS = 1_000_000
-ORIGIN = 1_795_000_000_000_000_000
-CONTAINER = "kchaos-test-broker-{}"
 LOG_3 = f"{CONTAINER.format(3)}/{names.SERVER_LOG}"
 KIND = "recovery-skipped"
 SCENARIO = library_scenario("kafka-15375-failed-start-marker.yaml")
@@ -42,12 +37,6 @@ SHUTDOWN = "INFO [BrokerServer id=3] shut down completed (kafka.server.BrokerSer
 EXITING = "ERROR Exiting Kafka due to fatal exception during startup. (kafka.Kafka$)"
 
 
-def _stamp(seconds: float) -> str:
-    unix_ms = (ORIGIN + int(seconds * S)) // MS
-    when = datetime.fromtimestamp(unix_ms // 1000, UTC)
-    return f"[{when:%Y-%m-%d %H:%M:%S},{unix_ms % 1000:03d}]"
-
-
 def _log(*entries: tuple[float, str] | str) -> list[str]:
     """``(seconds, text)`` becomes a timestamped line; a bare string is a launcher start."""
     out = []
@@ -55,7 +44,7 @@ def _log(*entries: tuple[float, str] | str) -> list[str]:
         if isinstance(entry, str):
             out += [f"[kchaos] {entry}", "[kchaos]   node.id=3"]
         else:
-            out.append(f"{_stamp(entry[0])} {entry[1]}")
+            out.append(f"{stamp(int(entry[0] * S))} {entry[1]}")
     return out
 
 
@@ -63,10 +52,7 @@ def _run(tmp_path: Path, lines: list[str], crashes: list[tuple[str, str, float]]
     """A run directory: a valid history with the crash faults (id, fault, start s) on
     broker 3, and broker 3's server.log."""
     crash_history(crashes, "broker-3", until=120).write(tmp_path / names.HISTORY_JSONL)
-    (tmp_path / names.RUN_JSON).write_bytes(orjson.dumps({"history_start_unix_ns": ORIGIN}))
-    text = "".join(f"{line}\n" for line in lines)
-    RunDir(tmp_path).write_node_logs(CONTAINER.format(3), {names.SERVER_LOG: text})
-    return tmp_path
+    return log_run(tmp_path, {3: lines})
 
 
 def _first_start() -> list[tuple[float, str] | str]:

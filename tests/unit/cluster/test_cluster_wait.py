@@ -6,6 +6,7 @@ import math
 import threading
 
 import pytest
+from fakeclock import FakeClock
 
 from kchaos.harness.cluster.retry import Poll, Tried, retry_call
 from kchaos.harness.cluster.wait import Until
@@ -48,6 +49,23 @@ def test_transient_errors_are_observations_others_end_the_wait() -> None:
 
     with pytest.raises(BrokerStartError):
         Until("cluster ready", exited, timeout=10).wait_until_ready()
+
+
+def test_until_takes_the_strategys_timeout_and_polls_options() -> None:
+    from testcontainers.core.config import testcontainers_config
+
+    wait = Until("x", lambda: None)
+    assert wait._startup_timeout == testcontainers_config.timeout
+    assert wait._poll_interval == 0.3 and wait.transient == () and wait._attempts is None
+    wait = Until("x", lambda: None, timeout=2.5, interval=0.1, attempts=4).with_poll_interval(0.2)
+    assert (wait._startup_timeout, wait._poll_interval, wait._attempts) == (2.5, 0.2, 4)
+
+
+def test_a_misspelt_option_is_refused_where_mypy_does_not_look() -> None:
+    with pytest.raises(TypeError, match="unknown options: intervall"):
+        Until("x", lambda: None, intervall=0.1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unknown options: atempts, timout"):
+        Poll("x", lambda: None, timeout=1, timout=2, atempts=3)  # type: ignore[call-arg]
 
 
 def _ticks(step: float = 1.0):  # type: ignore[no-untyped-def]
@@ -98,61 +116,47 @@ def test_retry_call_lets_other_errors_through(monkeypatch: pytest.MonkeyPatch) -
         retry_call(call, end=10.0, clock=_ticks(), retry_on=(ConnectionError,))
 
 
-class FakeTime:
-    """A clock moved only by the wait's own pauses, which it records."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.pauses: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.pauses.append(seconds)
-        self.now += seconds
-
-
-def test_wait_on_a_fake_clock_checks_once_more_after_the_deadline() -> None:
-    fake = FakeTime()
-    wait = Until("x", lambda: f"at {fake.now:g}", timeout=1.0, interval=0.4,
-                 clock=fake.clock, sleep=fake.sleep)  # fmt: skip
+def test_wait_on_a_fake_clock_checks_once_more_after_the_deadline(fake_clock: FakeClock) -> None:
+    wait = Until("x", lambda: f"at {fake_clock.now:g}", timeout=1.0, interval=0.4,
+                 clock=fake_clock.monotonic, sleep=fake_clock.sleep)  # fmt: skip
     assert wait.wait() is False and not wait.stopped
     # checks at 0, 0.4, 0.8 and 1.2 (the one after the pause that crossed the deadline)
-    assert wait.checks == 4 and wait.last == "at 1.2" and fake.pauses == [0.4] * 3
+    assert wait.checks == 4 and wait.last == "at 1.2" and fake_clock.slept == [0.4] * 3
     with pytest.raises(WaitTimeout, match="x: not reached after 1s; last seen: at 2.4"):
         wait.wait_until_ready()
 
 
-def test_attempts_bound_the_checks_with_no_pause_after_the_last() -> None:
-    fake = FakeTime()
+def test_attempts_bound_the_checks_with_no_pause_after_the_last(fake_clock: FakeClock) -> None:
     wait = Poll("x", lambda: "no", timeout=math.inf, interval=0.5, attempts=3,
-                 clock=fake.clock, sleep=fake.sleep)  # fmt: skip
-    assert wait.wait() is False and wait.checks == 3 and fake.pauses == [0.5, 0.5]
+                 clock=fake_clock.monotonic, sleep=fake_clock.sleep)  # fmt: skip
+    assert wait.wait() is False and wait.checks == 3 and fake_clock.slept == [0.5, 0.5]
 
 
-def test_a_predicate_says_which_errors_are_transient_and_error_keeps_the_last() -> None:
+def test_a_predicate_says_which_errors_are_transient_and_error_keeps_the_last(
+    fake_clock: FakeClock,
+) -> None:
     raised = iter([OSError("busy 1"), OSError("busy 2"), OSError("fatal")])
 
     def check() -> str | None:
         raise next(raised)
 
-    fake = FakeTime()
     wait = Poll("x", check, timeout=math.inf, interval=0, attempts=5,
-                 transient=lambda exc: "busy" in str(exc), sleep=fake.sleep)  # fmt: skip
+                 transient=lambda exc: "busy" in str(exc), sleep=fake_clock.sleep)  # fmt: skip
     with pytest.raises(OSError, match="fatal"):
         wait.wait()
     assert wait.checks == 3
 
     raised = iter([OSError("busy 1"), OSError("busy 2")])
     wait = Poll("x", check, timeout=math.inf, interval=0, attempts=2,
-                 transient=(OSError,), sleep=fake.sleep)  # fmt: skip
+                 transient=(OSError,), sleep=fake_clock.sleep)  # fmt: skip
     assert wait.wait() is False
     assert isinstance(wait.error, OSError) and str(wait.error) == "busy 2"
     assert wait.last == "OSError: busy 2"
 
 
-def test_stop_before_a_check_and_a_pause_that_reports_a_stop_end_the_wait() -> None:
+def test_stop_before_a_check_and_a_pause_that_reports_a_stop_end_the_wait(
+    fake_clock: FakeClock,
+) -> None:
     checks: list[int] = []
 
     def check() -> str:
@@ -169,15 +173,20 @@ def test_stop_before_a_check_and_a_pause_that_reports_a_stop_end_the_wait() -> N
     wait = Poll("x", check, timeout=math.inf, interval=30, sleep=stopping.wait)
     assert wait.wait() is False and wait.stopped and checks == [1]
     # a check that holds ends it as held, with no pause at all
-    fake = FakeTime()
-    held = Poll("x", lambda: None, timeout=0, sleep=fake.sleep)
-    assert held.wait() is True and held.checks == 1 and fake.pauses == []
+    held = Poll("x", lambda: None, timeout=0, sleep=fake_clock.sleep)
+    assert held.wait() is True and held.checks == 1 and fake_clock.slept == []
 
 
-def test_a_shared_deadline_replaces_the_timeout() -> None:
-    fake = FakeTime()
-    fake.now = 10.0
-    wait = Poll("x", lambda: "no", timeout=100, interval=1, clock=fake.clock, sleep=fake.sleep)
+def test_a_shared_deadline_replaces_the_timeout(fake_clock: FakeClock) -> None:
+    fake_clock.now = 10.0
+    wait = Poll(
+        "x",
+        lambda: "no",
+        timeout=100,
+        interval=1,
+        clock=fake_clock.monotonic,
+        sleep=fake_clock.sleep,
+    )
     assert wait.wait(deadline=12.0) is False
     # checks at 10, 11 and 12: the timeout of 100 s played no part
-    assert wait.checks == 3 and fake.now == 12.0
+    assert wait.checks == 3 and fake_clock.now == 12.0

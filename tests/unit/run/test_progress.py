@@ -10,30 +10,19 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fakeclock import FakeClock
 from rich.console import Console
 
 from kchaos.harness.run import progress
 from kchaos.harness.run.progress import Batch, RunProgress, clock_text, current_batch, each
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    """A clock that moves only when the display sleeps (or the test moves it)."""
-    c = Clock()
-
-    def sleep(seconds: float) -> None:
-        c.now += seconds
-
-    monkeypatch.setattr(progress.time, "sleep", sleep)
-    return c
+def clock(fake_clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """The fake clock, at 1000 s, moved when the display sleeps (or the test moves it)."""
+    fake_clock.now = 1000.0
+    monkeypatch.setattr(progress.time, "sleep", fake_clock.sleep)
+    return fake_clock
 
 
 def console(terminal: bool) -> tuple[Console, io.StringIO]:
@@ -45,8 +34,8 @@ def test_clock_text() -> None:
     assert (clock_text(0), clock_text(75), clock_text(3725)) == ("0:00", "1:15", "1:02:05")
 
 
-def test_batch_estimate_starts_from_the_guesses_then_learns(clock: Clock) -> None:
-    b = Batch(3, expected=[100, 100, 100], clock=clock)
+def test_batch_estimate_starts_from_the_guesses_then_learns(clock: FakeClock) -> None:
+    b = Batch(3, expected=[100, 100, 100], clock=clock.monotonic)
     b.begin(1, "seed-1")
     assert b.remaining() == 300
     clock.now += 50
@@ -60,8 +49,8 @@ def test_batch_estimate_starts_from_the_guesses_then_learns(clock: Clock) -> Non
     assert b.status() == "run 2 of 3 (seed-2): 4:20 elapsed, about 5:40 left"
 
 
-def test_batch_without_guesses_and_a_budget(clock: Clock) -> None:
-    b = Batch(12, noun="attempt", at_most=True, clock=clock)
+def test_batch_without_guesses_and_a_budget(clock: FakeClock) -> None:
+    b = Batch(12, noun="attempt", at_most=True, clock=clock.monotonic)
     b.begin(1)
     assert b.remaining() is None
     assert "time left unknown" in b.status() and "attempt 1 of at most 12" in b.status()
@@ -71,8 +60,8 @@ def test_batch_without_guesses_and_a_budget(clock: Clock) -> None:
     assert b.left_text() == "up to about 5:30 left"  # 11 attempts of 30 s
 
 
-def test_each_keeps_the_batch_current_and_counts(clock: Clock) -> None:
-    b = Batch(2, clock=clock)
+def test_each_keeps_the_batch_current_and_counts(clock: FakeClock) -> None:
+    b = Batch(2, clock=clock.monotonic)
     seen = []
     assert current_batch() is None
     for i, x in each(b, ["a", "b"]):
@@ -87,12 +76,12 @@ def status() -> str:
     return "sends ok 12 fail 0 info 1  faults: pause(broker-2)"
 
 
-def test_plain_lines_without_a_terminal_name_the_batch(clock: Clock) -> None:
+def test_plain_lines_without_a_terminal_name_the_batch(clock: FakeClock) -> None:
     con, out = console(terminal=False)
-    b = Batch(5, expected=[100] * 5, clock=clock)
+    b = Batch(5, expected=[100] * 5, clock=clock.monotonic)
     b.begin(1)
     with progress.batch(b):
-        p = RunProgress(con, clock=clock)
+        p = RunProgress(con, clock=clock.monotonic)
         with p.phase("drain"):
             clock.now += 3
         p.workload(30, status, lambda: False)
@@ -105,10 +94,10 @@ def test_plain_lines_without_a_terminal_name_the_batch(clock: Clock) -> None:
     assert "| run 1 of 5: " in work[1] and "elapsed, about" in work[1]
 
 
-def test_quiet_without_a_terminal_prints_nothing(clock: Clock) -> None:
+def test_quiet_without_a_terminal_prints_nothing(clock: FakeClock) -> None:
     con, out = console(terminal=False)
-    with progress.batch(Batch(2, clock=clock)):
-        p = RunProgress(con, quiet=True, clock=clock)
+    with progress.batch(Batch(2, clock=clock.monotonic)):
+        p = RunProgress(con, quiet=True, clock=clock.monotonic)
         p.note("hello")
         with p.phase("drain"):
             pass
@@ -116,20 +105,20 @@ def test_quiet_without_a_terminal_prints_nothing(clock: Clock) -> None:
     assert out.getvalue() == ""
 
 
-def test_quiet_in_a_terminal_outside_a_batch_prints_nothing(clock: Clock) -> None:
+def test_quiet_in_a_terminal_outside_a_batch_prints_nothing(clock: FakeClock) -> None:
     con, out = console(terminal=True)
-    p = RunProgress(con, quiet=True, clock=clock)
+    p = RunProgress(con, quiet=True, clock=clock.monotonic)
     with p.phase("drain"):
         pass
     p.workload(30, status, lambda: False)
     assert out.getvalue() == ""
 
 
-def test_live_lines_in_a_terminal_show_the_batch_and_the_run(clock: Clock) -> None:
+def test_live_lines_in_a_terminal_show_the_batch_and_the_run(clock: FakeClock) -> None:
     con, out = console(terminal=True)
-    b = Batch(4, expected=[100] * 4, clock=clock)
+    b = Batch(4, expected=[100] * 4, clock=clock.monotonic)
     for _ in each(b, ["seed-7"]):
-        p = RunProgress(con, clock=clock)
+        p = RunProgress(con, clock=clock.monotonic)
         clock.now += 20
         p.workload(30, status, lambda: False)
     text = out.getvalue()
@@ -139,16 +128,16 @@ def test_live_lines_in_a_terminal_show_the_batch_and_the_run(clock: Clock) -> No
     assert "faults: pause(broker-2)" in last
 
 
-def test_an_80_column_terminal_shows_every_active_fault(clock: Clock) -> None:
+def test_an_80_column_terminal_shows_every_active_fault(clock: FakeClock) -> None:
     """The status has a line of its own under the bars: at 80 columns neither the labels
     nor the fault names are cut (beside the bars they were: ``workl…``, ``pause(broker-…``)."""
     out = io.StringIO()
     con = Console(file=out, force_terminal=True, width=80, color_system=None)
     faults = ["pause(broker-2)", "latency(broker-1,broker-3)", "isolate(broker-3)"]
     many = "sends ok 123456 fail 12 info 345  faults: " + " ".join(faults)
-    b = Batch(20, expected=[100] * 20, clock=clock)
+    b = Batch(20, expected=[100] * 20, clock=clock.monotonic)
     for _ in each(b, ["seed-7"]):
-        RunProgress(con, clock=clock).workload(30, lambda: many, lambda: False)
+        RunProgress(con, clock=clock.monotonic).workload(30, lambda: many, lambda: False)
     text = out.getvalue()
     last = text[text.rindex("runs") :]  # the final frame
     rows = [row for row in last.splitlines() if row.strip()]
@@ -176,7 +165,7 @@ class FrozenDocker:
         pass
 
 
-def test_the_display_moves_on_while_a_freezer_pause_takes_effect(clock: Clock) -> None:
+def test_the_display_moves_on_while_a_freezer_pause_takes_effect(clock: FakeClock) -> None:
     """The live display's only reads during the workload are the run's status (counts and
     the registry of active faults): a freezer pause still in its docker call, holding
     its fault's lock, delays none of them; the times move on and the fault is named."""
@@ -203,7 +192,7 @@ def test_the_display_moves_on_while_a_freezer_pause_takes_effect(clock: Clock) -
             return seen[-1][1]
 
         shown = threading.Thread(
-            target=RunProgress(con, clock=clock).workload, args=(30, read, lambda: False)
+            target=RunProgress(con, clock=clock.monotonic).workload, args=(30, read, lambda: False)
         )
         shown.start()
         shown.join(10)

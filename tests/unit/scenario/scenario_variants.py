@@ -1,6 +1,7 @@
-"""Library scenarios with one piece of text replaced, and the check that the loader
-refuses such a variant at the fault's ``target`` with file, line and field: shared by the
-target tests (client and coordinator targets).
+"""Scenarios the tests vary, shared by the scenario tests: ``BASE``, a small scenario
+written here (the bad-input and step-length tests), library scenarios with one piece of
+text replaced, and the check that the loader refuses such a variant at the fault's
+``target`` with file, line and field (the client and coordinator target tests).
 
 (A module of its own, not conftest.py: test modules import from it by a unique name.)"""
 
@@ -13,6 +14,30 @@ import pytest
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.scenario import library
 from kchaos.harness.scenario.loader import load_scenario
+
+# One step, a pause with a length; the bad-input tests name its lines by number.
+BASE = """\
+name: t1
+description: A small scenario that the unit tests vary, long enough to pass.
+cluster:
+  brokers: 3
+  server_properties:
+    replica.lag.time.max.ms: 5000
+topics:
+  - name: t
+    partitions: 2
+    replication_factor: 3
+    configs:
+      min.insync.replicas: 2
+workload:
+  duration: 60s
+nemesis:
+  steps:
+    - fault: pause
+      at: 10s
+      for: 5s
+      target: random
+"""
 
 
 def variant(tmp_path: Path, scenario: str, old: str, new: str) -> Path:

@@ -10,33 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from scenario_variants import BASE
 
 from kchaos.cli.main import main
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.scenario import load_scenario
-
-BASE = """\
-name: t1
-description: A scenario used by the bad-input tests, long enough to pass.
-cluster:
-  brokers: 3
-  server_properties:
-    replica.lag.time.max.ms: 5000
-topics:
-  - name: t
-    partitions: 2
-    replication_factor: 3
-    configs:
-      min.insync.replicas: 2
-workload:
-  duration: 60s
-nemesis:
-  steps:
-    - fault: pause
-      at: 10s
-      for: 5s
-      target: random
-"""
 
 RANDOM = BASE.replace(
     """  steps:

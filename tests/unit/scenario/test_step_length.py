@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from scenario_variants import BASE
 
 from kchaos.harness.errors import ConfigError, HistoryError
 from kchaos.harness.run.replay import replay_scenario
@@ -19,25 +20,8 @@ from kchaos.harness.scenario.loader import load_scenario, load_scenario_data, sc
 from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.yamlsrc import load_yaml
 
-NEW = """\
-name: lengths
-description: Two steps, one with a length and one without, for the spelling tests.
-cluster:
-  brokers: 3
-topics:
-  - name: t
-workload:
-  duration: 60s
-nemesis:
-  steps:
-    - fault: pause
-      at: 10s
-      for: 5s
-      target: random
-    - fault: kill
-      at: 30s
-      target: broker-2
-"""
+# BASE's pause, which has a length, then a step without one
+NEW = BASE + "    - fault: kill\n      at: 30s\n      target: broker-2\n"
 OLD = NEW.replace("      for: 5s\n", "      duration: 5s\n")
 BOTH = NEW.replace("      for: 5s\n", "      for: 5s\n      duration: 5s\n")
 

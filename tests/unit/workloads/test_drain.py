@@ -4,6 +4,7 @@ import itertools
 from typing import Any
 
 import pytest
+from fakeclock import FakeClock
 from workload_fakes import FakeConsumer
 
 from kchaos.harness.rundir.history_writer import ListSink
@@ -121,42 +122,27 @@ def test_read_committed_drain_waits_for_the_last_stable_offset() -> None:
     assert read == ["1-0", "1-1", "1-5"]
 
 
-class FakeTime:
-    """A clock that only moves when the code under test sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
 def test_a_transaction_left_open_ends_the_drain_at_the_last_stable_offset(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, fake_clock: FakeClock
 ) -> None:
-    fake, sink, fake_time = CommittedFake([4]), ListSink(), FakeTime()
+    fake, sink = CommittedFake([4]), ListSink()
     asked: list[float] = []  # the fake time of each LSO query
     answer = fake.watermarks
 
     def watermarks(topic: str, partition: int, timeout: float) -> tuple[int, int]:
-        asked.append(fake_time.now)
+        asked.append(fake_clock.now)
         return answer(topic, partition, timeout)
 
     monkeypatch.setattr(fake, "watermarks", watermarks)
-    monkeypatch.setattr("kchaos.workloads.drain.time.sleep", fake_time.sleep)
+    monkeypatch.setattr("kchaos.workloads.drain.time.sleep", fake_clock.sleep)
     result = drain(lambda: fake, ["t"], sink, deadline_s=10, poll_timeout_s=0.01,
                    hwm_factory=HighWatermarks, lso_wait_s=0.6,
-                   clock=fake_time.clock)  # fmt: skip
+                   clock=fake_clock.monotonic)  # fmt: skip
     assert result.complete
     # the LSO was asked for until the 0.6 s wait had passed, then the drain went on with
     # it: not until the 10 s deadline
     assert asked and asked[-1] >= 0.6 and asked[-2] < 0.6
-    assert fake_time.now < 10
+    assert fake_clock.now < 10
     (end,) = [e for e in sink.events if e["f"] == "drain-end"]
     assert end["last_stable_offset"] == 4 and end["high_watermark"] == 7
     read = [r["value"] for e in sink.events if e["f"] == "drain" for r in e["records"]]

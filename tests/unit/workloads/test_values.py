@@ -4,6 +4,7 @@ import threading
 import zlib
 
 import pytest
+from fakeclock import FakeClock
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,43 +30,28 @@ def test_keys_spread_over_the_configured_number() -> None:
     assert {key_for(n, 3) for n in range(30)} == {b"k0", b"k1", b"k2"}
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
-def test_rate_limiter_spaces_calls_evenly() -> None:
-    fake = FakeClock()
-    limiter = RateLimiter(10.0, clock=fake.clock, sleep=fake.sleep)
+def test_rate_limiter_spaces_calls_evenly(fake_clock: FakeClock) -> None:
+    fake_clock.now = 100.0  # the limiter's slots start from its first call, not from 0
+    limiter = RateLimiter(10.0, clock=fake_clock.monotonic, sleep=fake_clock.sleep)
     for _ in range(11):
         assert limiter.acquire()
-    assert fake.now == pytest.approx(101.0)  # 11 slots at 10/s span one second
+    assert fake_clock.now == pytest.approx(101.0)  # 11 slots at 10/s span one second
 
 
-def test_rate_limiter_does_not_burst_after_a_stall() -> None:
-    fake = FakeClock()
-    limiter = RateLimiter(100.0, clock=fake.clock, sleep=fake.sleep, max_lag=0.5)
+def test_rate_limiter_does_not_burst_after_a_stall(fake_clock: FakeClock) -> None:
+    limiter = RateLimiter(100.0, clock=fake_clock.monotonic, sleep=fake_clock.sleep, max_lag=0.5)
     limiter.acquire()
-    fake.now += 5.0  # the caller was busy for 5 s
-    start = fake.now
+    fake_clock.now += 5.0  # the caller was busy for 5 s
+    start = fake_clock.now
     for _ in range(10):
         limiter.acquire()
-    assert fake.now - start == pytest.approx(0.09)  # paced again, no 500-call catch-up
+    assert fake_clock.now - start == pytest.approx(0.09)  # paced again, no 500-call catch-up
 
 
-def test_unlimited_rate_never_sleeps_and_honours_stop() -> None:
-    fake = FakeClock()
-    limiter = RateLimiter(None, clock=fake.clock, sleep=fake.sleep)
+def test_unlimited_rate_never_sleeps_and_honours_stop(fake_clock: FakeClock) -> None:
+    limiter = RateLimiter(None, clock=fake_clock.monotonic, sleep=fake_clock.sleep)
     assert all(limiter.acquire() for _ in range(100))
-    assert fake.slept == []
+    assert fake_clock.slept == []
     stop = threading.Event()
     stop.set()
     assert limiter.acquire(stop) is False
