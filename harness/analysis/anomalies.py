@@ -149,12 +149,21 @@ def uncommitted_read(t: Tables, excused: DataFrame | None = None) -> DataFrame:
     )
 
 
+# At most this many rows of (run key, value, index) are broadcast to every task.
+BROADCAST_ROWS = 500_000
+
+
 def aborted_read(t: Tables) -> DataFrame:
     from pyspark.sql import functions as F
 
     failed = t.sends.filter(F.col("outcome") == "fail").select(
         "rk", "value", F.col("i_done").alias("fail_index")
     )
+    # Failed sends are usually a small share of the sends: broadcast, they let the join
+    # scan the read records instead of shuffling them all (a count on the cached sends
+    # tells; above BROADCAST_ROWS the join shuffles both sides, as Spark plans it).
+    if failed.count() <= BROADCAST_ROWS:
+        failed = F.broadcast(failed)
     found = (
         t.reads.join(failed, ["rk", "value"])
         .groupBy("rk", "value")
@@ -363,6 +372,11 @@ def unseen(t: Tables) -> DataFrame:
             .select(*undrained.columns)
         )
         missing = missing.unionByName(blind)
+    # No acknowledged send outside the drained partitions and no stuck partition (the
+    # usual case; one small query on the cached sends tells): nothing can be missing, and
+    # the anti join, which would shuffle every read record for no row, is left out.
+    if missing is undrained and undrained.limit(1).count() == 0:
+        missing = undrained.limit(0)
     missing = missing.join(seen_values, ["rk", "value"], "left_anti")
     return shape(
         missing,
