@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from kchaos.harness.analysis.tables import PART, Tables
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, Row
 
     from kchaos.harness.analysis.txn import TxnTables
 
@@ -149,12 +149,21 @@ def uncommitted_read(t: Tables, excused: DataFrame | None = None) -> DataFrame:
     )
 
 
+# At most this many rows of (run key, value, index) are broadcast to every task.
+BROADCAST_ROWS = 500_000
+
+
 def aborted_read(t: Tables) -> DataFrame:
     from pyspark.sql import functions as F
 
     failed = t.sends.filter(F.col("outcome") == "fail").select(
         "rk", "value", F.col("i_done").alias("fail_index")
     )
+    # Failed sends are usually a small share of the sends: broadcast, they let the join
+    # scan the read records instead of shuffling them all (a count on the cached sends
+    # tells; above BROADCAST_ROWS the join shuffles both sides, as Spark plans it).
+    if failed.count() <= BROADCAST_ROWS:
+        failed = F.broadcast(failed)
     found = (
         t.reads.join(failed, ["rk", "value"])
         .groupBy("rk", "value")
@@ -175,6 +184,42 @@ def aborted_read(t: Tables) -> DataFrame:
         reader=F.col("src"),
         times_read=F.col("times_read"),
     )
+
+
+# At most this many candidate positions of inconsistent-offset are taken to the driver and
+# broadcast; with more (a history full of them), its queries run on every row.
+FEW = 10_000
+
+
+def _few_keys(candidates: DataFrame, keys: list[str]) -> list[Row] | None:
+    """The distinct ``keys`` of ``candidates`` (one Spark job), or None when there are
+    more than ``FEW``."""
+    rows = candidates.select(*keys).distinct().limit(FEW + 1).collect()
+    return None if len(rows) > FEW else rows
+
+
+def _only(df: DataFrame, keys: list[Row] | None, names: list[str]) -> DataFrame:
+    """The rows of ``df`` whose ``names`` equal one of ``keys`` (None: every row), nulls
+    matching nulls as a grouping puts them together. The keys are few and broadcast, so
+    ``df`` is only scanned, not shuffled; with no key, not even scanned."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    if keys is None:
+        return df
+    if not keys:
+        return df.limit(0)
+    schema = df.select(*names).schema
+    found = df.sparkSession.createDataFrame(keys, schema)
+    renamed = found.select(*[F.col(c).alias(f"_k_{c}") for c in names])
+    cond = reduce(lambda a, b: a & b, [F.col(c).eqNullSafe(F.col(f"_k_{c}")) for c in names])
+    return df.join(F.broadcast(renamed), cond, "left_semi")
+
+
+def _local(df: DataFrame) -> DataFrame:
+    """``df`` (a few rows) computed now, as a local table."""
+    return df.sparkSession.createDataFrame(df.collect(), df.schema)
 
 
 def duplicate(t: Tables) -> DataFrame:
@@ -201,20 +246,11 @@ def duplicate(t: Tables) -> DataFrame:
     )
 
 
-def inconsistent_offset(t: Tables, more_acks: DataFrame | None = None) -> DataFrame:
-    """``more_acks``: other acknowledged positions (rk, topic, partition, offset, value,
-    index, time), the committed transactions' ones."""
+def _two_values(both: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    seen = t.reads.select(*PART, "offset", "value", "index", "time")
-    acks = _acked(t).filter(F.col("offset") >= 0)
-    acked = acks.select(*PART, "offset", "value", F.col("i_done").alias("index"), "t_done")
-    both = seen.unionByName(acked.withColumnRenamed("t_done", "time"))
-    if more_acks is not None:
-        both = both.unionByName(more_acks.filter(F.col("offset") >= 0))
-    bad = (
-        both.filter(F.col("offset").isNotNull())
-        .groupBy(*PART, "offset")
+    return (
+        both.groupBy(*PART, "offset")
         .agg(
             F.min("value").alias("value"),
             F.max("value").alias("other_value"),
@@ -223,23 +259,85 @@ def inconsistent_offset(t: Tables, more_acks: DataFrame | None = None) -> DataFr
         )
         .filter(F.col("value") != F.col("other_value"))
     )
+
+
+def inconsistent_offset(t: Tables, more_acks: DataFrame | None = None) -> DataFrame:
+    """``more_acks``: other acknowledged positions (rk, topic, partition, offset, value,
+    index, time), the committed transactions' ones."""
+    from pyspark.sql import functions as F
+
+    seen = t.reads.select(*PART, "offset", "value", "index", "time", "src")
+    acks = _acked(t).filter(F.col("offset") >= 0)
+    acked = acks.select(
+        *PART, "offset", "value", F.col("i_done").alias("index"), F.col("t_done").alias("time")
+    )
+    both = seen.unionByName(acked.withColumn("src", F.lit("ack")))
+    if more_acks is not None:
+        more = more_acks.filter(F.col("offset") >= 0).withColumn("src", F.lit("txn"))
+        both = both.unionByName(more)
+    both = both.filter(F.col("offset").isNotNull())
     # A moved acknowledgement: acknowledged at or above the drain's log start offset where
     # the drain holds no record (at or above its high watermark, or a gap), the value
     # drained at another offset. One per position, unless two values were seen there.
+    #
+    # Both parts group every read and acknowledgement by position; a min/max of the
+    # values there made Spark sort them all. First, with numbers only in the buffers
+    # (hashed), the positions that matter: two or more distinct values (counted over the
+    # distinct (position, value) pairs, on one shuffle by position), or an acknowledgement
+    # where the drain of its (drained) partition holds no record. Both parts then run on
+    # the rows of those positions only.
+    by_pair = (
+        both.repartition(*PART, "offset")
+        .groupBy(*PART, "offset", "value")
+        .agg(
+            F.max((F.col("src") == "drain").cast("int")).alias("drained"),
+            F.max((F.col("src") == "ack").cast("int")).alias("acked"),
+        )
+    )
+    by_pos = by_pair.groupBy(*PART, "offset").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.max("drained").alias("drained"),
+        F.max("acked").alias("acked"),
+    )
+    ends = t.drained.select(*PART, "lso")
+    candidates = by_pos.join(F.broadcast(ends), PART, "left").filter(
+        (F.col("n") > 1)
+        | (
+            (F.col("drained") == 0)
+            & (F.col("acked") == 1)
+            & F.col("lso").isNotNull()
+            & (F.col("offset") >= F.col("lso"))
+        )
+    )
+    where = [*PART, "offset"]
+    keys = _few_keys(candidates, where)
+    bad = _two_values(_only(both, keys, where).drop("src"))
+    if keys is not None:  # a few rows: computed once here, not once per use below
+        bad = _local(bad)
     drain_pos = t.reads.filter(F.col("src") == "drain").select(*PART, "offset")
-    moved = (
-        acks.join(F.broadcast(t.drained), PART)
+    judged = (
+        _only(acks, keys, where)
+        .join(F.broadcast(t.drained), PART)
         .filter(F.col("offset") >= F.col("lso"))
-        .join(drain_pos, [*PART, "offset"], "left_anti")
-        .join(t.drain_values, [*PART, "value"], "left_semi")
-        .groupBy(*PART, "offset")
+        .join(_only(drain_pos, keys, where), where, "left_anti")
+    )
+    if keys is not None:
+        judged = _local(judged)
+    if keys is None:
+        moved_acks = judged.join(t.drain_values, [*PART, "value"], "left_semi")
+    else:  # few acknowledgements: broadcast them and scan the drained values
+        wanted = F.broadcast(judged.select(*PART, "value").distinct())
+        found = t.drain_values.join(wanted, [*PART, "value"])
+        moved_acks = judged.join(found, [*PART, "value"], "left_semi")
+    moved = (
+        moved_acks.groupBy(*PART, "offset")
         .agg(
             F.min("value").alias("value"),
             F.lit(None).cast("string").alias("other_value"),
             F.min("i_done").alias("first"),
             F.min("t_done").alias("t"),
         )
-        .join(bad.select(*PART, "offset"), [*PART, "offset"], "left_anti")
+        .join(bad.select(*PART, "offset"), where, "left_anti")
     )
     return shape(
         bad.unionByName(moved),
@@ -274,6 +372,11 @@ def unseen(t: Tables) -> DataFrame:
             .select(*undrained.columns)
         )
         missing = missing.unionByName(blind)
+    # No acknowledged send outside the drained partitions and no stuck partition (the
+    # usual case; one small query on the cached sends tells): nothing can be missing, and
+    # the anti join, which would shuffle every read record for no row, is left out.
+    if missing is undrained and undrained.limit(1).count() == 0:
+        missing = undrained.limit(0)
     missing = missing.join(seen_values, ["rk", "value"], "left_anti")
     return shape(
         missing,
