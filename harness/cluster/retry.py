@@ -26,16 +26,28 @@ T = TypeVar("T")
 
 
 class PollOptions(TypedDict, total=False):
-    """:class:`Poll`'s options, each optional (what they do: Poll's docstring; the default
-    after each): the one list of them, which :class:`kchaos.harness.cluster.wait.Until`
-    takes too."""
+    """:class:`Poll`'s options, each optional (what they do: Poll's docstring; their
+    defaults: :data:`POLL_DEFAULTS`): the one list of them, which
+    :class:`kchaos.harness.cluster.wait.Until` takes too."""
 
-    interval: float  # 0.3 s
-    transient: tuple[type[Exception], ...] | Callable[[Exception], bool]  # (): none
-    clock: Callable[[], float]  # time.monotonic
-    sleep: Callable[[float], object] | None  # None: time.sleep
-    stop: Callable[[], bool] | None  # None: never stopped
-    attempts: int | None  # None: no bound
+    interval: float
+    transient: tuple[type[Exception], ...] | Callable[[Exception], bool]
+    clock: Callable[[], float]
+    sleep: Callable[[float], object] | None
+    stop: Callable[[], bool] | None
+    attempts: int | None
+
+
+# Each option's value when the caller gives none: 0.3 s between checks, no exception is
+# transient, the monotonic clock, time.sleep (None), never stopped, no bound on checks.
+POLL_DEFAULTS: PollOptions = {
+    "interval": 0.3,
+    "transient": (),
+    "clock": time.monotonic,
+    "sleep": None,
+    "stop": None,
+    "attempts": None,
+}
 
 
 class Poll:
@@ -58,7 +70,8 @@ class Poll:
     * ``stop``: asked before every check; true ends the wait as stopped;
     * ``attempts``: at most that many checks (and no pause after the last).
 
-    These options are keywords, listed with their defaults in :class:`PollOptions`.
+    These options are keywords, listed in :class:`PollOptions` with their defaults in
+    :data:`POLL_DEFAULTS`.
 
     :meth:`wait` says whether the condition held (False: timed out, out of attempts or
     stopped; see ``stopped``) without raising, for callers that have their own answer to a
@@ -72,15 +85,16 @@ class Poll:
         unknown = options.keys() - PollOptions.__optional_keys__
         if unknown:
             raise TypeError(f"Poll got unknown options: {', '.join(sorted(unknown))}")
+        given: PollOptions = {**POLL_DEFAULTS, **options}
         self.what = what
         self.check = check
-        self.transient = options.get("transient", ())
-        self._poll_interval = options.get("interval", 0.3)
+        self.transient = given["transient"]
+        self._poll_interval = given["interval"]
         self._startup_timeout = float(timeout)
-        self._clock = options.get("clock", time.monotonic)
-        self._sleep = options.get("sleep")
-        self._stop = options.get("stop")
-        self._attempts = options.get("attempts")
+        self._clock = given["clock"]
+        self._sleep = given["sleep"]
+        self._stop = given["stop"]
+        self._attempts = given["attempts"]
         self.last: str | None = None
         self.error: Exception | None = None  # the transient exception behind ``last``
         self.checks = 0  # how many times ``check`` ran
@@ -172,4 +186,4 @@ def retry_call(
     return Tried(False, None, last_error)
 
 
-__all__ = ["Check", "Poll", "PollOptions", "Tried", "retry_call"]
+__all__ = ["POLL_DEFAULTS", "Check", "Poll", "PollOptions", "Tried", "retry_call"]
