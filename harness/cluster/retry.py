@@ -38,8 +38,8 @@ class PollOptions(TypedDict, total=False):
     attempts: int | None
 
 
-# Each option's value when the caller gives none: 0.3 s between checks, no exception is
-# transient, the monotonic clock, time.sleep (None), never stopped, no bound on checks.
+# Each option's value when the caller gives none. None means: ``sleep`` time.sleep (looked
+# up at each pause), ``stop`` never stopped, ``attempts`` no bound.
 POLL_DEFAULTS: PollOptions = {
     "interval": 0.3,
     "transient": (),
