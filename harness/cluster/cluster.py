@@ -60,6 +60,7 @@ from kchaos.harness.cluster.topology import (
     fs_label,
     plan_nodes,
     run_dir,
+    stop_order,
     toxiproxy_ip,
 )
 from kchaos.harness.cluster.wait import Check, Until, http_answers
@@ -505,17 +506,27 @@ class Cluster:
         save(st)
 
     def stop(self, timeout: float = 20.0) -> None:
-        """Stop every node with SIGTERM (controlled shutdown), then remove everything."""
+        """Stop the nodes with SIGTERM (controlled shutdown), brokers before controllers
+        (see :func:`~kchaos.harness.cluster.topology.stop_order`), then remove everything.
+
+        ``timeout`` bounds the whole stop, not each node: what has not exited by then is
+        killed by the cleanup (a run collects its evidence before it stops the cluster).
+        """
+        deadline = time.monotonic() + timeout
         try:
-            for node in self.nodes:
-                c = get_container(self.client, node.container_name)
-                if c is not None and c.status == "running":
-                    c.kill(signal="SIGTERM")
-            for node in self.nodes:
-                c = get_container(self.client, node.container_name)
-                if c is not None:
-                    with contextlib.suppress(Exception):  # cleanup kills what is left
-                        c.wait(timeout=timeout)
+            for group in stop_order(self.nodes):
+                signalled = []
+                for node in group:
+                    c = get_container(self.client, node.container_name)
+                    if c is not None and c.status == "running":
+                        c.kill(signal="SIGTERM")
+                        signalled.append(c)
+                for c in signalled:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return  # the finally clause's cleanup kills what is left
+                    with contextlib.suppress(Exception):
+                        c.wait(timeout=left)
         finally:
             self.cleanup()
 

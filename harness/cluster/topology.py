@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kchaos.harness.cluster.api import LINK_CLASSES, LinkClass, NodeHandle, ProxyHandle
@@ -124,3 +124,17 @@ def plan_nodes(spec: ClusterSpec, run_id: str, subnet: str) -> list[NodeHandle]:
             )
         )
     return nodes
+
+
+def stop_order(nodes: Sequence[NodeHandle]) -> list[list[NodeHandle]]:
+    """The nodes in the groups a whole-cluster stop signals, one group after the other.
+
+    Brokers that are not controllers come first: a broker's controlled shutdown asks the
+    controller to move its leaders away, and a dedicated controller signalled at the same
+    time exits within a second, leaving the broker to wait out its shutdown retries
+    (300 s measured on Kafka 4.4.0, 2026-11-27). Controllers and combined nodes follow.
+    Empty groups are left out.
+    """
+    first = [n for n in nodes if n.is_broker and not n.is_controller]
+    rest = [n for n in nodes if n not in first]
+    return [group for group in (first, rest) if group]

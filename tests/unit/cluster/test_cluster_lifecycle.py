@@ -70,3 +70,76 @@ def test_cluster_up_rejects_a_malformed_property() -> None:
     result = CliRunner().invoke(cluster_cmd, ["up", "--property", "no-equals-sign"])
     assert result.exit_code != 0
     assert "NAME=VALUE" in result.output
+
+
+class _Container:
+    """Stands in for a docker container: records signals and waits on a shared log."""
+
+    def __init__(self, name: str, log: list[str], clock: list[float], exits_after: float):
+        self.name, self.log, self.clock, self.exits_after = name, log, clock, exits_after
+        self.status = "running"
+
+    def kill(self, signal: str) -> None:
+        self.log.append(f"{signal} {self.name}")
+
+    def wait(self, timeout: float) -> None:
+        self.log.append(f"wait {self.name} {timeout:g}")
+        if self.exits_after > timeout:
+            self.clock[0] += timeout
+            raise TimeoutError(self.name)
+        self.clock[0] += self.exits_after
+        self.status = "exited"
+
+
+def _stoppable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exits_after: dict[str, float]
+) -> tuple[Cluster, list[str]]:
+    """A cluster of two brokers and a dedicated controller, over fake containers."""
+    monkeypatch.setenv("KCHAOS_STATE_DIR", str(tmp_path))
+    spec = ClusterSpec(brokers=2, controllers=1, run_id="s1")
+    nodes = plan_nodes(spec, "s1", "10.213.9.0/24")
+    save(
+        RunState(
+            run_id="s1", spec=spec, subnet="10.213.9.0/24", toxiproxy_ip="10.213.9.2", nodes=nodes
+        )
+    )
+    log: list[str] = []
+    clock = [100.0]
+    containers = {
+        n.container_name: _Container(n.name, log, clock, exits_after[n.name]) for n in nodes
+    }
+    monkeypatch.setattr(cluster_mod.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(cluster_mod, "get_container", lambda client, name: containers[name])
+    monkeypatch.setattr(Cluster, "client", property(lambda self: None))
+    monkeypatch.setattr(Cluster, "cleanup", lambda self: log.append("cleanup") or [])
+    return cluster_mod.attach("s1"), log
+
+
+def test_stop_signals_the_brokers_before_the_controller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c, log = _stoppable(
+        tmp_path, monkeypatch, {"broker-1": 2.0, "broker-2": 1.0, "controller-101": 0.5}
+    )
+    c.stop(timeout=20.0)
+    assert log == [
+        "SIGTERM broker-1",
+        "SIGTERM broker-2",
+        "wait broker-1 20",
+        "wait broker-2 18",
+        "SIGTERM controller-101",
+        "wait controller-101 17",
+        "cleanup",
+    ]
+
+
+def test_stop_waits_once_for_the_whole_cluster_then_cleans_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a broker that never exits uses up the one deadline: nothing is waited for after it,
+    # the controller is not signalled, and the cleanup removes (kills) everything left
+    c, log = _stoppable(
+        tmp_path, monkeypatch, {"broker-1": 999.0, "broker-2": 1.0, "controller-101": 0.5}
+    )
+    c.stop(timeout=20.0)
+    assert log == ["SIGTERM broker-1", "SIGTERM broker-2", "wait broker-1 20", "cleanup"]

@@ -14,6 +14,7 @@ from kchaos.harness.cluster.topology import (
     gateway_ip,
     node_ip,
     plan_nodes,
+    stop_order,
     toxiproxy_ip,
 )
 
@@ -66,3 +67,23 @@ def test_plan_nodes_handles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert set(c.proxies) == {"controller"}
     assert c.proxies["controller"].upstream == "10.213.3.111:9094"
     assert c.proxies["controller"].listen_port == 19301
+
+
+def test_stop_order_puts_dedicated_brokers_before_the_controllers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KCHAOS_STATE_DIR", str(tmp_path))
+    dedicated = plan_nodes(ClusterSpec(brokers=2, controllers=1), "r1", "10.213.3.0/24")
+    assert [[n.name for n in g] for g in stop_order(dedicated)] == [
+        ["broker-1", "broker-2"],
+        ["controller-101"],
+    ]
+    # the node list's own order does not matter
+    assert [[n.name for n in g] for g in stop_order(dedicated[::-1])] == [
+        ["broker-2", "broker-1"],
+        ["controller-101"],
+    ]
+    combined = plan_nodes(ClusterSpec(brokers=3), "r2", "10.213.4.0/24")
+    assert [[n.name for n in g] for g in stop_order(combined)] == [
+        ["broker-1", "broker-2", "broker-3"]
+    ]
