@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from faults_fakes import FakeCluster, make_nodes
 
-from kchaos.faults import make_fault
+from kchaos.faults import controller_hold, make_fault
 from kchaos.faults.controller_hold import busy_ports, hold_rules, parse_ss
 from kchaos.harness.cluster.api import NodeHandle
 from kchaos.harness.errors import FaultError
@@ -68,7 +68,7 @@ def _scripts(cluster: FakeCluster) -> list[str]:
     return [c[2][2] for c in cluster.calls if c[0] == "net_exec" and c[2][:2] == ("sh", "-c")]
 
 
-def test_fault_installs_then_heals_its_chain(tmp_path: Path) -> None:
+def test_fault_installs_then_heals_its_chain(tmp_path: Path, sleeps: list[float]) -> None:
     # the dedicated controller 101 is reached at 19200 + 101
     cluster = SsCluster(tmp_path, [SS_1.replace("19201", "19301"), SS_2.replace("19201", "19301")])
     fault = make_fault(cluster, "hold-controller-requests", "broker-1", sample_s=0.5)
@@ -80,8 +80,32 @@ def test_fault_installs_then_heals_its_chain(tmp_path: Path) -> None:
     assert "-X KCHAOS-" in _scripts(cluster)[-1]
 
 
-def test_fault_refuses_when_nothing_sent(tmp_path: Path) -> None:
-    cluster = SsCluster(tmp_path, [SS_1.replace("19201", "19301")] * 2)
-    with pytest.raises(FaultError, match="heartbeats would be held too"):
-        make_fault(cluster, "hold-controller-requests", "broker-1", sample_s=0.5).start()
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The fault's pauses between samples, recorded instead of slept."""
+    slept: list[float] = []
+    monkeypatch.setattr(controller_hold.time, "sleep", slept.append)
+    return slept
+
+
+def test_fault_refuses_when_nothing_sent(tmp_path: Path, sleeps: list[float]) -> None:
+    cluster = SsCluster(tmp_path, [SS_1.replace("19201", "19301")] * 4)
+    fault = make_fault(cluster, "hold-controller-requests", "broker-1", sample_s=0.5, windows=3)
+    with pytest.raises(FaultError, match="heartbeats would be held too") as err:
+        fault.start()
+    assert "in 3 windows of 0.5 s" in str(err.value)
+    assert str(err.value).count("40100: 5000") == 4  # every sample is in the message
+    assert sleeps == [0.5, 0.5, 0.5] and cluster.samples == []
     assert not any("-j DROP" in s for s in _scripts(cluster))
+
+
+def test_a_silent_window_is_followed_by_another(tmp_path: Path, sleeps: list[float]) -> None:
+    # right after a heal, TCP's retransmission backoff can keep every connection silent
+    # for longer than one window: the next window compares with the last sample
+    silent, busy = SS_1.replace("19201", "19301"), SS_2.replace("19201", "19301")
+    cluster = SsCluster(tmp_path, [silent, silent, busy])
+    fault = make_fault(cluster, "hold-controller-requests", "broker-1", sample_s=0.5)
+    with fault:
+        assert fault.detail["kept_local_ports"] == {"broker-1": [40100, 40300]}
+        assert fault.detail["sample_windows"] == {"broker-1": 2}
+        assert sleeps == [0.5, 0.5] and cluster.samples == []
