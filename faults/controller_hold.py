@@ -150,8 +150,8 @@ class HoldControllerRequests(Fault):
             "windows",
             "int",
             4,
-            "most sampling windows to wait for a connection that sends (one in TCP's"
-            " retransmission backoff after a heal can be silent for more than one)",
+            "most sampling windows to wait for a known connection that sends (right after"
+            " a heal the broker's clients send on new connections the first sample lacks)",
             minimum=1,
             maximum=10,
         ),
