@@ -62,9 +62,12 @@ def admin(bootstrap: str) -> AdminClient:
 def new_topic(bootstrap: str, prefix: str, rf: int = 3, min_isr: int = 2) -> str:
     name = f"{prefix}-{uuid.uuid4().hex[:6]}"
     a = admin(bootstrap)
-    fut = a.create_topics([NewTopic(name, 1, rf, config={"min.insync.replicas": str(min_isr)})])[
-        name
-    ]
+    # the request may wait 25 s for the broker the metadata names as controller: with the
+    # admin's 5 s socket timeout as its bound, one broker just restarted by the test before
+    # failed it ("Failed while waiting for controller", its ApiVersions unanswered for 5 s;
+    # make test, 2026-11-27)
+    topics = [NewTopic(name, 1, rf, config={"min.insync.replicas": str(min_isr)})]
+    fut = a.create_topics(topics, request_timeout=25)[name]
     fut.result(30)
     wait_for(lambda: len(partition(bootstrap, name)[1]) == rf, 60, f"{name} ISR full")
     return name
