@@ -115,31 +115,37 @@ def _stoppable(
     return cluster_mod.attach("s1"), log
 
 
-def test_stop_signals_the_brokers_before_the_controller(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("exits_after", "expected"),
+    [
+        pytest.param(
+            {"broker-1": 2.0, "broker-2": 1.0, "controller-101": 0.5},
+            [
+                "SIGTERM broker-1",
+                "SIGTERM broker-2",
+                "wait broker-1 20",
+                "wait broker-2 18",
+                "SIGTERM controller-101",
+                "wait controller-101 17",
+                "cleanup",
+            ],
+            id="brokers-before-the-controller",
+        ),
+        # a broker that never exits uses up the one deadline: nothing is waited for after
+        # it, the controller is not signalled, and the cleanup removes (kills) what is left
+        pytest.param(
+            {"broker-1": 999.0, "broker-2": 1.0, "controller-101": 0.5},
+            ["SIGTERM broker-1", "SIGTERM broker-2", "wait broker-1 20", "cleanup"],
+            id="one-deadline-for-the-whole-stop",
+        ),
+    ],
+)
+def test_stop_order_and_deadline(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    exits_after: dict[str, float],
+    expected: list[str],
 ) -> None:
-    c, log = _stoppable(
-        tmp_path, monkeypatch, {"broker-1": 2.0, "broker-2": 1.0, "controller-101": 0.5}
-    )
+    c, log = _stoppable(tmp_path, monkeypatch, exits_after)
     c.stop(timeout=20.0)
-    assert log == [
-        "SIGTERM broker-1",
-        "SIGTERM broker-2",
-        "wait broker-1 20",
-        "wait broker-2 18",
-        "SIGTERM controller-101",
-        "wait controller-101 17",
-        "cleanup",
-    ]
-
-
-def test_stop_waits_once_for_the_whole_cluster_then_cleans_up(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # a broker that never exits uses up the one deadline: nothing is waited for after it,
-    # the controller is not signalled, and the cleanup removes (kills) everything left
-    c, log = _stoppable(
-        tmp_path, monkeypatch, {"broker-1": 999.0, "broker-2": 1.0, "controller-101": 0.5}
-    )
-    c.stop(timeout=20.0)
-    assert log == ["SIGTERM broker-1", "SIGTERM broker-2", "wait broker-1 20", "cleanup"]
+    assert log == expected
