@@ -1,7 +1,11 @@
 """Crashes and reboots.
 
 ``kill``            SIGKILL the broker (hard bounce); restarted when the fault stops.
-``term``            SIGTERM (clean shutdown); restarted when the fault stops.
+``term``            SIGTERM (clean shutdown); restarted when the fault stops. The start
+                    line's ``detail`` has ``exit_codes``: per node, the container's exit
+                    code (143 or 0 for a JVM that ran its shutdown; 137 when Docker had
+                    to SIGKILL it), which tells the start-log checker a clean stop from a
+                    crash when the last log lines were lost.
 ``rolling-restart`` restart the targets one after another (``hard``: SIGKILL instead of
                     SIGTERM), in node id order, ``interval_s`` apart; each is waited for
                     before the next: answering requests and, with ``wait_isr`` (the
@@ -120,9 +124,13 @@ class Term(_DownUntilStop):
 
     name = "term"
     summary = "SIGTERM, restart on stop"
+    # the targets go down in parallel threads while start() holds the fault's own lock
+    _codes_lock = threading.Lock()
 
     def _take_down(self, node: NodeHandle) -> None:
-        self.cluster.stop_node(node, hard=False)
+        code = self.cluster.stop_node(node, hard=False)
+        with self._codes_lock:
+            self.detail.setdefault("exit_codes", {})[node.name] = code
 
 
 def lose_page_cache(fault: Fault, node: NodeHandle) -> None:

@@ -22,7 +22,7 @@ partition was full at the stop and no shrink of the fault came later; ``None`` w
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kchaos.harness.checker.controller import PartitionState
@@ -37,9 +37,14 @@ _NODE = re.compile(r"^(?:broker|controller)-(\d+)$")
 
 def target_brokers(fault: Fault) -> frozenset[int]:
     """The node ids a fault's targets name (``broker-2`` -> 2); other targets add none."""
+    return node_ids(fault.targets)
+
+
+def node_ids(names: Iterable[Any]) -> frozenset[int]:
+    """The node ids of node names (``broker-2`` -> 2); other names add none."""
     ids = set()
-    for target in fault.targets:
-        m = _NODE.match(target) if isinstance(target, str) else None
+    for name in names:
+        m = _NODE.match(name) if isinstance(name, str) else None
         if m:
             ids.add(int(m.group(1)))
     return frozenset(ids)

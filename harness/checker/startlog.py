@@ -26,7 +26,10 @@ recovery* from
   of a process that had already exited (its last line ``Exiting Kafka``, ``Halting
   Kafka`` or ``shut down completed``) is no crash. A process that began loading and
   ended with none of these lines and no crash fault (the next launcher line comes first)
-  counts as crashed too;
+  counts as crashed too, unless a ``term`` fault stopped it and its start line's
+  ``exit_codes`` gives the container's exit as 143 or 0: the JVM ran its shutdown (which
+  writes the file) and only the last lines were lost (seen on 4.4.0: Log4j gave up its
+  own shutdown hook and the lines after 2 s of shutting down never reached the log);
 
 until a ``Loaded N logs`` line (every log was loaded, and recovered where needed). A
 ``Skipping recovery`` line while the directory needs recovery is one ``recovery-skipped``.
@@ -46,7 +49,7 @@ from typing import Any
 
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import CheckOutcome
-from kchaos.harness.checker.recovery import target_brokers
+from kchaos.harness.checker.recovery import node_ids, target_brokers
 from kchaos.harness.rundir.names import LOGS_DIR, SERVER_LOG
 from kchaos.harness.rundir.nodelogs import (
     NodeLog,
@@ -60,6 +63,11 @@ from kchaos.harness.rundir.runjson import RunSettings
 KIND = "recovery-skipped"
 #: Faults that stop a broker's process without a shutdown.
 CRASHES = frozenset({"kill", "hard-reboot", "power-loss"})
+#: The fault that stops a broker with SIGTERM, and the container exit codes of a JVM
+#: that ran its shutdown hooks after it (128 + SIGTERM, or Kafka's own exit 0); 137
+#: means Docker's stop timed out and it sent SIGKILL.
+TERM = "term"
+CLEAN_EXITS = frozenset({0, 143})
 #: The first lines of every container start: the image's launcher prints the properties
 #: it was given (``[kchaos]   name=value``) before the JVM starts.
 LAUNCHER = "[kchaos]"
@@ -165,15 +173,17 @@ def check_start_log(facts: Facts, config: RunSettings) -> CheckOutcome:
     if log is None:
         out.stats = {"source": None, "note": "no broker logs kept: recovery not judged"}
         return out.settle()
-    counts = {"starts": 0, "recovering": 0, "skipping": 0, "crashes": 0, KIND: 0}
+    counts = {"starts": 0, "recovering": 0, "skipping": 0, "crashes": 0, "clean_stops": 0, KIND: 0}
     for broker, events in sorted(log.brokers.items()):
-        crashes = sorted(
-            (f.start_time, f)
+        stops = sorted(
+            (f.start_time, f.start_index, f)
             for f in facts.faults
-            if f.fault in CRASHES and f.error is None and broker in target_brokers(f)
+            if f.error is None
+            and broker in target_brokers(f)
+            and (f.fault in CRASHES or _clean_term(f, broker))
         )
         state = _Dir()
-        pending = list(crashes)
+        pending = [(time, fault) for time, _, fault in stops]
         # a launcher line has no timestamp: it is placed before the next line that has one
         upper: list[int | None] = [None] * len(events)
         following: int | None = None
@@ -186,19 +196,34 @@ def check_start_log(facts: Facts, config: RunSettings) -> CheckOutcome:
             while pending and (bound is None or pending[0][0] <= bound):
                 if event.kind != "start" and event.time is None:
                     break
-                _crash(state, pending.pop(0)[1], counts)
+                _stopped(state, pending.pop(0)[1], counts)
             if event.kind == "start" and state.running:
                 # the previous process ended with no shutdown line and no crash fault
                 _ended(state, {"cause": "ended without a shutdown line", "log": event.where})
             _apply(state, broker, event, counts, out)
         for _, fault in pending:
-            _crash(state, fault, counts)
+            _stopped(state, fault, counts)
     out.stats = {"source": f"{LOGS_DIR}/<broker>/{SERVER_LOG}", **counts}
     return out.settle()
 
 
-def _crash(state: _Dir, fault: Any, counts: dict[str, int]) -> None:
+def _clean_term(fault: Any, broker: int) -> bool:
+    """A ``term`` fault whose start line says the broker's container exited cleanly."""
+    if fault.fault != TERM:
+        return False
+    codes = fault.detail.get("exit_codes")
+    if not isinstance(codes, dict):
+        return False
+    return broker in node_ids(name for name, code in codes.items() if code in CLEAN_EXITS)
+
+
+def _stopped(state: _Dir, fault: Any, counts: dict[str, int]) -> None:
+    """A crash fault, or a clean ``term``, stopped the broker's process (if it ran)."""
     if not state.running:
+        return
+    if fault.fault == TERM:
+        counts["clean_stops"] += 1
+        state.running = False
         return
     counts["crashes"] += 1
     _ended(

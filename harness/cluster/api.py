@@ -155,8 +155,9 @@ class NodeProcesses(Protocol):
 class NodeLifecycle(Protocol):
     """Stopping and starting nodes, and waiting for the cluster to be whole again."""
 
-    def stop_node(self, node: NodeHandle, *, hard: bool) -> None:
-        """SIGKILL (hard) or SIGTERM and wait for the container to exit."""
+    def stop_node(self, node: NodeHandle, *, hard: bool) -> int | None:
+        """SIGKILL (hard) or SIGTERM and wait for the container to exit; its exit code
+        (None when Docker did not give one)."""
         ...
 
     def start_node(self, node: NodeHandle, *, wait: bool = True, timeout: float = 60.0) -> None:

@@ -153,7 +153,7 @@ class Cluster:
     def unpause(self, node: NodeHandle) -> None:
         self.container(node).unpause()
 
-    def stop_node(self, node: NodeHandle, *, hard: bool, timeout: float = 60.0) -> None:
+    def stop_node(self, node: NodeHandle, *, hard: bool, timeout: float = 60.0) -> int | None:
         container = self.container(node)
         self._stopped.add(node.node_id)
         try:
@@ -164,7 +164,8 @@ class Cluster:
         except docker.errors.APIError as exc:
             if "is not running" not in str(exc):
                 raise ClusterError(f"cannot stop {node.name}: {exc}") from exc
-        container.wait(timeout=timeout)
+        code = container.wait(timeout=timeout).get("StatusCode")
+        return code if isinstance(code, int) else None
 
     def start_node(self, node: NodeHandle, *, wait: bool = True, timeout: float = 60.0) -> None:
         container = self.container(node)

@@ -205,6 +205,36 @@ def test_a_process_that_ended_without_a_shutdown_line_counts_as_crashed(tmp_path
     }
 
 
+@pytest.mark.parametrize(
+    ("exit_codes", "flagged"),
+    [
+        ({"broker-3": 143}, False),  # the JVM ran its shutdown after SIGTERM
+        ({"broker-3": 0}, False),
+        ({"broker-3": 137}, True),  # Docker's stop timed out: SIGKILL
+        ({"broker-2": 143}, True),  # another broker's exit says nothing of broker 3
+        (None, True),  # a history from before term recorded exit codes
+    ],
+)
+def test_a_term_with_a_clean_exit_is_a_clean_stop_when_the_last_lines_were_lost(
+    tmp_path: Path, exit_codes: dict[str, int] | None, flagged: bool
+) -> None:
+    # soak seed 51 on 4.4.0: SIGTERM at 30 s, the shutdown's last lines (with "shut down
+    # completed") never reached the log, and the next start found the clean shutdown file
+    lines = _log(*_first_start(), (29.0, "INFO Terminating process due to signal SIGTERM"))
+    lines += _log("start 2", (50.0, SKIPPING), (50.5, LOADED))
+    detail = None if exit_codes is None else {"exit_codes": exit_codes}
+    crash_history([("f-1", "term", 30.0)], "broker-3", detail=detail, until=120).write(
+        tmp_path / names.HISTORY_JSONL
+    )
+    r = check_run(log_run(tmp_path, {3: lines}))
+    assert (KIND in r.anomalies) is flagged
+    assert r.stats["startlog"]["clean_stops"] == (0 if flagged else 1)
+    assert r.stats["startlog"]["crashes"] == 0
+    if flagged:
+        (example,) = r.anomalies[KIND].examples
+        assert example["needed_recovery_since"]["cause"] == "ended without a shutdown line"
+
+
 def test_a_run_without_broker_logs_is_not_judged(tmp_path: Path) -> None:
     h = H()
     h.send("a", 0, 0)

@@ -69,6 +69,8 @@ class FakeCluster:
         self.partition_counts: dict[str, int] = {}
         self.controller = controller
         self.exec_code = 0
+        # the exit code stop_node reports per node id (else 137 for SIGKILL, 143 for SIGTERM)
+        self.exit_codes: dict[int, int | None] = {}
         self.lock = threading.Lock()
         # cluster state for triggers: ISR per (topic, partition), broker epochs, alive set;
         # on_observe(cluster, n) runs at every observation (n counts them) to change it
@@ -143,9 +145,10 @@ class FakeCluster:
             raise ClusterError("not paused")
         self.state[node.node_id] = "running"
 
-    def stop_node(self, node: NodeHandle, *, hard: bool) -> None:
+    def stop_node(self, node: NodeHandle, *, hard: bool) -> int | None:
         self._log("stop_node", node.name, hard)
         self.state[node.node_id] = "exited"
+        return self.exit_codes.get(node.node_id, 137 if hard else 143)
 
     def start_node(self, node: NodeHandle, *, wait: bool = True, timeout: float = 60.0) -> None:
         self._log("start_node", node.name, wait)

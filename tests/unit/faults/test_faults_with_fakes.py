@@ -154,12 +154,20 @@ def test_kill_restarts_on_stop(cluster: FakeCluster) -> None:
     assert cluster.state[1] == "running"
     assert [c[0] for c in cluster.calls] == ["stop_node", "start_node"]
     assert cluster.calls[0] == ("stop_node", "broker-1", True)
-    with make_fault(cluster, "term", "broker-2", wait=False):
+    with make_fault(cluster, "term", "broker-2", wait=False) as term:
         pass
     assert cluster.calls[2:] == [
         ("stop_node", "broker-2", False),
         ("start_node", "broker-2", False),
     ]
+    assert term.detail == {"exit_codes": {"broker-2": 143}}
+
+
+def test_term_records_each_targets_exit_code(cluster: FakeCluster) -> None:
+    # the start line tells a clean stop (143) from one Docker had to SIGKILL (137)
+    cluster.exit_codes = {1: 143, 3: 137}
+    with make_fault(cluster, "term", "broker-1,broker-3", wait=False) as term:
+        assert term.detail == {"exit_codes": {"broker-1": 143, "broker-3": 137}}
 
 
 def test_power_loss_starts_all_then_waits(
