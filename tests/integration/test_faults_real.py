@@ -205,11 +205,14 @@ def test_crash_moves_leadership_and_restart_rejoins(healthy_cluster: Cluster, fa
     bs = c.bootstrap_servers
     topic = new_topic(bs, fault)
     leader, _ = partition(bs, topic)
-    with make_fault(c, fault, f"leader:{topic}:0", timeout_s=90):
+    with make_fault(c, fault, f"leader:{topic}:0", timeout_s=90) as f:
         assert c.container(c.node(leader)).status == "exited"
         wait_for(lambda: partition(bs, topic)[0] not in (leader, -1), 30, "a new leader")
         assert produce(bs, topic, 10) == [None] * 10
     wait_for(lambda: len(partition(bs, topic)[1]) == 3, 60, "restarted broker back in ISR")
+    print(f"{fault}: detail {f.detail}")
+    if fault == "term":
+        assert f.detail == {"exit_codes": {c.node(leader).name: 143}}
 
 
 def test_rolling_restart_keeps_the_cluster_serving(healthy_cluster: Cluster) -> None:
