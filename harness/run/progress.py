@@ -204,10 +204,18 @@ class _Bars(Progress):
 
 
 class RunProgress:
-    def __init__(self, console: Console, *, quiet: bool = False, clock: Clock = time.monotonic):
+    def __init__(
+        self,
+        console: Console,
+        *,
+        quiet: bool = False,
+        clock: Clock = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.console = console
         self.quiet = quiet
         self.clock = clock
+        self.sleep = sleep  # the workload wait's pause between two frames (or lines)
         self.started = clock()
         self.batch = current_batch()
         self._live_active = False
@@ -285,7 +293,7 @@ class RunProgress:
                         highlight=False,
                         soft_wrap=True,  # one line in a log, however long
                     )
-                time.sleep(0.25)
+                self.sleep(0.25)
             return
         columns = (
             TextColumn("[bold]{task.fields[name]:<8}"),
@@ -325,4 +333,4 @@ class RunProgress:
                 bar.update(task, completed=min(now - began, duration), times=times(min(now, end)))
                 if finished:
                     break
-                time.sleep(0.25)
+                self.sleep(0.25)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from fakeclock import only_this_thread
 from faults_fakes import FakeCluster, make_nodes
 
 from kchaos.faults import controller_hold, make_fault
@@ -84,7 +85,7 @@ def test_fault_installs_then_heals_its_chain(tmp_path: Path, sleeps: list[float]
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The fault's pauses between samples, recorded instead of slept."""
     slept: list[float] = []
-    monkeypatch.setattr(controller_hold.time, "sleep", slept.append)
+    monkeypatch.setattr(controller_hold.time, "sleep", only_this_thread(slept.append))
     return slept
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -18,10 +19,15 @@ from kchaos.harness.run.progress import Batch, RunProgress, clock_text, current_
 
 
 @pytest.fixture
-def clock(fake_clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    """The fake clock, at 1000 s, moved when the display sleeps (or the test moves it)."""
+def clock(fake_clock: FakeClock) -> FakeClock:
+    """The fake clock, at 1000 s, moved when the display sleeps (or the test moves it).
+
+    Each display is given ``sleep=clock.sleep``: patching ``time.sleep`` instead patches
+    it for the whole process, and py4j's finalizer thread, left by the Spark tests
+    (``time.sleep(1)`` in a loop), went through the fake sleep 12,011 times and moved
+    this clock on by as many seconds (unit phase of 2026-11-27 11:31, c731968: "run 1 of
+    20, 3:20:11 elapsed"; the thread was found alive at this test, its stack in the sleep)."""
     fake_clock.now = 1000.0
-    monkeypatch.setattr(progress.time, "sleep", fake_clock.sleep)
     return fake_clock
 
 
@@ -81,7 +87,7 @@ def test_plain_lines_without_a_terminal_name_the_batch(clock: FakeClock) -> None
     b = Batch(5, expected=[100] * 5, clock=clock.monotonic)
     b.begin(1)
     with progress.batch(b):
-        p = RunProgress(con, clock=clock.monotonic)
+        p = RunProgress(con, clock=clock.monotonic, sleep=clock.sleep)
         with p.phase("drain"):
             clock.now += 3
         p.workload(30, status, lambda: False)
@@ -97,7 +103,7 @@ def test_plain_lines_without_a_terminal_name_the_batch(clock: FakeClock) -> None
 def test_quiet_without_a_terminal_prints_nothing(clock: FakeClock) -> None:
     con, out = console(terminal=False)
     with progress.batch(Batch(2, clock=clock.monotonic)):
-        p = RunProgress(con, quiet=True, clock=clock.monotonic)
+        p = RunProgress(con, quiet=True, clock=clock.monotonic, sleep=clock.sleep)
         p.note("hello")
         with p.phase("drain"):
             pass
@@ -107,7 +113,7 @@ def test_quiet_without_a_terminal_prints_nothing(clock: FakeClock) -> None:
 
 def test_quiet_in_a_terminal_outside_a_batch_prints_nothing(clock: FakeClock) -> None:
     con, out = console(terminal=True)
-    p = RunProgress(con, quiet=True, clock=clock.monotonic)
+    p = RunProgress(con, quiet=True, clock=clock.monotonic, sleep=clock.sleep)
     with p.phase("drain"):
         pass
     p.workload(30, status, lambda: False)
@@ -118,7 +124,7 @@ def test_live_lines_in_a_terminal_show_the_batch_and_the_run(clock: FakeClock) -
     con, out = console(terminal=True)
     b = Batch(4, expected=[100] * 4, clock=clock.monotonic)
     for _ in each(b, ["seed-7"]):
-        p = RunProgress(con, clock=clock.monotonic)
+        p = RunProgress(con, clock=clock.monotonic, sleep=clock.sleep)
         clock.now += 20
         p.workload(30, status, lambda: False)
     text = out.getvalue()
@@ -126,6 +132,32 @@ def test_live_lines_in_a_terminal_show_the_batch_and_the_run(clock: FakeClock) -
     assert "run 1 of 4, 0:50 elapsed" in last
     assert "workload" in last and "0:30 elapsed, 0:00 left" in last
     assert "faults: pause(broker-2)" in last
+
+
+def test_a_sleeping_thread_elsewhere_in_the_process_does_not_move_the_clock(
+    clock: FakeClock,
+) -> None:
+    # py4j's finalizer thread sleeps 1 s in a loop for as long as the process lives
+    stop = threading.Event()
+
+    def neighbour() -> None:
+        while not stop.is_set():
+            time.sleep(0.01)
+
+    other = threading.Thread(target=neighbour, daemon=True)
+    other.start()
+    try:
+        con, out = console(terminal=True)
+        b = Batch(4, expected=[100] * 4, clock=clock.monotonic)
+        for _ in each(b, ["seed-7"]):
+            RunProgress(con, clock=clock.monotonic, sleep=clock.sleep).workload(
+                30, status, lambda: False
+            )
+    finally:
+        stop.set()
+        other.join(5)
+    assert clock.now == 1030.0 and sum(clock.slept) == 30.0
+    assert "run 1 of 4, 0:30 elapsed" in out.getvalue()
 
 
 def test_an_80_column_terminal_shows_every_active_fault(clock: FakeClock) -> None:
@@ -137,7 +169,9 @@ def test_an_80_column_terminal_shows_every_active_fault(clock: FakeClock) -> Non
     many = "sends ok 123456 fail 12 info 345  faults: " + " ".join(faults)
     b = Batch(20, expected=[100] * 20, clock=clock.monotonic)
     for _ in each(b, ["seed-7"]):
-        RunProgress(con, clock=clock.monotonic).workload(30, lambda: many, lambda: False)
+        RunProgress(con, clock=clock.monotonic, sleep=clock.sleep).workload(
+            30, lambda: many, lambda: False
+        )
     text = out.getvalue()
     last = text[text.rindex("runs") :]  # the final frame
     rows = [row for row in last.splitlines() if row.strip()]
@@ -192,7 +226,8 @@ def test_the_display_moves_on_while_a_freezer_pause_takes_effect(clock: FakeCloc
             return seen[-1][1]
 
         shown = threading.Thread(
-            target=RunProgress(con, clock=clock.monotonic).workload, args=(30, read, lambda: False)
+            target=RunProgress(con, clock=clock.monotonic, sleep=clock.sleep).workload,
+            args=(30, read, lambda: False),
         )
         shown.start()
         shown.join(10)

@@ -4,7 +4,7 @@ import itertools
 from typing import Any
 
 import pytest
-from fakeclock import FakeClock
+from fakeclock import FakeClock, only_this_thread
 from workload_fakes import FakeConsumer
 
 from kchaos.harness.rundir.history_writer import ListSink
@@ -134,7 +134,7 @@ def test_a_transaction_left_open_ends_the_drain_at_the_last_stable_offset(
         return answer(topic, partition, timeout)
 
     monkeypatch.setattr(fake, "watermarks", watermarks)
-    monkeypatch.setattr("kchaos.workloads.drain.time.sleep", fake_clock.sleep)
+    monkeypatch.setattr("kchaos.workloads.drain.time.sleep", only_this_thread(fake_clock.sleep))
     result = drain(lambda: fake, ["t"], sink, deadline_s=10, poll_timeout_s=0.01,
                    hwm_factory=HighWatermarks, lso_wait_s=0.6,
                    clock=fake_clock.monotonic)  # fmt: skip
