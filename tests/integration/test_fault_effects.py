@@ -171,7 +171,20 @@ def test_partition_decides_which_nodes_talk(healthy_cluster: Cluster, fault: str
     c = healthy_cluster
     bs = c.bootstrap_servers
     topic = new_topic(bs, fault, min_isr=1)
-    leader, isr = partition(bs, topic)
+    # The fault's ends are picked from a full ISR, so the test waits for one. new_topic
+    # returns on the first read that shows it full, and once (CI on f98902b, 2026-11-27,
+    # the bridge case right after the cut case) the next read showed two members and the
+    # pick failed. The cause was not found: five cut-then-new-topic sequences on this
+    # machine never showed it. The reads up to the full one are printed, which a failure's
+    # report shows.
+    seen: list[tuple[int, set[int]]] = []
+
+    def full() -> tuple[int, set[int]] | None:
+        seen.append(partition(bs, topic))
+        return seen[-1] if len(seen[-1][1]) == 3 else None
+
+    leader, isr = wait_for(full, 60, f"{topic} ISR full")
+    print(f"{fault}: {topic} (leader, ISR) read before the fault: {seen}")
     followers = sorted(isr - {leader})
     assert blocked_pairs(c) == set()
     if fault == "cut":
