@@ -176,14 +176,17 @@ def check_start_log(facts: Facts, config: RunSettings) -> CheckOutcome:
     counts = {"starts": 0, "recovering": 0, "skipping": 0, "crashes": 0, "clean_stops": 0, KIND: 0}
     for broker, events in sorted(log.brokers.items()):
         stops = sorted(
-            (f.start_time, f.start_index, f)
-            for f in facts.faults
-            if f.error is None
-            and broker in target_brokers(f)
-            and (f.fault in CRASHES or _clean_term(f, broker))
+            (
+                f
+                for f in facts.faults
+                if f.error is None
+                and broker in target_brokers(f)
+                and (f.fault in CRASHES or _clean_term(f, broker))
+            ),
+            key=lambda f: (f.start_time, f.start_index),
         )
         state = _Dir()
-        pending = [(time, fault) for time, _, fault in stops]
+        pending = [(fault.start_time, fault) for fault in stops]
         # a launcher line has no timestamp: it is placed before the next line that has one
         upper: list[int | None] = [None] * len(events)
         following: int | None = None

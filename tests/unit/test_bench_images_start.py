@@ -5,6 +5,7 @@ timeout."""
 from __future__ import annotations
 
 import pytest
+from fakeclock import only_this_thread
 
 from kchaos.bench.images import _started
 
@@ -27,7 +28,7 @@ class Container:
 
 @pytest.fixture(autouse=True)
 def no_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("time.sleep", lambda s: None)
+    monkeypatch.setattr("time.sleep", only_this_thread(lambda s: None))
 
 
 def test_the_start_line_ends_the_wait() -> None:

@@ -6,7 +6,7 @@ import math
 import threading
 
 import pytest
-from fakeclock import FakeClock
+from fakeclock import FakeClock, only_this_thread
 
 from kchaos.harness.cluster.retry import Poll, Tried, retry_call
 from kchaos.harness.cluster.wait import Until
@@ -79,7 +79,7 @@ def _ticks(step: float = 1.0):  # type: ignore[no-untyped-def]
 
 
 def test_retry_call_returns_the_first_value(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("time.sleep", lambda s: None)
+    monkeypatch.setattr("time.sleep", only_this_thread(lambda s: None))
     answers = iter([ConnectionError("down"), ConnectionError("still down"), 42])
 
     def call() -> int:
@@ -93,7 +93,7 @@ def test_retry_call_returns_the_first_value(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_retry_call_gives_the_last_error_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("time.sleep", lambda s: None)
+    monkeypatch.setattr("time.sleep", only_this_thread(lambda s: None))
     calls = 0
 
     def call() -> int:
@@ -107,7 +107,7 @@ def test_retry_call_gives_the_last_error_at_the_deadline(monkeypatch: pytest.Mon
 
 
 def test_retry_call_lets_other_errors_through(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("time.sleep", lambda s: None)
+    monkeypatch.setattr("time.sleep", only_this_thread(lambda s: None))
 
     def call() -> int:
         raise KeyError("bug")

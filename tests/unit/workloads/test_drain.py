@@ -70,7 +70,7 @@ def test_watermarks_never_available_is_reported(monkeypatch: pytest.MonkeyPatch)
     fake.watermark_failures = {("t", 1): 10**9}
     ticks = itertools.count()
     sink = ListSink()
-    monkeypatch.setattr("kchaos.workloads.drain.time.sleep", lambda s: None)
+    monkeypatch.setattr("kchaos.workloads.drain.time.sleep", only_this_thread(lambda s: None))
     result = drain(lambda: fake, ["t"], sink, deadline_s=30, clock=lambda: next(ticks))
     assert "watermarks unavailable" in result.failed[("t", 1)]
     assert ("t", 1) not in {(e["topic"], e["partition"]) for e in sink.events if "topic" in e}
