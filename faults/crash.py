@@ -11,7 +11,9 @@
                     before the next: answering requests and, with ``wait_isr`` (the
                     default, as an operator's safe rolling restart does), every
                     partition of every topic back to a full ISR. The fault ends when the
-                    last node is back (stop waits for that).
+                    last node is back (stop waits for that). The stop line's ``detail``
+                    has ``exit_codes``: per node restarted, its container's exit code,
+                    as for ``term``.
 ``hard-reboot``     kill the broker, shut its ext4 down without flushing
                     (EXT4_IOC_SHUTDOWN, NOLOGFLUSH), unmount and mount again: whatever was
                     not yet written back (roughly the last 30 s of unsynced writes) is gone.
@@ -242,6 +244,7 @@ class RollingRestart(Fault):
     def _start(self) -> None:
         self._halt = threading.Event()
         self._error: BaseException | None = None
+        self._codes: dict[str, int | None] = {}
         self._thread = threading.Thread(target=self._run, name=f"rolling-{self.id}", daemon=True)
         self._thread.start()
 
@@ -250,7 +253,7 @@ class RollingRestart(Fault):
             for i, node in enumerate(self.targets):
                 if i and self._halt.wait(self.params["interval_s"]):
                     return
-                self.cluster.restart_node(
+                self._codes[node.name] = self.cluster.restart_node(
                     node, hard=self.params["hard"], timeout=self.params["timeout_s"]
                 )
                 if self.params["wait_isr"]:
@@ -264,6 +267,11 @@ class RollingRestart(Fault):
             thread.join(self.params["timeout_s"] * (len(self.targets) + 1))
             if thread.is_alive():
                 raise HealError("rolling-restart: still running")
+        # put in the detail only now, the thread done: the stop line carries what the
+        # detail learnt after the start line, and a code recorded before that line was
+        # written would go into it while the later ones would be left out of both
+        if getattr(self, "_codes", None):
+            self.detail["exit_codes"] = dict(self._codes)
         if getattr(self, "_error", None) is not None:
             raise HealError(f"rolling-restart: {self._error}") from self._error
 

@@ -29,7 +29,10 @@ recovery* from
   counts as crashed too, unless a ``term`` fault stopped it and its start line's
   ``exit_codes`` gives the container's exit as 143 or 0: the JVM ran its shutdown (which
   writes the file) and only the last lines were lost (seen on 4.4.0: Log4j gave up its
-  own shutdown hook and the lines after 2 s of shutting down never reached the log);
+  own shutdown hook and the lines after 2 s of shutting down never reached the log).
+  The same holds for a ``rolling-restart`` whose stop line's ``exit_codes`` gives 143 or
+  0 for the broker, when the process's last timed line and the next start's first one
+  fit the fault's window (each such fault excuses one restart of each of its brokers);
 
 until a ``Loaded N logs`` line (every log was loaded, and recovered where needed). A
 ``Skipping recovery`` line while the directory needs recovery is one ``recovery-skipped``.
@@ -68,6 +71,8 @@ CRASHES = frozenset({"kill", "hard-reboot", "power-loss"})
 #: means Docker's stop timed out and it sent SIGKILL.
 TERM = "term"
 CLEAN_EXITS = frozenset({0, 143})
+#: The fault that restarts brokers one by one; its stop line has their exit codes.
+ROLLING = "rolling-restart"
 #: The first lines of every container start: the image's launcher prints the properties
 #: it was given (``[kchaos]   name=value``) before the JVM starts.
 LAUNCHER = "[kchaos]"
@@ -91,6 +96,9 @@ class LogEvent:
     text: str
     logs: int | None = None
     directory: str | None = None
+    # a start's: the time of the last timestamped line before it (of any kind), when
+    # there is one: the latest moment the previous process is known to have run
+    before: int | None = None
 
 
 @dataclass
@@ -126,16 +134,27 @@ def read_start_log(node: NodeLog, origin_unix_ns: int) -> list[LogEvent]:
     """The lines of one node's log that the judgement reads, in order; consecutive
     launcher lines are one start."""
     events: list[LogEvent] = []
+    latest: str | None = None  # the latest line that can begin with a timestamp
     for number, text in node.lines():
         found = classify(text)
         if found is None:
+            if text.startswith("["):
+                latest = text
             continue
         kind, logs, directory = found
-        if kind == "start" and events and events[-1].kind == "start":
-            continue
+        before = None
+        if kind == "start":
+            if events and events[-1].kind == "start":
+                continue
+            # parsed here only, not for every line: logs run to millions of lines
+            before_ms = None if latest is None else entry_unix_ms(latest)
+            before = None if before_ms is None else history_time_ns(before_ms, origin_unix_ns)
+        else:
+            latest = text
         unix_ms = entry_unix_ms(text)
         time = None if unix_ms is None else history_time_ns(unix_ms, origin_unix_ns)
-        events.append(LogEvent(kind, node.where(number), time, text.strip(), logs, directory))
+        where = node.where(number)
+        events.append(LogEvent(kind, where, time, text.strip(), logs, directory, before))
     return events
 
 
@@ -185,8 +204,14 @@ def check_start_log(facts: Facts, config: RunSettings) -> CheckOutcome:
             ),
             key=lambda f: (f.start_time, f.start_index),
         )
+        restarts = [
+            f
+            for f in facts.faults
+            if f.error is None and f.fault == ROLLING and _clean_exit(f.stop_detail, broker)
+        ]
         state = _Dir()
         pending = [(fault.start_time, fault) for fault in stops]
+        last: int | None = None  # the time of the latest timed event so far
         # a launcher line has no timestamp: it is placed before the next line that has one
         upper: list[int | None] = [None] * len(events)
         following: int | None = None
@@ -200,10 +225,24 @@ def check_start_log(facts: Facts, config: RunSettings) -> CheckOutcome:
                 if event.kind != "start" and event.time is None:
                     break
                 _stopped(state, pending.pop(0)[1], counts)
+            restart = None
+            if event.kind == "start" and i:
+                # a clean rolling restart accounts for one start of the broker in its
+                # window, whether or not the shutdown's lines reached the log
+                before = event.before if event.before is not None else last
+                restart = _restart_between(restarts, before, bound)
+                if restart is not None:
+                    restarts.remove(restart)
             if event.kind == "start" and state.running:
                 # the previous process ended with no shutdown line and no crash fault
-                _ended(state, {"cause": "ended without a shutdown line", "log": event.where})
+                if restart is not None:
+                    counts["clean_stops"] += 1
+                    state.running = False
+                else:
+                    _ended(state, {"cause": "ended without a shutdown line", "log": event.where})
             _apply(state, broker, event, counts, out)
+            if event.time is not None:
+                last = event.time
         for _, fault in pending:
             _stopped(state, fault, counts)
     out.stats = {"source": f"{LOGS_DIR}/<broker>/{SERVER_LOG}", **counts}
@@ -212,12 +251,27 @@ def check_start_log(facts: Facts, config: RunSettings) -> CheckOutcome:
 
 def _clean_term(fault: Any, broker: int) -> bool:
     """A ``term`` fault whose start line says the broker's container exited cleanly."""
-    if fault.fault != TERM:
-        return False
-    codes = fault.detail.get("exit_codes")
+    return fault.fault == TERM and _clean_exit(fault.detail, broker)
+
+
+def _clean_exit(detail: dict[str, Any], broker: int) -> bool:
+    """The ``exit_codes`` of a fault's line give a clean exit for the broker."""
+    codes = detail.get("exit_codes")
     if not isinstance(codes, dict):
         return False
     return broker in node_ids(name for name, code in codes.items() if code in CLEAN_EXITS)
+
+
+def _restart_between(restarts: list[Any], last: int | None, first: int | None) -> Any | None:
+    """The first clean rolling restart that can have stopped the process between its last
+    timed line (``last``) and the next start's first timed line (``first``): the stop
+    came after the fault's start and before its stop. None when no such fault is left."""
+    for fault in restarts:
+        began_in_time = first is None or fault.start_time <= first
+        ended_after = last is None or fault.stop_time is None or last <= fault.stop_time
+        if began_in_time and ended_after:
+            return fault
+    return None
 
 
 def _stopped(state: _Dir, fault: Any, counts: dict[str, int]) -> None:

@@ -127,6 +127,8 @@ def record_fault(
             return False
         facts.faults[pos].stop_index = index
         facts.faults[pos].stop_time = time
+        if isinstance(detail := ev.get("detail"), dict):
+            facts.faults[pos].stop_detail = dict(detail)
     else:
         return False
     facts.epoch_faults.append(tuple(sorted(open_faults.values())))

@@ -164,8 +164,10 @@ class NodeLifecycle(Protocol):
         """Start a stopped node's container; with wait, until it is registered again."""
         ...
 
-    def restart_node(self, node: NodeHandle, *, hard: bool = False, timeout: float = 60.0) -> None:
-        """stop_node then start_node."""
+    def restart_node(
+        self, node: NodeHandle, *, hard: bool = False, timeout: float = 60.0
+    ) -> int | None:
+        """stop_node then start_node; the exit code stop_node gave."""
         ...
 
     def wait_ready(self, timeout: float = 60.0) -> None:

@@ -175,9 +175,12 @@ class Cluster:
         if wait:
             self._wait_nodes([node], timeout)
 
-    def restart_node(self, node: NodeHandle, *, hard: bool = False, timeout: float = 60.0) -> None:
-        self.stop_node(node, hard=hard)
+    def restart_node(
+        self, node: NodeHandle, *, hard: bool = False, timeout: float = 60.0
+    ) -> int | None:
+        code = self.stop_node(node, hard=hard)
         self.start_node(node, wait=True, timeout=timeout)
+        return code
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Every node answering, every broker registered, the probe topic's ISR full."""

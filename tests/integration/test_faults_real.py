@@ -228,6 +228,8 @@ def test_rolling_restart_keeps_the_cluster_serving(healthy_cluster: Cluster) -> 
     with f:
         pass  # stop waits until every target was restarted and every ISR is full again
     assert f.target_names == [c.node(1).name, c.node(2).name]
+    # SIGTERM, and each JVM ran its shutdown (Docker's stop did not have to SIGKILL it)
+    assert f.detail == {"exit_codes": {c.node(1).name: 143, c.node(2).name: 143}}
     parts, brokers = controller_record(c, topic, origin)
     story = [(x.offset, f"broker {x.broker} epoch {x.broker_epoch}") for x in brokers if x.time]
     story += [(x.offset, f"{topic} isr {sorted(x.isr)}") for x in parts if x.time]

@@ -235,6 +235,71 @@ def test_a_term_with_a_clean_exit_is_a_clean_stop_when_the_last_lines_were_lost(
         assert example["needed_recovery_since"]["cause"] == "ended without a shutdown line"
 
 
+@pytest.mark.parametrize(
+    ("exit_codes", "window", "flagged"),
+    [
+        ({"broker-3": 143}, (25.0, 20.0), False),  # SIGTERM, the JVM ran its shutdown
+        ({"broker-3": 137}, (25.0, 20.0), True),  # Docker's stop timed out: SIGKILL
+        ({"broker-2": 143}, (25.0, 20.0), True),  # another broker's exit
+        (None, (25.0, 20.0), True),  # a history from before the codes were recorded
+        ({"broker-3": 143}, (55.0, 20.0), True),  # the fault began after the restart
+        ({"broker-3": 143}, (5.0, 10.0), True),  # it ended before the last lines
+    ],
+)
+def test_a_rolling_restart_with_a_clean_exit_is_a_clean_stop_when_the_last_lines_were_lost(
+    tmp_path: Path,
+    exit_codes: dict[str, int] | None,
+    window: tuple[float, float],
+    flagged: bool,
+) -> None:
+    # a soft rolling restart stops each broker with SIGTERM in its own thread, after the
+    # start line; its stop line holds the exit codes. Broker 3's last line is at 29 s and
+    # the next start's first timed line at 50 s: only a fault that began before 50 s and
+    # ended after 29 s can have restarted it.
+    lines = _log(*_first_start(), (29.0, "INFO Terminating process due to signal SIGTERM"))
+    lines += _log("start 2", (50.0, SKIPPING), (50.5, LOADED))
+    start, lasting = window
+    stop_detail = None if exit_codes is None else {"exit_codes": exit_codes}
+    crash_history(
+        [("f-1", "rolling-restart", start)],
+        "broker-3",
+        lasting=lasting,
+        stop_detail=stop_detail,
+        until=120,
+    ).write(tmp_path / names.HISTORY_JSONL)
+    r = check_run(log_run(tmp_path, {3: lines}))
+    assert (KIND in r.anomalies) is flagged
+    assert r.stats["startlog"]["clean_stops"] == (0 if flagged else 1)
+    if flagged:
+        (example,) = r.anomalies[KIND].examples
+        assert example["needed_recovery_since"]["cause"] == "ended without a shutdown line"
+
+
+@pytest.mark.parametrize("shutdown_logged", [False, True])
+def test_one_rolling_restart_excuses_one_restart_of_each_broker(
+    tmp_path: Path, shutdown_logged: bool
+) -> None:
+    # two restarts inside one clean rolling restart: the fault restarted the broker once
+    # (whether or not that shutdown's last line reached the log); the second ending,
+    # with no shutdown line, is unexplained
+    last = SHUTDOWN if shutdown_logged else "INFO Terminating process due to signal SIGTERM"
+    lines = _log(*_first_start(), (29.0, last))
+    lines += _log("start 2", (40.0, LOADING), (40.5, LOADED), "start 3")
+    lines += _log((50.0, SKIPPING), (50.5, LOADED))
+    crash_history(
+        [("f-1", "rolling-restart", 25.0)],
+        "broker-3",
+        lasting=30.0,
+        stop_detail={"exit_codes": {"broker-3": 143}},
+        until=120,
+    ).write(tmp_path / names.HISTORY_JSONL)
+    r = check_run(log_run(tmp_path, {3: lines}))
+    assert r.stats["startlog"]["clean_stops"] == (0 if shutdown_logged else 1)
+    (example,) = r.anomalies[KIND].examples
+    assert example["needed_recovery_since"]["cause"] == "ended without a shutdown line"
+    assert example["needed_recovery_since"]["log"].endswith("server.log:10")
+
+
 def test_a_run_without_broker_logs_is_not_judged(tmp_path: Path) -> None:
     h = H()
     h.send("a", 0, 0)

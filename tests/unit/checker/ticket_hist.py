@@ -58,18 +58,19 @@ def crash_history(
     lasting: float = 0.0,
     detail: dict[str, Any] | None = None,
     until: float = 0.0,
+    stop_detail: dict[str, Any] | None = None,
 ) -> H:
     """A valid history: one send, each crash fault ``(id, fault, start s)`` in start
     order on ``target`` (from its start time, or at once when the history is past it)
-    for ``lasting`` s, ``detail`` on its start line; then the drain, ``until`` s into
-    the history at the earliest."""
+    for ``lasting`` s, ``detail`` on its start line and ``stop_detail`` on its stop
+    line; then the drain, ``until`` s into the history at the earliest."""
     h = H()
     h.send("a", 0, 0)
     for fid, fault, at in sorted(crashes, key=lambda c: c[2]):
         h.wait(max(at - h.now() / S, 0))
         h.fault("start", fid, fault, [target], detail=detail)
         h.wait(lasting)
-        h.fault("stop", fid, fault, [target])
+        h.fault("stop", fid, fault, [target], detail=stop_detail)
     h.wait(max(until - h.now() / S, 0))
     h.drain_all(0, ["a"])
     return h

@@ -155,9 +155,12 @@ class FakeCluster:
         self.state[node.node_id] = "running"
         self.log_start[node.node_id] = len(self.log_text.get(node.node_id, ""))
 
-    def restart_node(self, node: NodeHandle, *, hard: bool = False, timeout: float = 60.0) -> None:
+    def restart_node(
+        self, node: NodeHandle, *, hard: bool = False, timeout: float = 60.0
+    ) -> int | None:
         self._log("restart_node", node.name, hard)
         time.sleep(0.01)
+        return self.exit_codes.get(node.node_id, 137 if hard else 143)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         self._log("wait_ready")

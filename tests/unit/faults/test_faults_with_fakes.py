@@ -194,6 +194,8 @@ def test_rolling_restart(cluster: FakeCluster) -> None:
     steps = [c[0] for c in cluster.calls if c[0] in ("restart_node", "wait_isr_full")]
     assert steps == ["restart_node", "wait_isr_full"] * 3
     assert cluster.names("wait_isr_full")[0] == ("wait_isr_full", None)
+    codes = {"broker-1": 143, "broker-2": 143, "broker-3": 143}
+    assert f.detail == {"exit_codes": codes}  # put in by the stop, the thread done
 
 
 def test_rolling_restart_without_the_isr_wait(cluster: FakeCluster) -> None:

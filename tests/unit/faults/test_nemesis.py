@@ -135,3 +135,15 @@ def test_a_stop_line_carries_what_the_stop_found_out(tmp_path: Path) -> None:
     assert "restarted" not in lines[("f-1", "start")].get("detail", {})
     assert lines[("f-1", "stop")]["detail"] == {"restarted": ["broker-2"]}
     assert "detail" not in lines[("heal", "stop")]
+
+
+def test_a_rolling_restarts_exit_codes_are_on_its_stop_line(tmp_path: Path) -> None:
+    cluster = FakeCluster(3, tmp_path)
+    cluster.exit_codes = {2: 137}
+    sink = FakeSink()
+    schedule = scripted((0.0, 0.05, "rolling-restart", "1,2", {"interval_s": 0}))
+    Nemesis(cluster, schedule, sink, protect=False).run()
+    lines = {(e["id"], e["phase"]): e for e in fault_lines(sink)}
+    # the restarts run after the start line is written: every code is on the stop line
+    assert "exit_codes" not in lines[("f-1", "start")].get("detail", {})
+    assert lines[("f-1", "stop")]["detail"] == {"exit_codes": {"broker-1": 143, "broker-2": 137}}
