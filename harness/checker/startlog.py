@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kchaos.harness.checker.facts import Facts
+from kchaos.harness.checker.facts import Facts, Fault
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.checker.recovery import node_ids, target_brokers
 from kchaos.harness.rundir.names import LOGS_DIR, SERVER_LOG
@@ -96,8 +96,9 @@ class LogEvent:
     text: str
     logs: int | None = None
     directory: str | None = None
-    # a start's: the time of the last timestamped line before it (of any kind), when
-    # there is one: the latest moment the previous process is known to have run
+    # a start's: the time of the last timestamped line before it (of any kind, else of
+    # the last judged line that has one): the latest moment the previous process is
+    # known to have run; None when nothing before it has a time
     before: int | None = None
 
 
@@ -148,7 +149,10 @@ def read_start_log(node: NodeLog, origin_unix_ns: int) -> list[LogEvent]:
                 continue
             # parsed here only, not for every line: logs run to millions of lines
             before_ms = None if latest is None else entry_unix_ms(latest)
-            before = None if before_ms is None else history_time_ns(before_ms, origin_unix_ns)
+            if before_ms is not None:
+                before = history_time_ns(before_ms, origin_unix_ns)
+            else:
+                before = next((e.time for e in reversed(events) if e.time is not None), None)
         else:
             latest = text
         unix_ms = entry_unix_ms(text)
@@ -211,7 +215,6 @@ def check_start_log(facts: Facts, config: RunSettings) -> CheckOutcome:
         ]
         state = _Dir()
         pending = [(fault.start_time, fault) for fault in stops]
-        last: int | None = None  # the time of the latest timed event so far
         # a launcher line has no timestamp: it is placed before the next line that has one
         upper: list[int | None] = [None] * len(events)
         following: int | None = None
@@ -225,31 +228,28 @@ def check_start_log(facts: Facts, config: RunSettings) -> CheckOutcome:
                 if event.kind != "start" and event.time is None:
                     break
                 _stopped(state, pending.pop(0)[1], counts)
-            restart = None
             if event.kind == "start" and i:
                 # a clean rolling restart accounts for one start of the broker in its
                 # window, whether or not the shutdown's lines reached the log
-                before = event.before if event.before is not None else last
-                restart = _restart_between(restarts, before, bound)
+                restart = _restart_between(restarts, event.before, bound)
                 if restart is not None:
                     restarts.remove(restart)
-            if event.kind == "start" and state.running:
-                # the previous process ended with no shutdown line and no crash fault
-                if restart is not None:
-                    counts["clean_stops"] += 1
-                    state.running = False
-                else:
-                    _ended(state, {"cause": "ended without a shutdown line", "log": event.where})
+                if state.running:
+                    # the previous process ended with no shutdown line and no crash fault
+                    if restart is not None:
+                        counts["clean_stops"] += 1
+                        state.running = False
+                    else:
+                        why = {"cause": "ended without a shutdown line", "log": event.where}
+                        _ended(state, why)
             _apply(state, broker, event, counts, out)
-            if event.time is not None:
-                last = event.time
         for _, fault in pending:
             _stopped(state, fault, counts)
     out.stats = {"source": f"{LOGS_DIR}/<broker>/{SERVER_LOG}", **counts}
     return out.settle()
 
 
-def _clean_term(fault: Any, broker: int) -> bool:
+def _clean_term(fault: Fault, broker: int) -> bool:
     """A ``term`` fault whose start line says the broker's container exited cleanly."""
     return fault.fault == TERM and _clean_exit(fault.detail, broker)
 
@@ -262,7 +262,7 @@ def _clean_exit(detail: dict[str, Any], broker: int) -> bool:
     return broker in node_ids(name for name, code in codes.items() if code in CLEAN_EXITS)
 
 
-def _restart_between(restarts: list[Any], last: int | None, first: int | None) -> Any | None:
+def _restart_between(restarts: list[Fault], last: int | None, first: int | None) -> Fault | None:
     """The first clean rolling restart that can have stopped the process between its last
     timed line (``last``) and the next start's first timed line (``first``): the stop
     came after the fault's start and before its stop. None when no such fault is left."""
@@ -274,7 +274,7 @@ def _restart_between(restarts: list[Any], last: int | None, first: int | None) -
     return None
 
 
-def _stopped(state: _Dir, fault: Any, counts: dict[str, int]) -> None:
+def _stopped(state: _Dir, fault: Fault, counts: dict[str, int]) -> None:
     """A crash fault, or a clean ``term``, stopped the broker's process (if it ran)."""
     if not state.running:
         return

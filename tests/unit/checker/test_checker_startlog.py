@@ -35,6 +35,8 @@ LOADING = "INFO Loading logs from log dirs ArraySeq(/var/lib/kafka/data) (kafka.
 FATAL = "ERROR [BrokerServer id=3] Fatal error during broker startup. Prepare to shutdown"
 SHUTDOWN = "INFO [BrokerServer id=3] shut down completed (kafka.server.BrokerServer)"
 EXITING = "ERROR Exiting Kafka due to fatal exception during startup. (kafka.Kafka$)"
+# the first line of a SIGTERM'd broker's shutdown, which 4.4.0 logged when the rest was lost
+TERMINATING = "INFO Terminating process due to signal SIGTERM"
 
 
 def _log(*entries: tuple[float, str] | str) -> list[str]:
@@ -220,7 +222,7 @@ def test_a_term_with_a_clean_exit_is_a_clean_stop_when_the_last_lines_were_lost(
 ) -> None:
     # soak seed 51 on 4.4.0: SIGTERM at 30 s, the shutdown's last lines (with "shut down
     # completed") never reached the log, and the next start found the clean shutdown file
-    lines = _log(*_first_start(), (29.0, "INFO Terminating process due to signal SIGTERM"))
+    lines = _log(*_first_start(), (29.0, TERMINATING))
     lines += _log("start 2", (50.0, SKIPPING), (50.5, LOADED))
     detail = None if exit_codes is None else {"exit_codes": exit_codes}
     crash_history([("f-1", "term", 30.0)], "broker-3", detail=detail, until=120).write(
@@ -256,7 +258,7 @@ def test_a_rolling_restart_with_a_clean_exit_is_a_clean_stop_when_the_last_lines
     # start line; its stop line holds the exit codes. Broker 3's last line is at 29 s and
     # the next start's first timed line at 50 s: only a fault that began before 50 s and
     # ended after 29 s can have restarted it.
-    lines = _log(*_first_start(), (29.0, "INFO Terminating process due to signal SIGTERM"))
+    lines = _log(*_first_start(), (29.0, TERMINATING))
     lines += _log("start 2", (50.0, SKIPPING), (50.5, LOADED))
     start, lasting = window
     stop_detail = None if exit_codes is None else {"exit_codes": exit_codes}
@@ -282,7 +284,7 @@ def test_one_rolling_restart_excuses_one_restart_of_each_broker(
     # two restarts inside one clean rolling restart: the fault restarted the broker once
     # (whether or not that shutdown's last line reached the log); the second ending,
     # with no shutdown line, is unexplained
-    last = SHUTDOWN if shutdown_logged else "INFO Terminating process due to signal SIGTERM"
+    last = SHUTDOWN if shutdown_logged else TERMINATING
     lines = _log(*_first_start(), (29.0, last))
     lines += _log("start 2", (40.0, LOADING), (40.5, LOADED), "start 3")
     lines += _log((50.0, SKIPPING), (50.5, LOADED))

@@ -148,7 +148,7 @@ class FakeCluster:
     def stop_node(self, node: NodeHandle, *, hard: bool) -> int | None:
         self._log("stop_node", node.name, hard)
         self.state[node.node_id] = "exited"
-        return self.exit_codes.get(node.node_id, 137 if hard else 143)
+        return self._exit_code(node, hard)
 
     def start_node(self, node: NodeHandle, *, wait: bool = True, timeout: float = 60.0) -> None:
         self._log("start_node", node.name, wait)
@@ -160,6 +160,11 @@ class FakeCluster:
     ) -> int | None:
         self._log("restart_node", node.name, hard)
         time.sleep(0.01)
+        return self._exit_code(node, hard)
+
+    def _exit_code(self, node: NodeHandle, hard: bool) -> int | None:
+        """The container's exit code: as set in ``exit_codes``, else what Docker gives
+        after SIGKILL (137) or a JVM's clean SIGTERM (143)."""
         return self.exit_codes.get(node.node_id, 137 if hard else 143)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
