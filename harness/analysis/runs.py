@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.names import HISTORY_JSONL, RUN_JSON
+from kchaos.harness.rundir.names import HISTORY_JSONL
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.runjson import load_run
 
@@ -132,26 +132,9 @@ def run_facts(path: Path) -> dict[str, Any]:
     return facts
 
 
-#: A transactional producer's transaction.timeout.ms where run.json does not state it
-#: (the Kafka producer's default).
-DEFAULT_TXN_TIMEOUT_MS = 60_000
-_TXN_TIMEOUT_KEYS = ("transaction.timeout.ms", "transaction_timeout_ms")
-
-
 def txn_timeout_ms(path: Path) -> int:
-    """The run's transaction timeout: the largest ``transaction.timeout.ms`` (or
-    ``transaction_timeout_ms``) anywhere in run.json, else Kafka's default, 60000."""
-    run = load_run(path, missing_ok=True)
-    found = []
-    for _, key, value in _walk(dict(run.raw)):
-        if key not in _TXN_TIMEOUT_KEYS or isinstance(value, bool):
-            continue
-        try:
-            found.append(int(value))
-        except (TypeError, ValueError):
-            raise HistoryError(
-                f"{key}: expected an integer number of ms, got {value!r}",
-                file=str(path / RUN_JSON),
-                field=key,
-            ) from None
-    return max(found) if found else DEFAULT_TXN_TIMEOUT_MS
+    """The transaction timeout the run's producers ran with: the checker's own setting
+    (run.json's run description, :func:`~kchaos.harness.rundir.runjson.settings_of`), so
+    the job and ``kchaos check`` judge ``hanging-transaction`` by the same number; Kafka's
+    default (60 s) where there is no run.json."""
+    return load_run(path, missing_ok=True).settings.transaction_timeout_ms

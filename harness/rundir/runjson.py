@@ -40,6 +40,7 @@ __all__ = [
     "read_object",
     "schema",
     "settings_of",
+    "transactions_timeout_ms",
     "write_run",
 ]
 
@@ -278,7 +279,9 @@ def settings_of(data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
       properties, overriding the broker's for that topic.
     - thresholds: ``checks.max_offline_seconds``, ``checks.max_time_to_full_isr_seconds``,
       ``checks.min_ok_sends``.
-    - transaction timeout: ``transaction.timeout.ms`` (or ``transaction_timeout_ms``) in the
+    - transaction timeout: what the transactional producers ran with, from the scenario's
+      ``workload.transactions`` (:func:`transactions_timeout_ms`); in a run.json without
+      that section, ``transaction.timeout.ms`` (or ``transaction_timeout_ms``) in the
       ``producer``, ``workload.producer`` or ``workload.producers`` mapping.
     """
     roots = [data]
@@ -341,7 +344,14 @@ def settings_of(data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
             raise HistoryError(
                 f"must not be negative, got {hit[0]}", file=source, field="checks.min_ok_sends"
             )
+    txn = find("workload.transactions", "transactions")
+    if txn is not None and isinstance(txn[0], Mapping):
+        timeout = transactions_timeout_ms(txn[0], source)
+        if timeout is not None:
+            kwargs["transaction_timeout_ms"] = timeout
     for path in ("producer", "workload.producer", "workload.producers"):
+        if "transaction_timeout_ms" in kwargs:
+            break
         hit = find(path)
         if hit is None or not isinstance(hit[0], Mapping):
             continue
@@ -352,6 +362,30 @@ def settings_of(data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
         if "transaction_timeout_ms" in kwargs:
             break
     return RunSettings(**kwargs)
+
+
+def transactions_timeout_ms(section: Mapping[str, Any], source: str = RUN_JSON) -> int | None:
+    """The transaction.timeout.ms a scenario's ``workload.transactions`` section gives its
+    producers: its raw ``configs`` entry where it sets one (the client takes that over
+    everything), else ``timeout`` in seconds; None where the section states neither. The
+    workers (:mod:`kchaos.harness.scenario.plan`) and the checkers read it here, so they
+    cannot disagree."""
+    configs = section.get("configs")
+    where = "workload.transactions"
+    if isinstance(configs, Mapping) and "transaction.timeout.ms" in configs:
+        return _positive(
+            configs["transaction.timeout.ms"], source, f"{where}.configs.transaction.timeout.ms"
+        )
+    seconds = section.get("timeout")
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+        raise HistoryError(
+            f"expected a positive number of seconds, got {shown(seconds)}",
+            file=source,
+            field=f"{where}.timeout",
+        )
+    return int(round(seconds * 1000))
 
 
 def acks_is_all(value: Any) -> bool:

@@ -19,6 +19,7 @@ from kchaos.harness.rundir.anomalies import KINDS
 from kchaos.harness.rundir.files import jsonable
 from kchaos.harness.rundir.names import RESULTS_JSON
 from kchaos.harness.rundir.results import Verdict
+from kchaos.harness.rundir.runjson import transactions_timeout_ms
 from kchaos.harness.rundir.tickets import Ticket
 
 if TYPE_CHECKING:
@@ -234,6 +235,15 @@ class TransactionsConfig:
         },
     )
     configs: Mapping[str, str] = field(default_factory=dict)  # raw producer configs
+
+    @property
+    def timeout_ms(self) -> int:
+        """The transaction.timeout.ms the producers run with (a raw ``configs`` entry
+        wins over ``timeout``): the one rule the workers and the checkers share."""
+        found = transactions_timeout_ms(
+            {"timeout": self.timeout, "configs": self.configs}, "workload.transactions"
+        )
+        return int(round(self.timeout * 1000)) if found is None else found
 
 
 @dataclass(frozen=True)

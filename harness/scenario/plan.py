@@ -252,7 +252,7 @@ def _txn_spec(
         max_sends=t.max_sends,
         abort_ratio=t.abort_ratio,
         rate=t.rate if t.rate > 0 else None,
-        timeout_ms=int(round(t.timeout * 1000)),
+        timeout_ms=t.timeout_ms,
         keys=t.keys,
         message_size=t.message_size,
         isolated=t.process,
