@@ -61,6 +61,53 @@ def test_txn_smoke_commits_are_read_and_aborts_are_not(tmp_path: Path, kafka_ima
     assert run["status"] == "completed", done.stdout + done.stderr
     judge_txn_smoke(run_dir)
     assert took < 180, f"the run took {took:.0f} s"
+    # kchaos check's own verdict on the run, and the faults the scenario schedules ran
+    checked = subprocess.run([KCHAOS, "check", str(run_dir)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    started = {e["fault"] for e in _history(run_dir) if e["f"] == "fault" and e["phase"] == "start"}
+    assert {"pause", "kill"} <= started, started
+    judge_hanging_on_real_timeout(run_dir, tmp_path)
+
+
+def _stuck_copy(run_dir: Path, dest: Path, lines: list[dict[str, Any]]) -> Path:
+    dest.mkdir()
+    (dest / "run.json").write_text((run_dir / "run.json").read_text())
+    (dest / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    return dest
+
+
+def judge_hanging_on_real_timeout(run_dir: Path, tmp_path: Path) -> None:
+    """The run's own history, one drain-end edited to a last stable offset below its high
+    watermark: flagged ``hanging-transaction`` when that drain-end is 12 s after the last
+    transaction line (past the producers' 10 s timeout, well within Kafka's 60 s default),
+    not flagged at 8 s. Times are moved monotonically, so the file stays well formed."""
+    events = _history(run_dir)
+    last = max(e["time"] for e in events if e["f"] in ("txn", "txn-init", "txn-end"))
+    first_end = next(i for i, e in enumerate(events) if e["f"] == "drain-end")
+    sec = 1_000_000_000
+
+    def edited(move: Any) -> list[dict[str, Any]]:
+        out = []
+        for i, e in enumerate(events):
+            e = dict(e, time=move(i, e["time"]))
+            if i == first_end:
+                e["last_stable_offset"] = e["high_watermark"] - 1
+            out.append(e)
+        return out
+
+    late = edited(lambda i, t: t + 12 * sec if i >= first_end else t)
+    if late[first_end]["time"] - last <= 12 * sec:  # the drain ended before the last txn line
+        late = edited(lambda i, t: max(t, last + 12 * sec) if i >= first_end else t)
+    early = edited(lambda i, t: last + min(t - last, 8 * sec) if t > last else t)
+    verdicts = {}
+    for name, lines in (("late", late), ("early", early)):
+        copy = _stuck_copy(run_dir, tmp_path / name, lines)
+        done = subprocess.run([KCHAOS, "check", str(copy)], capture_output=True, text=True)
+        results = json.loads((copy / "results.json").read_text())
+        verdicts[name] = (done.returncode, sorted(results["anomalies"]))
+        assert results["stats"]["transactions"]["transaction_timeout_ms"] == 10_000, results
+    assert verdicts["late"][0] == 1 and "hanging-transaction" in verdicts["late"][1], verdicts
+    assert "hanging-transaction" not in verdicts["early"][1], verdicts
 
 
 def judge_txn_smoke(run_dir: Path) -> None:
