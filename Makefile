@@ -46,7 +46,8 @@ incidents: setup
 known-bugs: setup
 	$(KCHAOS) matrix --tag known-bug --seeds $(KNOWN_BUG_SEEDS)
 
-# the transactional docker tests on 3.9.1, the newest release before transaction version 2
+# the transactional docker tests on 3.9.1, the newest release before Kafka 4 (the clients are
+# librdkafka's, transaction version 1 on every release: this is not a TV1/TV2 comparison)
 # (make test runs them on 4.4.0; about 3 min)
 txn-releases: setup
 	KCHAOS_TEST_KAFKA_VERSION=3.9.1 $(VENV)/bin/pytest -m docker -q -p no:cacheprovider \

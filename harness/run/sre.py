@@ -139,7 +139,8 @@ PROFILES: Mapping[str, Profile] = {
         "all",
         {"enable.idempotence": "true", "delivery.timeout.ms": "120000"},
         (),
-        "transactions (KIP-98; transaction version 2 from Kafka 4.0): the scenario's plain "
+        "transactions (KIP-98, at transaction version 1: librdkafka's clients do not speak "
+        "version 2 on any release): the scenario's plain "
         "producers become as many transactional producers, each in a process of its own, "
         "transactions of 1 to 4 values, a fifth aborted on purpose, read by read_committed "
         "consumers; Kafka promises every committed transaction whole and every aborted one "
