@@ -131,6 +131,7 @@ def _drive(ctx: RunContext) -> None:
     from kchaos.faults.base import abort_all
     from kchaos.faults.heal import heal_everything
     from kchaos.faults.nemesis import Nemesis
+    from kchaos.workloads.features import read_features
     from kchaos.workloads.metrics import MetricsSink
     from kchaos.workloads.workload import Workload
 
@@ -138,6 +139,8 @@ def _drive(ctx: RunContext) -> None:
     progress, metrics, run_dir = ctx.progress, ctx.metrics, ctx.run_dir.path
     with progress.phase("topics"):
         create_topics(cluster.bootstrap_servers, sc.topics)
+        # history format 1.3: the feature levels the cluster finalized (transaction.version)
+        rec.update(features=read_features(cluster.bootstrap_servers))
     live = _Live()
     nemesis = None
     with ctx.run_dir.history_writer() as history:

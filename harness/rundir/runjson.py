@@ -156,6 +156,15 @@ class RunJson:
         metadata={"description": "the nemesis schedule the run executed", **_NULLABLE},
     )
     nemesis_errors: tuple[Mapping[str, Any], ...] = field(default=(), metadata=_NULLABLE)
+    # history format 1.3: the cluster's finalized feature levels, read after it started
+    features: Mapping[str, Any] | None = field(
+        default=None,
+        metadata={
+            "description": "the cluster's finalized feature levels after start "
+            '(transaction.version, metadata.version, ...), or {"error": ...}',
+            **_OBJECT,
+        },
+    )
 
     @property
     def present(self) -> bool:
@@ -208,6 +217,7 @@ class RunJson:
             expect=section("expect"),
             schedule=None if data.get("schedule") is None else tuple(data["schedule"]),
             nemesis_errors=tuple(data.get("nemesis_errors") or ()),
+            features=data.get("features"),
         )
 
 

@@ -59,6 +59,9 @@ def test_txn_smoke_commits_are_read_and_aborts_are_not(tmp_path: Path, kafka_ima
     assert (run_dir / "history.jsonl").is_file(), done.stdout + done.stderr
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "completed", done.stdout + done.stderr
+    # history format 1.3: the cluster's finalized feature levels, as read after start
+    print(f"features: {run.get('features')}")
+    assert "metadata.version" in run["features"], run.get("features")
     judge_txn_smoke(run_dir)
     assert took < 180, f"the run took {took:.0f} s"
     # kchaos check's own verdict on the run, and the faults the scenario schedules ran
