@@ -52,6 +52,9 @@ GOVERNED: tuple[str, ...] = (
     "log.flush.interval.messages",
     "log.flush.interval.ms",
     "default.replication.factor",
+    # KIP-890 part 1 (3.6.0+): with it off, a transactional produce delayed past its
+    # transaction's abort starts a transaction that never ends (a hanging transaction)
+    "transaction.partition.verification.enable",
 )
 
 #: Topic configs and the broker setting each one overrides (Kafka's synonyms).

@@ -397,3 +397,24 @@ def test_a_validation_with_the_transactional_profile_runs_every_cell(tmp_path: P
     sc, extra = seen[str(out / "smoke" / "safe")]
     assert sc.workload.transactions is not None and extra["sre"]["profile"] == "transactional"
     assert "profile transactional" in (out / "report.html").read_text()
+
+
+def test_transaction_verification_is_the_configs_decision_not_the_scenarios(
+    tmp_path: Path,
+) -> None:
+    # KIP-890 part 1: a scenario that turns verification off (to show a hanging
+    # transaction) does not carry that into a validation of the SRE's config
+    cfg = config(tmp_path, "plain", SAFE)
+    key = "transaction.partition.verification.enable"
+    original = library.load("txn-smoke", overrides=[f"cluster.server_properties.{key}=false"])
+    assert original.cluster.server_properties[key] == "false"
+    sc, items = sre.sre_scenario(original, cfg, sre.PROFILES["safe"])
+    assert key not in sc.cluster.server_properties
+    assert overridden(items)[("server", key)][1:] == (None, "default")
+
+
+def test_an_sre_config_that_turns_transaction_verification_off_keeps_it(tmp_path: Path) -> None:
+    key = "transaction.partition.verification.enable"
+    cfg = config(tmp_path, "risky", SAFE + f"{key}=false\n")
+    sc, _ = sre.sre_scenario(library.load("txn-smoke"), cfg, sre.PROFILES["safe"])
+    assert sc.cluster.server_properties[key] == "false"
