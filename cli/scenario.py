@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from kchaos.cli.options import (
     broker_config_option,
@@ -162,7 +161,9 @@ def suite_cmd(
 def scenarios_cmd(verbose: bool, tag: str | None) -> int:
     """List the incident library, one line each (a ticket's scenario: its ticket and
     the releases it affects)."""
-    console = Console(highlight=False, soft_wrap=True)
+    from kchaos.reports.console import make_console
+
+    console = make_console(highlight=False, soft_wrap=True)
     names = library.library_names() if tag is None else library.names_with_tag(tag)
     width = max(len(n) for n in names)
     for sc in library.load_all(names):

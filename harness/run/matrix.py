@@ -204,12 +204,11 @@ def run_matrix(
     """Run the matrix (``prometheus``: a Prometheus server for each run; ``tagged``: the
     refs chosen by ``--tag``, see :func:`plan`); 0 when every run ended as its scenario
     expects, else the worst exit code of `kchaos run`."""
-    from rich.console import Console
-
     from kchaos.harness.run.suite import run_entries, suite_dir_for
     from kchaos.harness.scenario.plan import image_source
+    from kchaos.reports.console import make_console
 
-    console = console or Console()
+    console = console or make_console()
     if not refs:
         raise ConfigError("name at least one scenario", field="SCENARIO")
     given = parse_versions(versions_text) if versions_text else None

@@ -324,12 +324,11 @@ def run_soak(
     """Run the soak; 0 when every run was valid, else the worst exit code of `kchaos run`.
     The version is checked first as `kchaos matrix` checks it (``resolver``: its jar
     resolver, Maven by default). ``prometheus``: a Prometheus server for each run."""
-    from rich.console import Console
-
     from kchaos.harness.run.matrix import check_versions, maven_resolver, parse_versions
     from kchaos.harness.run.suite import run_entries, suite_dir_for
+    from kchaos.reports.console import make_console
 
-    console = console or Console()
+    console = console or make_console()
     (version,) = parse_versions(kafka_version)
     check_versions([version], "offline", resolver or maven_resolver())
     suite_dir = suite_dir_for(f"{version}-seeds-{seed_base}-{seed_base + runs - 1}", out, "soak")

@@ -17,7 +17,7 @@ from kchaos.harness.run.progress import Batch, each, run_guess
 from kchaos.harness.scenario.loader import load_scenario
 from kchaos.harness.scenario.model import Scenario
 from kchaos.reports.build import RunReport
-from kchaos.reports.console import print_batch
+from kchaos.reports.console import make_console, print_batch
 from kchaos.reports.suite import SuiteFailure, write_suite_reports
 
 
@@ -59,7 +59,7 @@ def run_suite(
     """Run every scenario, each judged by its own ``expect``; 0 when all ended as
     expected, else the worst exit code. (With broker configs, SRE validation:
     :func:`kchaos.harness.run.sre.run_validation`.)"""
-    console = console or Console()
+    console = console or make_console()
     suite_dir = suite_dir_for(name, out)
     # Validate everything first: a typo in the last file should not cost an hour of runs.
     scenarios = [
