@@ -16,9 +16,11 @@ from kchaos.cli.options import (
     overrides_option,
     prometheus_option,
     quiet_option,
+    shard_options,
 )
 from kchaos.harness.run.matrix import run_matrix
 from kchaos.harness.run.replay import replay_run
+from kchaos.harness.run.shard import ShardSpec, default_durations
 from kchaos.harness.run.shrink import shrink_run
 from kchaos.harness.run.soak import (
     DEFAULT_DURATION_S,
@@ -53,6 +55,7 @@ from kchaos.harness.run.soak import (
 @overrides_option(every_scenario=True)
 @out_option("runs/matrix-NAMES-TIME")
 @prometheus_option()
+@shard_options()
 def matrix_cmd(
     scenarios: tuple[str, ...],
     tag: str | None,
@@ -61,6 +64,9 @@ def matrix_cmd(
     overrides: tuple[str, ...],
     out: Path | None,
     prometheus: bool,
+    shard: ShardSpec | None,
+    durations: Path | None,
+    dry_run: bool,
 ) -> int:
     """Run SCENARIO... on every Kafka version, SEEDS times each, and write one page.
 
@@ -87,6 +93,9 @@ def matrix_cmd(
         command=sys.argv,
         prometheus=prometheus,
         tagged=tagged,
+        shard=shard,
+        durations=durations or default_durations(),
+        dry_run=dry_run,
     )
 
 
@@ -176,6 +185,7 @@ def shrink_cmd(run_dir: Path, budget: int, repeats: int, out: Path | None, prome
 )
 @out_option("runs/soak-VERSION-seeds-A-B-TIME")
 @prometheus_option()
+@shard_options()
 def soak_cmd(
     runs: int,
     seed_base: int,
@@ -183,6 +193,9 @@ def soak_cmd(
     duration: float,
     out: Path | None,
     prometheus: bool,
+    shard: ShardSpec | None,
+    durations: Path | None,
+    dry_run: bool,
 ) -> int:
     """Run RUNS seeded random fault schedules against a safely configured cluster.
 
@@ -201,4 +214,7 @@ def soak_cmd(
         out=out,
         command=sys.argv,
         prometheus=prometheus,
+        shard=shard,
+        durations=durations or default_durations(),
+        dry_run=dry_run,
     )
