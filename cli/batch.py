@@ -29,6 +29,7 @@ from kchaos.harness.run.soak import (
     DEFAULT_SEED_BASE,
     run_soak,
 )
+from kchaos.harness.rundir.names import DURATIONS_JSON
 
 
 @click.command("matrix")
@@ -218,3 +219,28 @@ def soak_cmd(
         durations=durations or default_durations(),
         dry_run=dry_run,
     )
+
+
+@click.command("merge")
+@click.argument("out", metavar="OUT", type=click.Path(file_okay=False, path_type=Path))
+@click.argument(
+    "shard_dirs", nargs=-1, required=True, metavar="SHARD_DIR...", type=click.Path(path_type=Path)
+)
+@click.option(
+    "--durations",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"Fold the shards' measured run times into this file (default: runs/{DURATIONS_JSON}).",
+)
+def merge_cmd(out: Path, shard_dirs: tuple[Path, ...], durations: Path | None) -> int:
+    """Join the output directories of `--shard K/N` runs of one plan into OUT.
+
+    OUT gets the report.html, junit.xml and summary.json an unsharded run of the plan
+    (matrix, suite or soak) would have written, linking into the shard directories. A shard
+    that is missing or did not run to the end is named on the page, its runs are error
+    rows, and the exit code is at least 4. Otherwise: 0 when every run ended as expected,
+    else the worst exit code of `kchaos run`; 3 when the directories hold shards of
+    different plans.
+    """
+    from kchaos.harness.run.merge import merge
+
+    return merge(out, list(shard_dirs), durations=durations or default_durations())

@@ -17,6 +17,8 @@ from pathlib import Path
 import click
 from click.decorators import FC
 
+from kchaos.harness.rundir.names import DURATIONS_JSON
+
 
 def out_option(default: str) -> Callable[[FC], FC]:
     """``--out DIRECTORY``; ``default`` names where the command writes without it."""
@@ -117,8 +119,8 @@ def shard_options() -> Callable[[FC], FC]:
         f = click.option(
             "--durations",
             type=click.Path(dir_okay=False, path_type=Path),
-            help="Measured run times that balance the shards; every run updates it "
-            "(default: runs/durations.json).",
+            help="Measured run times that balance the shards; an unsharded run updates "
+            f"it, `kchaos merge` adds its shards' (default: runs/{DURATIONS_JSON}).",
         )(f)
         return click.option(
             "--shard",

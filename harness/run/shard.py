@@ -10,8 +10,11 @@ lower shard; equal cells: by label), so every cell lands in exactly one shard an
 same inputs give the same shards on any machine.
 
 The durations file (``runs/durations.json`` by default) maps ``SCENARIO@RELEASE`` to
-``{"seconds": S, "runs": R}``: every finished run updates it (a running mean over the
-last few runs), and ``kchaos merge`` adds what every shard measured.
+``{"seconds": S, "runs": R}`` (a running mean over the last few runs). Every finished run
+of an unsharded batch updates it; a shard does not (its sibling shards, perhaps run later
+on the same machine, must split the plan as it did): ``kchaos merge`` adds what every
+shard measured. Shards split with different files have different plan ids, and merge
+refuses them.
 
 Every batch directory gets a ``shard.json`` (:class:`BatchLog`), an unsharded one as
 shard 1/1: written before the first run with ``complete: false`` and rewritten after
@@ -134,9 +137,10 @@ def assign(costs: Sequence[float], labels: Sequence[str], count: int) -> list[in
     return shard
 
 
-def plan_id(kind: str, labels: Sequence[str]) -> str:
-    """The same plan (kind and cells in order) gives the same id anywhere."""
-    text = "\n".join([kind, *labels])
+def plan_id(kind: str, labels: Sequence[str], shards: Sequence[int]) -> str:
+    """The same plan (kind, cells in order) split the same way gives the same id anywhere;
+    shards split with different durations files do not share one."""
+    text = "\n".join([kind, *(f"{label} {k}" for label, k in zip(labels, shards, strict=True))])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -156,7 +160,7 @@ class ShardPlan:
 
     @property
     def id(self) -> str:
-        return plan_id(self.kind, [e.label for e in self.entries])
+        return plan_id(self.kind, [e.label for e in self.entries], self.shards)
 
     def load(self, k: int) -> float:
         return sum(c for c, s in zip(self.costs, self.shards, strict=True) if s == k)
@@ -206,7 +210,9 @@ class BatchLog:
             "error": error,
         }
         self._write(complete=False)
-        if self.durations is not None and error is None:
+        # a shard leaves the file as every shard of its plan read it: kchaos merge adds
+        # what the shards measured
+        if self.durations is not None and error is None and self.plan.spec.count == 1:
             sc = entry.scenario
             record_durations(self.durations, {cell_key(sc.name, sc.cluster.kafka_version): seconds})
 

@@ -60,9 +60,11 @@ def run_suite(
     shard: ShardSpec | None = None,
     durations: Path | None = None,
     dry_run: bool = False,
+    run: RunFn | None = None,
 ) -> int:
     """Run every scenario, each judged by its own ``expect``; 0 when all ended as
-    expected, else the worst exit code. ``shard``, ``durations``, ``dry_run``: as
+    expected, else the worst exit code (``run``: instead of :func:`run_scenario`, for
+    tests). ``shard``, ``durations``, ``dry_run``: as
     :func:`kchaos.harness.run.matrix.run_matrix`'s. (With broker configs, SRE validation:
     :func:`kchaos.harness.run.sre.run_validation`.)"""
     console = console or make_console()
@@ -93,6 +95,7 @@ def run_suite(
         write,
         console=console,
         command=command,
+        run=run,
         prometheus=prometheus,
         log=shards.BatchLog(suite_dir, split, {"title": name}, durations),
     )
