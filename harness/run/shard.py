@@ -26,7 +26,6 @@ cells this shard finished, and what the batch's page writer takes besides the ru
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,4 +254,4 @@ def largest_share(plan: ShardPlan) -> float:
     total = sum(plan.costs)
     if total == 0:
         return 1.0
-    return max(plan.load(k) for k in range(1, n + 1)) / (total / n) if n else math.inf
+    return max(plan.load(k) for k in range(1, n + 1)) / (total / n)
