@@ -16,9 +16,11 @@ from kchaos.cli.options import (
     overrides_option,
     prometheus_option,
     quiet_option,
+    shard_options,
 )
 from kchaos.harness.run.matrix import run_matrix
 from kchaos.harness.run.replay import replay_run
+from kchaos.harness.run.shard import ShardSpec, default_durations
 from kchaos.harness.run.shrink import shrink_run
 from kchaos.harness.run.soak import (
     DEFAULT_DURATION_S,
@@ -27,6 +29,7 @@ from kchaos.harness.run.soak import (
     DEFAULT_SEED_BASE,
     run_soak,
 )
+from kchaos.harness.rundir.names import DURATIONS_JSON
 
 
 @click.command("matrix")
@@ -53,6 +56,7 @@ from kchaos.harness.run.soak import (
 @overrides_option(every_scenario=True)
 @out_option("runs/matrix-NAMES-TIME")
 @prometheus_option()
+@shard_options()
 def matrix_cmd(
     scenarios: tuple[str, ...],
     tag: str | None,
@@ -61,6 +65,9 @@ def matrix_cmd(
     overrides: tuple[str, ...],
     out: Path | None,
     prometheus: bool,
+    shard: ShardSpec | None,
+    durations: Path | None,
+    dry_run: bool,
 ) -> int:
     """Run SCENARIO... on every Kafka version, SEEDS times each, and write one page.
 
@@ -87,6 +94,9 @@ def matrix_cmd(
         command=sys.argv,
         prometheus=prometheus,
         tagged=tagged,
+        shard=shard,
+        durations=durations or default_durations(),
+        dry_run=dry_run,
     )
 
 
@@ -176,6 +186,7 @@ def shrink_cmd(run_dir: Path, budget: int, repeats: int, out: Path | None, prome
 )
 @out_option("runs/soak-VERSION-seeds-A-B-TIME")
 @prometheus_option()
+@shard_options()
 def soak_cmd(
     runs: int,
     seed_base: int,
@@ -183,6 +194,9 @@ def soak_cmd(
     duration: float,
     out: Path | None,
     prometheus: bool,
+    shard: ShardSpec | None,
+    durations: Path | None,
+    dry_run: bool,
 ) -> int:
     """Run RUNS seeded random fault schedules against a safely configured cluster.
 
@@ -201,4 +215,32 @@ def soak_cmd(
         out=out,
         command=sys.argv,
         prometheus=prometheus,
+        shard=shard,
+        durations=durations or default_durations(),
+        dry_run=dry_run,
     )
+
+
+@click.command("merge")
+@click.argument("out", metavar="OUT", type=click.Path(file_okay=False, path_type=Path))
+@click.argument(
+    "shard_dirs", nargs=-1, required=True, metavar="SHARD_DIR...", type=click.Path(path_type=Path)
+)
+@click.option(
+    "--durations",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"Fold the shards' measured run times into this file (default: runs/{DURATIONS_JSON}).",
+)
+def merge_cmd(out: Path, shard_dirs: tuple[Path, ...], durations: Path | None) -> int:
+    """Join the output directories of `--shard K/N` runs of one plan into OUT.
+
+    OUT gets the report.html, junit.xml and summary.json an unsharded run of the plan
+    (matrix, suite or soak) would have written, linking into the shard directories. A shard
+    that is missing or did not run to the end is named on the page, its runs are error
+    rows, and the exit code is at least 4. Otherwise: 0 when every run ended as expected,
+    else the worst exit code of `kchaos run`; 3 when the directories hold shards of
+    different plans.
+    """
+    from kchaos.harness.run.merge import merge
+
+    return merge(out, list(shard_dirs), durations=durations or default_durations())

@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "kchaos.cli.batch:matrix_cmd",
         "Run scenarios on several Kafka versions and seeds, one page.",
     ),
+    "merge": (
+        "kchaos.cli.batch:merge_cmd",
+        "Join the shards of a matrix, suite or soak into one page.",
+    ),
     "replay": (
         "kchaos.cli.batch:replay_cmd",
         f"Run a stored run again from its {RUN_JSON}.",

@@ -17,6 +17,8 @@ from pathlib import Path
 import click
 from click.decorators import FC
 
+from kchaos.harness.rundir.names import DURATIONS_JSON
+
 
 def out_option(default: str) -> Callable[[FC], FC]:
     """``--out DIRECTORY``; ``default`` names where the command writes without it."""
@@ -90,3 +92,42 @@ def prometheus_option() -> Callable[[FC], FC]:
         "brokers and the harness; the run's report plots what it scraped (saved in the "
         "run directory).",
     )
+
+
+def _shard(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
+    if value is None:
+        return None
+    from kchaos.harness.run.shard import parse_shard
+
+    try:
+        return parse_shard(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+def shard_options() -> Callable[[FC], FC]:
+    """``--shard K/N``, ``--durations FILE`` and ``--dry-run``: one machine's share of a
+    batch (kchaos.harness.run.shard), into ``shard``, ``durations`` and ``dry_run``."""
+
+    def decorate(f: FC) -> FC:
+        f = click.option(
+            "--dry-run",
+            is_flag=True,
+            help="Print the (shard's) cells with their expected seconds and every "
+            "shard's expected time; run nothing.",
+        )(f)
+        f = click.option(
+            "--durations",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Measured run times that balance the shards; an unsharded run updates "
+            f"it, `kchaos merge` adds its shards' (default: runs/{DURATIONS_JSON}).",
+        )(f)
+        return click.option(
+            "--shard",
+            metavar="K/N",
+            callback=_shard,
+            help="Run only shard K of N (1 <= K <= N): the plan's cells split N ways by "
+            "expected duration, the same on every machine; `kchaos merge` joins them.",
+        )(f)
+
+    return decorate

@@ -11,7 +11,7 @@ from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.names import RESULTS_JSON
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.reports.build import RunReport, write_run_reports
-from kchaos.reports.console import print_batch, print_run
+from kchaos.reports.console import make_console, print_batch, print_run
 from kchaos.reports.suite import write_suite_reports
 
 
@@ -40,7 +40,7 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, title: str) -> int:
     Exit code: 0 when every run ended as its scenario expects, 1 when one did not,
     2 when a verdict is unknown where a definite one was expected, 3 on unreadable input.
     """
-    console = Console(stderr=False)
+    console = make_console(stderr=False)
     reports: list[RunReport] = []
     for run_dir in run_dirs:
         if not run_dir.is_dir():

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
 from kchaos.cli.options import (
     broker_config_option,
@@ -20,8 +20,12 @@ from kchaos.cli.options import (
     prometheus_option,
     quiet_option,
     seed_option,
+    shard_options,
 )
 from kchaos.harness.scenario import library
+
+if TYPE_CHECKING:
+    from kchaos.harness.run.shard import ShardSpec
 
 SCENARIO_HELP = "a library scenario name (see `kchaos scenarios`) or a path to a YAML file"
 
@@ -97,6 +101,7 @@ def run_cmd(
     "ones, read read_committed).",
 )
 @prometheus_option()
+@shard_options()
 def suite_cmd(
     suite: str,
     seed: int | None,
@@ -106,6 +111,9 @@ def suite_cmd(
     profile: str | None,
     out: Path | None,
     prometheus: bool,
+    shard: ShardSpec | None,
+    durations: Path | None,
+    dry_run: bool,
 ) -> int:
     """Run several scenarios and write one combined report.
 
@@ -124,6 +132,9 @@ def suite_cmd(
     if broker_configs:
         from kchaos.harness.run.sre import run_validation
 
+        if shard is not None or dry_run:
+            raise ConfigError("SRE validation (--broker-config) is not sharded", field="shard")
+
         return run_validation(
             Path(suite).name,
             files,
@@ -138,6 +149,7 @@ def suite_cmd(
         )
     if profile is not None:
         raise ConfigError("needs --broker-config (SRE validation)", field="profile")
+    from kchaos.harness.run.shard import default_durations
     from kchaos.harness.run.suite import run_suite
 
     return run_suite(
@@ -149,6 +161,9 @@ def suite_cmd(
         seed=seed,
         command=sys.argv,
         prometheus=prometheus,
+        shard=shard,
+        durations=durations or default_durations(),
+        dry_run=dry_run,
     )
 
 
@@ -162,7 +177,9 @@ def suite_cmd(
 def scenarios_cmd(verbose: bool, tag: str | None) -> int:
     """List the incident library, one line each (a ticket's scenario: its ticket and
     the releases it affects)."""
-    console = Console(highlight=False, soft_wrap=True)
+    from kchaos.reports.console import make_console
+
+    console = make_console(highlight=False, soft_wrap=True)
     names = library.library_names() if tag is None else library.names_with_tag(tag)
     width = max(len(n) for n in names)
     for sc in library.load_all(names):

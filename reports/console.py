@@ -1,19 +1,63 @@
-"""The console summary printed at the end of a run and by ``kchaos report``."""
+"""The console summary printed at the end of a run and by ``kchaos report``, and the
+console every command prints to (:func:`make_console`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rich.align import AlignMethod
 from rich.console import Console
 from rich.markup import escape
+from rich.rule import Rule
+from rich.style import Style
 from rich.table import Table
+from rich.text import Text
 
 from kchaos.harness.rundir.anomalies import anomaly_text
 
 if TYPE_CHECKING:  # the console stays cheap to import: no report builder, no plotly
     from kchaos.reports.build import RunReport
     from kchaos.reports.suite import SuiteFailure
+
+
+# Output that is not a terminal (a CI log, a pipe) is read as text: a width no table or
+# line reaches, so rich neither cuts nor wraps anything; a rule stays about as long as
+# on a terminal.
+TEXT_WIDTH = 100_000
+RULE_WIDTH = 100
+
+
+class _TextConsole(Console):
+    """A console for a log: lines and tables whole; a rule :data:`RULE_WIDTH` long."""
+
+    def rule(
+        self,
+        title: str | Text = "",
+        *,
+        characters: str = "\u2500",
+        style: str | Style = "rule.line",
+        align: AlignMethod = "center",
+    ) -> None:
+        rule = Rule(title, characters=characters, style=style, align=align)
+        # a title longer than the rule widens it rather than being cut
+        self.print(
+            rule,
+            width=max(
+                RULE_WIDTH,
+                (Text.from_markup(title) if isinstance(title, str) else title).cell_len + 6,
+            ),
+        )
+
+
+def make_console(**kwargs: Any) -> Console:
+    """The rich console a command prints to (``kwargs`` as :class:`Console` takes them).
+    On a terminal, rich's own; otherwise (a pipe, a CI log, click's test runner) one
+    whose tables and lines are never cut to 80 columns nor wrapped."""
+    console = Console(**kwargs)
+    if console.is_terminal or "width" in kwargs:
+        return console
+    return _TextConsole(width=TEXT_WIDTH, **kwargs)
 
 
 def print_run(summary: Mapping[str, Any], paths: Mapping[str, str], console: Console) -> None:

@@ -32,12 +32,14 @@ when an earlier build fetched it; otherwise one small download).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kchaos.harness.errors import ConfigError
+from kchaos.harness.run import shard as shards
+from kchaos.harness.run.shard import ShardSpec
 from kchaos.harness.rundir.tickets import Ticket
 
 if TYPE_CHECKING:
@@ -200,31 +202,43 @@ def run_matrix(
     resolver: Resolver | None = None,
     prometheus: bool = False,
     tagged: Collection[str] = (),
+    shard: ShardSpec | None = None,
+    durations: Path | None = None,
+    dry_run: bool = False,
 ) -> int:
     """Run the matrix (``prometheus``: a Prometheus server for each run; ``tagged``: the
-    refs chosen by ``--tag``, see :func:`plan`); 0 when every run ended as its scenario
+    refs chosen by ``--tag``, see :func:`plan`; ``shard``: only that shard of the plan,
+    balanced by the ``durations`` file, :mod:`kchaos.harness.run.shard`; ``dry_run``:
+    print the shard's cells and run nothing); 0 when every run ended as its scenario
     expects, else the worst exit code of `kchaos run`."""
-    from rich.console import Console
-
     from kchaos.harness.run.suite import run_entries, suite_dir_for
     from kchaos.harness.scenario.plan import image_source
+    from kchaos.reports.console import make_console
 
-    console = console or Console()
+    console = console or make_console()
     if not refs:
         raise ConfigError("name at least one scenario", field="SCENARIO")
     given = parse_versions(versions_text) if versions_text else None
     planned = plan(refs, given, seeds, overrides=overrides, tagged=tagged)
-    entries = planned.entries
-    versions = given or list(dict.fromkeys(str(e.scenario.cluster.kafka_version) for e in entries))
+    split = shards.split("matrix", planned.entries, shard, durations)
+    if dry_run:
+        shards.print_plan(console, split)
+        return 0
+    entries = split.chosen
+    versions = given or list(
+        dict.fromkeys(str(e.scenario.cluster.kafka_version) for e in planned.entries)
+    )
     if any(image_source(e.scenario) == "offline" for e in entries):
         check_versions(versions, "offline", resolver or maven_resolver())
-    name = "+".join(sorted({e.scenario.name for e in entries}))
+    name = "+".join(sorted({e.scenario.name for e in planned.entries}))
     suite_dir = suite_dir_for(name if len(name) < 60 else "scenarios", out, prefix="matrix")
     suite_dir.mkdir(parents=True, exist_ok=True)
     title = f"kchaos matrix {name}"
+    mine = title if split.spec.count == 1 else f"{title} (shard {split.spec})"
     console.print(
-        f"{len(entries)} runs: {len(refs)} scenario(s) x Kafka {', '.join(versions)} x "
+        f"{len(planned.entries)} runs: {len(refs)} scenario(s) x Kafka {', '.join(versions)} x "
         f"{seeds} seed(s) -> {suite_dir}"
+        + ("" if split.spec.count == 1 else f"; shard {split.spec}: {len(entries)} of them")
     )
     for o in planned.out_of_range:
         console.print(
@@ -232,8 +246,15 @@ def run_matrix(
         )
 
     def write(reports: list[Any], failures: list[Any]) -> None:
-        write_matrix(suite_dir, title, reports, failures, console, planned.out_of_range)
+        write_matrix(suite_dir, mine, reports, failures, console, planned.out_of_range)
 
+    context = {
+        "title": title,
+        "out_of_range": [
+            {"scenario": o.scenario, "version": o.version, "ticket": asdict(o.ticket)}
+            for o in planned.out_of_range
+        ],
+    }
     return run_entries(
         suite_dir,
         entries,
@@ -242,7 +263,16 @@ def run_matrix(
         command=command,
         run=run,
         prometheus=prometheus,
+        log=shards.BatchLog(suite_dir, split, context, durations),
     )
+
+
+def merge_context(context: Mapping[str, Any]) -> list[OutOfRange]:
+    """The out-of-range pairs a matrix shard's shard.json keeps (see run_matrix)."""
+    return [
+        OutOfRange(o["scenario"], Ticket.from_mapping(o["ticket"]), o["version"])
+        for o in context.get("out_of_range") or ()
+    ]
 
 
 def write_matrix(
@@ -252,7 +282,9 @@ def write_matrix(
     failures: list[Any],
     console: Any,
     out_of_range: Sequence[OutOfRange] = (),
+    preface: Sequence[str] = (),
 ) -> dict[str, str]:
+    """The matrix page, junit.xml and summary.json; ``preface``: HTML above the rest."""
     from kchaos.reports.console import print_batch
     from kchaos.reports.suite import ticket_tables, version_grid, write_suite_reports
 
@@ -262,6 +294,7 @@ def write_matrix(
         failures,
         title=title,
         sections=[
+            *preface,
             ticket_tables(reports, [(o.ticket, o.version) for o in out_of_range]),
             version_grid(reports, failures, suite_dir),
         ],

@@ -208,8 +208,9 @@ def run_scenario(
     ``prometheus`` starts a Prometheus server for the run (kchaos.harness.run.prometheus)."""
     from kchaos.harness.cluster import Cluster
     from kchaos.harness.run.prometheus import observe_run
+    from kchaos.reports.console import make_console
 
-    console = console or Console()
+    console = console or make_console()
     progress = RunProgress(console, quiet=quiet)
     run_id = new_run_id()
     run_dir = resolve_run_dir(out, run_id)

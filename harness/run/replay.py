@@ -145,12 +145,11 @@ def replay_run(
 ) -> int:
     """``kchaos replay``: run ``run_dir`` again from its run.json into a new run directory;
     the exit code is the new run's."""
-    from rich.console import Console
-
     from kchaos.harness.run import run_scenario
+    from kchaos.reports.console import make_console
 
     sc, run = replay_scenario(run_dir, kafka_version=kafka_version)
-    console = Console()
+    console = make_console()
     console.print(f"replay of {run_dir} (run {run.run_id}, Kafka {run.kafka_version})")
     result = run_scenario(
         sc,

@@ -356,12 +356,11 @@ def shrink_run(
 ) -> dict[str, Any]:
     """Shrink the schedule of ``run_dir``; returns what shrink.json says.
     ``prometheus``: a Prometheus server for each trial run."""
-    from rich.console import Console
-
     from kchaos.harness.run.suite import suite_dir_for
+    from kchaos.reports.console import make_console
 
     original = read_original(run_dir)
-    console = console or Console()
+    console = console or make_console()
     if run is None:
         from kchaos.harness.run.orchestrate import run_scenario
 

@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.harness.errors import ConfigError
+from kchaos.harness.run import shard as shards
+from kchaos.harness.run.shard import ShardSpec
 from kchaos.harness.rundir.anomalies import INVALIDATING
 from kchaos.harness.rundir.files import write_json
 from kchaos.harness.rundir.rundir import RunDir
@@ -254,6 +256,10 @@ def summary_section(summary: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def soak_title(kafka_version: str, seed_base: int) -> str:
+    return f"kchaos soak (Kafka {kafka_version}, seeds from {seed_base})"
+
+
 def write_soak(
     out_dir: Path,
     reports: list[Any],
@@ -263,8 +269,11 @@ def write_soak(
     seed_base: int,
     planned: Mapping[int, Sequence[str]],
     console: Any,
+    title: str | None = None,
+    preface: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """soak.json, report.html, junit.xml and summary.json; the result on the console."""
+    """soak.json, report.html, junit.xml and summary.json; the result on the console.
+    ``title``: the page's, when not the soak's own; ``preface``: HTML above the rest."""
     from kchaos.reports.console import print_batch
     from kchaos.reports.suite import version_grid, write_suite_reports
 
@@ -276,13 +285,13 @@ def write_soak(
         seed_base=seed_base,
         planned=planned,
     )
-    title = f"kchaos soak (Kafka {kafka_version}, seeds from {seed_base})"
+    title = title or soak_title(kafka_version, seed_base)
     paths = write_suite_reports(
         out_dir,
         reports,
         failures,
         title=title,
-        sections=[summary_section(summary), version_grid(reports, failures, out_dir)],
+        sections=[*preface, summary_section(summary), version_grid(reports, failures, out_dir)],
         unit="runs",
         columns=("seed",),
     )
@@ -320,20 +329,29 @@ def run_soak(
     run: Callable[..., Any] | None = None,
     resolver: Callable[[str], str | None] | None = None,
     prometheus: bool = False,
+    shard: ShardSpec | None = None,
+    durations: Path | None = None,
+    dry_run: bool = False,
 ) -> int:
     """Run the soak; 0 when every run was valid, else the worst exit code of `kchaos run`.
     The version is checked first as `kchaos matrix` checks it (``resolver``: its jar
-    resolver, Maven by default). ``prometheus``: a Prometheus server for each run."""
-    from rich.console import Console
-
+    resolver, Maven by default). ``prometheus``: a Prometheus server for each run;
+    ``shard``, ``durations``, ``dry_run``: as :func:`kchaos.harness.run.matrix.run_matrix`'s."""
     from kchaos.harness.run.matrix import check_versions, maven_resolver, parse_versions
     from kchaos.harness.run.suite import run_entries, suite_dir_for
+    from kchaos.reports.console import make_console
 
-    console = console or Console()
+    console = console or make_console()
     (version,) = parse_versions(kafka_version)
+    entries = plan(runs, seed_base, kafka_version=version, duration=duration)
+    split = shards.split("soak", entries, shard, durations)
+    if dry_run:
+        shards.print_plan(console, split)
+        return 0
     check_versions([version], "offline", resolver or maven_resolver())
     suite_dir = suite_dir_for(f"{version}-seeds-{seed_base}-{seed_base + runs - 1}", out, "soak")
-    entries = plan(
+    # the same plan again, its scenario files written for `kchaos run`
+    plan(
         runs,
         seed_base,
         kafka_version=version,
@@ -341,9 +359,12 @@ def run_soak(
         scenario_dir=suite_dir / "scenarios",
     )
     planned = {e.scenario.seed: drawn_faults(e.scenario) for e in entries}
+    title = soak_title(version, seed_base)
+    mine = title if split.spec.count == 1 else f"{title} (shard {split.spec})"
     console.print(
         f"soak: {runs} runs on Kafka {version}, seeds {seed_base} to {seed_base + runs - 1}, "
         f"{duration:g} s of workload each -> {suite_dir}"
+        + ("" if split.spec.count == 1 else f"; shard {split.spec}: {len(split.chosen)} of them")
     )
 
     def write(reports: list[Any], failures: list[Any]) -> None:
@@ -355,14 +376,22 @@ def run_soak(
             seed_base=seed_base,
             planned=planned,
             console=console,
+            title=mine,
         )
 
+    context = {
+        "title": title,
+        "kafka_version": version,
+        "seed_base": seed_base,
+        "planned": {str(k): v for k, v in planned.items()},
+    }
     return run_entries(
         suite_dir,
-        entries,
+        split.chosen,
         write,
         console=console,
         command=command,
         run=run,
         prometheus=prometheus,
+        log=shards.BatchLog(suite_dir, split, context, durations),
     )

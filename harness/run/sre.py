@@ -483,12 +483,11 @@ def run_validation(
     """Run every scenario under every config into ``OUT/SCENARIO/CONFIG/``; write the
     go/no-go page, junit.xml and summary.json (``prometheus``: a Prometheus server for
     each run). 0 when every cell is go, else the worst exit code of `kchaos run`."""
-    from rich.console import Console
-
     from kchaos.harness.run.suite import run_entries, suite_dir_for
+    from kchaos.reports.console import make_console
     from kchaos.reports.sre import write_validation
 
-    console = console or Console()
+    console = console or make_console()
     prof = profile(profile_name or DEFAULT_PROFILE)
     configs = load_configs(config_paths)
     entries = plan(

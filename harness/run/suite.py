@@ -12,12 +12,14 @@ from rich.console import Console
 
 from kchaos.harness.errors import ConfigError, KchaosError, RunInterrupted
 from kchaos.harness.paths import runs_dir
+from kchaos.harness.run import shard as shards
 from kchaos.harness.run.orchestrate import run_scenario
 from kchaos.harness.run.progress import Batch, each, run_guess
+from kchaos.harness.run.shard import BatchLog, ShardSpec
 from kchaos.harness.scenario.loader import load_scenario
 from kchaos.harness.scenario.model import Scenario
 from kchaos.reports.build import RunReport
-from kchaos.reports.console import print_batch
+from kchaos.reports.console import make_console, print_batch
 from kchaos.reports.suite import SuiteFailure, write_suite_reports
 
 
@@ -55,12 +57,17 @@ def run_suite(
     console: Console | None = None,
     command: list[str] | None = None,
     prometheus: bool = False,
+    shard: ShardSpec | None = None,
+    durations: Path | None = None,
+    dry_run: bool = False,
+    run: RunFn | None = None,
 ) -> int:
     """Run every scenario, each judged by its own ``expect``; 0 when all ended as
-    expected, else the worst exit code. (With broker configs, SRE validation:
+    expected, else the worst exit code (``run``: instead of :func:`run_scenario`, for
+    tests). ``shard``, ``durations``, ``dry_run``: as
+    :func:`kchaos.harness.run.matrix.run_matrix`'s. (With broker configs, SRE validation:
     :func:`kchaos.harness.run.sre.run_validation`.)"""
-    console = console or Console()
-    suite_dir = suite_dir_for(name, out)
+    console = console or make_console()
     # Validate everything first: a typo in the last file should not cost an hour of runs.
     scenarios = [
         load_scenario(
@@ -71,14 +78,26 @@ def run_suite(
         )
         for f in files
     ]
-    entries = [SuiteEntry(sc.name, sc) for sc in scenarios]
+    split = shards.split("suite", [SuiteEntry(sc.name, sc) for sc in scenarios], shard, durations)
+    if dry_run:
+        shards.print_plan(console, split)
+        return 0
+    suite_dir = suite_dir_for(name, out)
     suite_dir.mkdir(parents=True, exist_ok=True)
+    mine = name if split.spec.count == 1 else f"{name} (shard {split.spec})"
 
     def write(reports: list[RunReport], failures: list[SuiteFailure]) -> None:
-        _write(suite_dir, name, reports, failures, console)
+        write_suite(suite_dir, mine, reports, failures, console)
 
     return run_entries(
-        suite_dir, entries, write, console=console, command=command, prometheus=prometheus
+        suite_dir,
+        split.chosen,
+        write,
+        console=console,
+        command=command,
+        run=run,
+        prometheus=prometheus,
+        log=shards.BatchLog(suite_dir, split, {"title": name}, durations),
     )
 
 
@@ -91,12 +110,16 @@ def run_entries(
     command: list[str] | None = None,
     run: RunFn | None = None,
     prometheus: bool = False,
+    log: BatchLog | None = None,
 ) -> int:
     """Run the entries one after another, each on a fresh cluster, into
     ``suite_dir/LABEL``; ``write(reports, failures)`` at the end (also when interrupted).
-    ``prometheus``: a Prometheus server for each run. 0 when every run ended as expected,
-    else the worst exit code."""
+    ``prometheus``: a Prometheus server for each run; ``log``: shard.json and the
+    durations file, kept as runs end. 0 when every run ended as expected, else the worst
+    exit code."""
     run = run or run_scenario
+    if log is not None:
+        log.begin()
     reports: list[RunReport] = []
     failures: list[SuiteFailure] = []
     codes: list[int] = []
@@ -105,6 +128,8 @@ def run_entries(
         sc = entry.scenario
         console.rule(f"[{i}/{len(entries)}] {entry.label}: {b.times()}")
         run_dir = suite_dir / entry.label
+        started = time.monotonic()
+        gone = len(failures)
         try:
             more: dict[str, Any] = {} if entry.extra is None else {"extra": dict(entry.extra)}
             result = run(
@@ -118,19 +143,24 @@ def run_entries(
             console.print(f"[red]{entry.label}: {exc}[/]")
             failures.append(_failure(sc, run_dir, str(exc)))
             codes.append(exc.exit_code)
-            continue
         except Exception as exc:  # noqa: BLE001 - a harness bug: record it, run the rest
             console.print_exception()
             failures.append(_failure(sc, run_dir, f"{type(exc).__name__}: {exc}"))
             codes.append(KchaosError.exit_code)
-            continue
-        codes.append(result.exit_code)
-        if result.report is None:  # the run stands, but its reports failed (printed above)
-            failures.append(_failure(sc, run_dir, "the run's reports could not be written"))
-            continue
-        reports.append(result.report)
+        else:
+            codes.append(result.exit_code)
+            if result.report is None:  # the run stands, but its reports failed (printed above)
+                failures.append(_failure(sc, run_dir, "the run's reports could not be written"))
+            else:
+                reports.append(result.report)
+        if log is not None:
+            error = failures[-1].error if len(failures) > gone else None
+            log.ran(entry, time.monotonic() - started, codes[-1], error)
     write(reports, failures)
-    return 0 if all(c == 0 for c in codes) else max(codes)
+    code = 0 if all(c == 0 for c in codes) else max(codes)
+    if log is not None:
+        log.end(code)
+    return code
 
 
 def _failure(sc: Scenario, run_dir: Path, error: str) -> SuiteFailure:
@@ -139,18 +169,15 @@ def _failure(sc: Scenario, run_dir: Path, error: str) -> SuiteFailure:
     )
 
 
-def _write(
+def write_suite(
     suite_dir: Path,
     name: str,
     reports: list[RunReport],
     failures: list[SuiteFailure],
     console: Console,
+    preface: Sequence[str] = (),
 ) -> None:
+    """The suite's page, junit.xml and summary.json; ``preface``: HTML above the table."""
     title = f"kchaos suite {name}"
-    paths = write_suite_reports(
-        suite_dir,
-        reports,
-        failures,
-        title=title,
-    )
+    paths = write_suite_reports(suite_dir, reports, failures, title=title, sections=preface)
     print_batch(console, title, reports, failures, paths)

@@ -57,6 +57,8 @@ JUNIT_XML = "junit.xml"
 
 # -- batch directories' own files
 SOAK_JSON = "soak.json"
+SHARD_JSON = "shard.json"
+DURATIONS_JSON = "durations.json"
 SHRINK_JSON = "shrink.json"
 SHRUNK_YAML = "shrunk.yaml"
 
@@ -84,6 +86,8 @@ FILE_NAMES: tuple[str, ...] = (
     REPORT_HTML,
     JUNIT_XML,
     SOAK_JSON,
+    SHARD_JSON,
+    DURATIONS_JSON,
     SHRINK_JSON,
     SHRUNK_YAML,
     JAVA_CLIENTS_DIR,

@@ -188,6 +188,10 @@ class RunDir:
         return self._file(names.SOAK_JSON)
 
     @property
+    def shard_json(self) -> Path:
+        return self._file(names.SHARD_JSON)
+
+    @property
     def shrink_json(self) -> Path:
         return self._file(names.SHRINK_JSON)
 

@@ -30,6 +30,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(SPARK_TEST_TIMEOUT_S))
 
 
+@pytest.fixture(autouse=True)
+def _runs_dir_in_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """What a command writes under ``runs/`` by default (a batch's durations.json, a run
+    without --out) goes to the test's own directory, never the checkout's."""
+    monkeypatch.setenv("KCHAOS_RUNS_DIR", str(tmp_path / "runs"))
+
+
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = PATIENCE_S) -> None:
     """Return once ``condition()`` holds; fail naming ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.console import print_batch
+from kchaos.reports.console import make_console, print_batch, print_suite
 from kchaos.reports.suite import SuiteFailure
 
 
@@ -53,3 +53,38 @@ def test_a_plain_suite_names_rows_by_scenario(lost_run: Path) -> None:
     text = console.export_text()
     assert "│ handmade │ invalid" in text
     assert text.splitlines()[-2:] == ["suite report: OUT/report.html", "junit: OUT/junit.xml"]
+
+
+def test_a_console_that_is_not_a_terminal_prints_tables_and_lines_whole() -> None:
+    long_name = "a-scenario-name-long-enough-that-eighty-columns-would-cut-it-" * 2
+    rows = [{"scenario": long_name, "verdict": "invalid", "expected": False, "run_id": "r-1"}]
+    piped = make_console(file=io.StringIO(), color_system=None)
+    print_suite(rows, piped, "kchaos suite")
+    piped.rule("[1/1] " + long_name)
+    text = piped.file.getvalue()  # type: ignore[attr-defined]
+    assert long_name in text and "r-1" in text
+    rule = next(line for line in text.splitlines() if "[1/1]" in line)
+    assert long_name in rule and len(rule) < len(long_name) + 20  # not 100 000 wide
+    # the same table on a plain 80-column console is cut: the test above can fail
+    narrow = Console(file=io.StringIO(), width=80, color_system=None)
+    print_suite(rows, narrow, "kchaos suite")
+    assert long_name not in narrow.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_kchaos_scenarios_in_a_pipe_prints_each_summary_and_ticket_whole() -> None:
+    from click.testing import CliRunner
+
+    from kchaos.cli.scenario import scenarios_cmd
+    from kchaos.harness.scenario import library
+
+    result = CliRunner().invoke(scenarios_cmd, ["--tag", "known-bug"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    scenarios = library.load_all(library.names_with_tag("known-bug"))
+    longest = max(scenarios, key=lambda sc: len(sc.summary))
+    assert len(longest.summary) > 80  # a summary a cut at 80 or 100 columns would lose
+    for sc in scenarios:
+        assert sc.ticket is not None
+        line = next(x for x in lines if x.startswith(sc.name + " "))
+        assert line.endswith(sc.summary)
+        assert any(f"{sc.ticket.id}: affects" in x and sc.ticket.title in x for x in lines)
