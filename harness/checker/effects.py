@@ -425,7 +425,11 @@ def measure_reassign(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     moved = []
     for part, replicas in sorted(plan.items()):
         states = record.partitions.get((topic, int(part)), [])
-        before = [s for s in states if s.time < start]
+        # the leader before the move: at the window's start, else (a record that begins
+        # inside the window) that of the first state still on the old replicas
+        before = [s for s in states if s.time < start] or [
+            s for s in states[:1] if list(s.replicas) != list(replicas)
+        ]
         leader = before[-1].leader if before else None
         after = next(
             (
