@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import re
 import statistics
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kchaos.harness.checker.controller import ControllerRecord
+from kchaos.harness.checker.controller import ControllerRecord, Shrink
 from kchaos.harness.checker.facts import OK, Facts, Fault
 from kchaos.harness.checker.recovery import node_ids
 from kchaos.harness.rundir.names import BROKER_METRICS_JSONL, CONTROLLER_JSONL, RUN_JSON
@@ -93,10 +93,39 @@ class Context:
     # until read, {} when the run kept no logs (or no time origin)
     _logs: dict[int, list[tuple[int, str]]] | None = field(default=None, repr=False)
     logs_note: str = ""
+    # the ok sends by invoke time (times, value ids), built on first use
+    _acked: tuple[list[int], list[int]] | None = field(default=None, repr=False)
+    _shrinks: list[Shrink] | None = field(default=None, repr=False)
+    _leader: Callable[[int, int], int | None] | None = field(default=None, repr=False)
 
     @property
     def record(self) -> ControllerRecord | None:
         return self.facts.controller
+
+    def acked(self) -> tuple[list[int], list[int]]:
+        """Every ``ok`` send's invoke time and value id, in invoke-time order."""
+        if self._acked is None:
+            facts = self.facts
+            rows = sorted(
+                (facts.inv_time[vid], vid)
+                for vid in range(len(facts.value_list))
+                if facts.status[vid] == OK and facts.inv_time[vid] >= 0
+            )
+            self._acked = ([t for t, _ in rows], [v for _, v in rows])
+        return self._acked
+
+    def shrinks(self) -> list[Shrink]:
+        """Every ISR removal of the controller's record (none without one)."""
+        if self._shrinks is None:
+            record = self.record
+            self._shrinks = [] if record is None else list(record.isr_shrinks())
+        return self._shrinks
+
+    def leader(self, tp: int, time: int) -> int | None:
+        """The partition's leader at ``time`` (:func:`_leader_at`)."""
+        if self._leader is None:
+            self._leader = _leader_at(self)
+        return self._leader(tp, time)
 
     def broker_log(self, broker: int) -> list[tuple[int, str]] | None:
         """The broker's timed log lines (a continuation line takes the time of the entry
@@ -276,24 +305,27 @@ def measure_crash(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
 
 
 # -- partitions and pauses: ISR shrinks, fencings, leaders' Shrinking ISR lines -----------
-def _involved(fault: Fault) -> frozenset[int]:
-    """The nodes a partition separates: its targets and every node its detail names
-    (``blocked`` pairs, ``sides``, ``halves``, ``to``)."""
+def _involved(fault: Fault) -> tuple[frozenset[int], bool]:
+    """The nodes a partition separates (its targets and every node its detail names:
+    ``blocked`` pairs, ``sides``, ``halves``, ``to``), and whether a controller-only node
+    is among them."""
     names: list[Any] = list(fault.targets)
     for key in ("blocked", "sides", "halves", "to"):
         value = fault.detail.get(key)
         if isinstance(value, list):
             for item in value:
                 names.extend(item if isinstance(item, list) else [item])
-    return node_ids(names)
+    controller = any(isinstance(n, str) and n.startswith("controller-") for n in names)
+    return node_ids(names), controller
 
 
 def _isr_or_fence(
-    ctx: Context, brokers: Iterable[int], start: int, end: int
+    ctx: Context, brokers: Iterable[int], start: int, end: int, *, any_fenced: bool = False
 ) -> tuple[EffectState, str]:
     """ISR members lost and sessions lost among ``brokers`` between ``start`` and ``end``:
     from controller.jsonl, and the leaders' ``Shrinking ISR`` lines where the run kept
-    the nodes' logs."""
+    the nodes' logs. With ``any_fenced``, every broker's lost session counts (a cut
+    between the brokers and a controller)."""
     involved = set(brokers)
     record, log = ctx.record, ctx.facts.leader_log
     if record is None and log is None:
@@ -302,7 +334,7 @@ def _isr_or_fence(
     if record is not None:
         shrinks = [
             s
-            for s in record.isr_shrinks()
+            for s in ctx.shrinks()
             if start <= s.at.time <= end
             and (s.broker in involved or (s.before is not None and s.before.leader in involved))
         ]
@@ -314,7 +346,7 @@ def _isr_or_fence(
                 f" {_s(first.at.time)} ({first.cause})"
             )
         fenced = []
-        for broker in sorted(involved):
+        for broker in sorted(set(record.brokers) if any_fenced else involved):
             lines = record.brokers.get(broker, [])
             for before, after in zip(lines, lines[1:], strict=False):
                 if (
@@ -352,8 +384,11 @@ def _isr_or_fence(
 
 def measure_partition(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     """isolate, split, cut, bridge: a replica leaves an ISR, or a broker loses its session,
-    among the nodes the fault separates, during it (plus :data:`SETTLE_NS`)."""
-    return _isr_or_fence(ctx, _involved(fault), fault.start_time, _end(fault, ctx.facts))
+    among the nodes the fault separates, during it (plus :data:`SETTLE_NS`); where it
+    separates a controller-only node, any broker's lost session counts too."""
+    involved, controller = _involved(fault)
+    end = _end(fault, ctx.facts)
+    return _isr_or_fence(ctx, involved, fault.start_time, end, any_fenced=controller)
 
 
 def measure_pause(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
@@ -522,18 +557,13 @@ def _latencies(ctx: Context, brokers: set[int], start: int, end: int) -> list[in
     """Acknowledgement latencies (ns) of the ``ok`` sends invoked in [start, end) to a
     partition a broker of ``brokers`` led at the invoke."""
     facts = ctx.facts
-    leader = _leader_at(ctx)
+    times, vids = ctx.acked()
     out = []
-    for vid in range(len(facts.value_list)):
-        if facts.status[vid] != OK:
-            continue
-        invoked = facts.inv_time[vid]
-        if not start <= invoked < end:
-            continue
+    for i in range(bisect_left(times, start), bisect_left(times, end)):
+        vid, invoked = vids[i], times[i]
         tp = facts.ack_tp[vid]
-        if tp < 0 or leader(tp, invoked) not in brokers:
-            continue
-        out.append(facts.comp_time[vid] - invoked)
+        if tp >= 0 and ctx.leader(tp, invoked) in brokers:
+            out.append(facts.comp_time[vid] - invoked)
     return out
 
 

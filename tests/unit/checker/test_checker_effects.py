@@ -206,6 +206,17 @@ def test_a_cut_counts_the_nodes_it_names_in_its_detail(tmp_path: Path) -> None:
     assert run(tmp_path / "b", ["broker-5"])["effect"] == "not-seen"
 
 
+def test_a_cut_controller_is_seen_as_a_broker_fenced(tmp_path: Path) -> None:
+    def run(path: Path, fenced_at: float) -> dict[str, Any]:
+        c = C()
+        registered(c, 1, 2, 3)
+        c.broker(int(fenced_at * S), 3, 13, fenced=True)
+        return evidence(path, history("isolate", ["controller-102"]), c)
+
+    assert run(tmp_path / "a", 17.0)["effect"] == "seen"
+    assert run(tmp_path / "b", 5.0)["effect"] == "not-seen"  # before the cut
+
+
 def test_a_split_is_seen_in_the_leaders_log_without_the_controllers_record(
     tmp_path: Path,
 ) -> None:
