@@ -305,10 +305,10 @@ def measure_crash(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
 
 
 # -- partitions and pauses: ISR shrinks, fencings, leaders' Shrinking ISR lines -----------
-def _involved(fault: Fault) -> tuple[frozenset[int], bool]:
+def _involved(fault: Fault) -> tuple[frozenset[int], bool, bool]:
     """The nodes a partition separates (its targets and every node its detail names:
-    ``blocked`` pairs, ``sides``, ``halves``, ``to``), and whether a controller-only node
-    is among them."""
+    ``blocked`` pairs, ``sides``, ``halves``, ``to``), whether a controller-only node is
+    among them, and whether a broker is."""
     names: list[Any] = list(fault.targets)
     for key in ("blocked", "sides", "halves", "to"):
         value = fault.detail.get(key)
@@ -316,7 +316,8 @@ def _involved(fault: Fault) -> tuple[frozenset[int], bool]:
             for item in value:
                 names.extend(item if isinstance(item, list) else [item])
     controller = any(isinstance(n, str) and n.startswith("controller-") for n in names)
-    return node_ids(names), controller
+    broker = any(isinstance(n, str) and _BROKER.match(n) for n in names)
+    return node_ids(names), controller, broker
 
 
 def _isr_or_fence(
@@ -378,17 +379,22 @@ def _isr_or_fence(
     window = f"between {_s(start)} and {_s(end)}"
     who = ", ".join(str(b) for b in sorted(involved)) or "none"
     if found:
-        return SEEN, f"{window}, brokers {who}: " + "; ".join(found)
-    return NOT_SEEN, f"no ISR shrink and no fencing of brokers {who} {window}"
+        return SEEN, f"{window}, nodes {who}: " + "; ".join(found)
+    return NOT_SEEN, f"no ISR shrink and no fencing of nodes {who} {window}"
 
 
 def measure_partition(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     """isolate, split, cut, bridge: a replica leaves an ISR, or a broker loses its session,
     among the nodes the fault separates, during it (plus :data:`SETTLE_NS`); where it
     separates a controller-only node, any broker's lost session counts too."""
-    involved, controller = _involved(fault)
+    involved, controller, broker = _involved(fault)
     end = _end(fault, ctx.facts)
-    return _isr_or_fence(ctx, involved, fault.start_time, end, any_fenced=controller)
+    state, told = _isr_or_fence(ctx, involved, fault.start_time, end, any_fenced=controller)
+    if state == NOT_SEEN and not broker:
+        # a cut among controllers only: its effect (a controller failover) is in no
+        # record a run keeps, and no broker lost its session
+        return NOT_MEASURED, told + "; a controller failover is not recorded"
+    return state, told
 
 
 def measure_pause(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
