@@ -466,3 +466,11 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def test_real_runs(run: str, effects: dict[str, str]) -> None:
     results = check_run(FIXTURES / run, write=False)
     assert {f["name"]: f["effect"] for f in results.evidence["faults"]} == effects
+
+
+def test_kchaos_check_prints_each_faults_effect() -> None:
+    from kchaos.cli.check import summary_lines
+
+    lines = summary_lines(check_run(FIXTURES / "busy-440-b", write=False))
+    told = [line for line in lines if line.startswith("  fault ")]
+    assert told == [told[0]] and told[0].startswith("  fault f-1 (kill): seen - broker 1")
