@@ -95,6 +95,7 @@ class Context:
     logs_note: str = ""
     # the ok sends by invoke time (times, value ids), built on first use
     _acked: tuple[list[int], list[int]] | None = field(default=None, repr=False)
+    _completed: tuple[list[int], list[int]] | None = field(default=None, repr=False)
     _shrinks: list[Shrink] | None = field(default=None, repr=False)
     _leader: Callable[[int, int], int | None] | None = field(default=None, repr=False)
 
@@ -113,6 +114,18 @@ class Context:
             )
             self._acked = ([t for t, _ in rows], [v for _, v in rows])
         return self._acked
+
+    def completed(self) -> tuple[list[int], list[int]]:
+        """Every ``ok`` send's completion time and value id, in completion order."""
+        if self._completed is None:
+            facts = self.facts
+            rows = sorted(
+                (facts.comp_time[vid], vid)
+                for vid in range(len(facts.value_list))
+                if facts.status[vid] == OK and facts.comp_time[vid] >= 0
+            )
+            self._completed = ([t for t, _ in rows], [v for _, v in rows])
+        return self._completed
 
     def shrinks(self) -> list[Shrink]:
         """Every ISR removal of the controller's record (none without one)."""
@@ -607,6 +620,54 @@ def measure_latency(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     return NOT_SEEN, told + f": a rise of at least {added_ms / 2:g} ms was needed"
 
 
+# -- black holes: the acknowledgements stopped --------------------------------------------
+def _acks(ctx: Context, brokers: set[int], start: int, end: int) -> list[int]:
+    """Completion times of the ``ok`` sends completed in [start, end] to a partition a
+    broker of ``brokers`` led at the completion, in order."""
+    facts = ctx.facts
+    times, vids = ctx.completed()
+    out = []
+    for i in range(bisect_left(times, start), bisect_right(times, end)):
+        tp = facts.ack_tp[vids[i]]
+        if tp >= 0 and ctx.leader(tp, times[i]) in brokers:
+            out.append(times[i])
+    return out
+
+
+def measure_ack_gap(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """timeout (a black-holed client or replication link) and client-cut: the sends to
+    partitions a target leads stop being acknowledged. Seen when, with at least
+    :data:`MIN_SENDS` such acknowledgements in as long a stretch before the fault, the
+    longest stretch of the fault without one lasts at least half the fault (and 1 s)."""
+    if fault.params.get("link") == "controller":
+        return NOT_MEASURED, "a controller link carries no send; heartbeat delays are not kept"
+    brokers, others = broker_targets(fault)
+    if not brokers:
+        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+    if fault.stop_time is None:
+        return NOT_SEEN, "the fault never stopped: no stretch to measure"
+    start, stop = fault.start_time, fault.stop_time
+    length = stop - start
+    before = _acks(ctx, set(brokers), max(0, start - max(length, BASELINE_MIN_NS)), start)
+    who = f"sends to partitions led by broker(s) {', '.join(map(str, brokers))}"
+    if len(before) < MIN_SENDS:
+        return NOT_SEEN, (
+            f"too few acknowledged {who} before the fault to tell a stop: {len(before)}"
+            f" (at least {MIN_SENDS})"
+        )
+    during = _acks(ctx, set(brokers), start, stop)
+    edges = [start, *during, stop]
+    gap = max(b - a for a, b in zip(edges, edges[1:], strict=False))
+    told = (
+        f"longest stretch without an acknowledgement of {who}: {gap / _NS:.1f} s of the"
+        f" fault's {length / _NS:.1f} s ({len(during)} acknowledged during it,"
+        f" {len(before)} before)"
+    )
+    if gap >= max(length / 2, 1e9):
+        return SEEN, told
+    return NOT_SEEN, told + ": at least half the fault was needed"
+
+
 # -- zombie: the replacement fenced the stopped client --------------------------------------
 def measure_zombie(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     """zombie: the replacement process (``detail.replacement``) completed a ``txn-init`` of
@@ -648,7 +709,7 @@ _NO_DISK_TIMES = (
 MEASURES: dict[str, Measure] = {
     "latency": measure_latency,
     "bandwidth": _not_kept("no measure relates a rate limit to the sends' latencies yet"),
-    "timeout": _not_kept("no measure of a black-holed link yet"),
+    "timeout": measure_ack_gap,
     "reset-peer": _not_kept("connection resets are not recorded"),
     "slow-close": _not_kept("connection closes are not recorded"),
     "isolate": measure_partition,
@@ -656,7 +717,7 @@ MEASURES: dict[str, Measure] = {
     "cut": measure_partition,
     "bridge": measure_partition,
     "hold-controller-requests": measure_hold,
-    "client-cut": _not_kept("no measure of the clients' lost connections yet"),
+    "client-cut": measure_ack_gap,
     "pause": measure_pause,
     "disk-stall": _not_kept(_NO_DISK_TIMES),
     "slow-disk": _not_kept(_NO_DISK_TIMES),

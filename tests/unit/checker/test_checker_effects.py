@@ -387,6 +387,59 @@ def test_latency_on_the_controller_link_is_not_measured(tmp_path: Path) -> None:
     assert e["effect"] == "not-measured"
 
 
+# -- black holes --------------------------------------------------------------------------
+def gap_history(fault: str, stalled: bool, params: dict[str, Any] | None = None) -> H:
+    """Sends to partition 0 every 0.5 s from 3 s, acknowledged at once; inside the fault
+    (broker 1, 10 s to 20 s) acknowledged only after its stop when ``stalled``."""
+    h = H()
+    values: list[str] = []
+    h.wait_until(3 * S)
+    for _ in range(10):
+        value = f"v{len(values)}"
+        h.send(value, 0, len(values))
+        values.append(value)
+        h.wait(0.5)
+    h.wait_until(10 * S)
+    h.fault("start", "f-1", fault, ["broker-1"], params=params)
+    held: list[tuple[str, int]] = []
+    for _ in range(15):
+        value = f"v{len(values)}"
+        if stalled:
+            h.invoke(value)
+            held.append((value, len(values)))
+        else:
+            h.send(value, 0, len(values))
+        values.append(value)
+        h.wait(0.6)
+    h.wait_until(20 * S)
+    h.fault("stop", "f-1", fault, ["broker-1"])
+    for value, offset in held:
+        h.ok(value, 0, offset)
+    h.drain_all(0, values)
+    return h
+
+
+@pytest.mark.parametrize("fault", ["timeout", "client-cut"])
+def test_a_black_hole_is_seen_as_acknowledgements_stopping(tmp_path: Path, fault: str) -> None:
+    e = evidence(tmp_path, gap_history(fault, stalled=True), leaders(C(), 1))
+    assert e["effect"] == "seen" and "10.0 s of the fault's 10.0 s" in e["observed"]
+
+
+def test_acknowledgements_that_kept_flowing_are_not_a_black_hole(tmp_path: Path) -> None:
+    e = evidence(tmp_path, gap_history("timeout", stalled=False), leaders(C(), 1))
+    assert e["effect"] == "not-seen" and "15 acknowledged during it" in e["observed"]
+
+
+def test_a_black_hole_on_a_broker_leading_nothing_is_not_seen(tmp_path: Path) -> None:
+    e = evidence(tmp_path, gap_history("client-cut", stalled=True), leaders(C(), 2))
+    assert e["effect"] == "not-seen" and "too few acknowledged" in e["observed"]
+
+
+def test_a_black_hole_on_the_controller_link_is_not_measured(tmp_path: Path) -> None:
+    h = gap_history("timeout", stalled=True, params={"link": "controller"})
+    assert evidence(tmp_path, h, leaders(C(), 1))["effect"] == "not-measured"
+
+
 # -- zombie, families not kept, faults that did not start ---------------------------------
 def test_a_zombie_is_seen_when_its_replacement_initialised(tmp_path: Path) -> None:
     from txn_hist import TH
@@ -408,7 +461,9 @@ def test_a_zombie_is_seen_when_its_replacement_initialised(tmp_path: Path) -> No
     assert e["effect"] == "not-seen"
 
 
-@pytest.mark.parametrize("fault", ["slow-sync", "disk-stall", "slow-disk", "bandwidth"])
+@pytest.mark.parametrize(
+    "fault", ["slow-sync", "disk-stall", "slow-disk", "bandwidth", "reset-peer", "slow-close"]
+)
 def test_families_whose_effect_a_run_does_not_keep_are_not_measured(
     tmp_path: Path, fault: str
 ) -> None:
