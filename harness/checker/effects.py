@@ -89,8 +89,9 @@ class Context:
 
     facts: Facts
     run_dir: Path | None = None
-    # per broker: its server.log's lines as (time on the history's base, text); None
-    # until read, {} when the run kept no logs (or no time origin)
+    # per broker: its server.log's lines that a measure looks for (ENOSPC), as (time on
+    # the history's base, text); None until read, {} when the run kept no logs (or no
+    # time origin)
     _logs: dict[int, list[tuple[int, str]]] | None = field(default=None, repr=False)
     logs_note: str = ""
     # the ok sends by invoke time (times, value ids), built on first use
@@ -141,8 +142,9 @@ class Context:
         return self._leader(tp, time)
 
     def broker_log(self, broker: int) -> list[tuple[int, str]] | None:
-        """The broker's timed log lines (a continuation line takes the time of the entry
-        it continues); None when the run kept no log of it."""
+        """The broker's timed log lines that say ``No space left on device`` (a
+        continuation line takes the time of the entry it continues); None when the run
+        kept no log of it."""
         if self._logs is None:
             self._logs = self._read_logs()
         return self._logs.get(broker)
@@ -165,7 +167,8 @@ class Context:
                 unix_ms = entry_unix_ms(text)
                 if unix_ms is not None:
                     last = history_time_ns(unix_ms, found.origin_unix_ns)
-                if last is not None:
+                # only what a measure looks for is kept: a log may be large
+                if last is not None and NO_SPACE in text:
                     lines.append((last, text))
             out[node.node_id] = lines
         return out
