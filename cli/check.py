@@ -29,6 +29,12 @@ def summary_lines(results: Results) -> list[str]:
             + f"; {sum(txn.get('values', {}).values())} values"
         )
     lines.extend(f"  reason: {r}" for r in results.reasons)
+    # did each fault bite (results.json evidence.faults)
+    for fault in results.evidence.get("faults", []):
+        lines.append(
+            f"  fault {fault['name']} ({fault['family']}): {fault['effect']}"
+            f" - {clip(fault['observed'], 160)}"
+        )
     for kind, anomaly in results.anomalies.items():
         first = anomaly.examples[0] if anomaly.examples else {}
         where = ", ".join(

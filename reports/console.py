@@ -62,10 +62,11 @@ def make_console(**kwargs: Any) -> Console:
 
 def print_run(summary: Mapping[str, Any], paths: Mapping[str, str], console: Console) -> None:
     style = "green" if summary["expected"] else "red"
+    # "not exercised" where a listed fault did not bite (summaries before it: no key)
+    label = summary.get("outcome") or ("as expected" if summary["expected"] else "NOT as expected")
     console.print(
         f"[bold]{summary['scenario']}[/] run {summary['run_id']}: verdict "
-        f"[bold]{summary['verdict']}[/], [{style}]"
-        f"{'as expected' if summary['expected'] else 'NOT as expected'}[/]"
+        f"[bold]{summary['verdict']}[/], [{style}]{label}[/]"
     )
     for reason in summary["reasons"]:
         console.print(f"  - {reason}")

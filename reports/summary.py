@@ -27,6 +27,7 @@ def summarize(data: RunData, outcome: Outcome) -> dict[str, Any]:
         "verdict": verdict_text(outcome.verdict),
         "valid": outcome.verdict,
         "expected": outcome.expected,
+        "outcome": outcome.label,
         "exit_code": outcome.exit_code,
         "reasons": list(outcome.reasons),
         "anomalies": counts,

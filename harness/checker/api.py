@@ -16,6 +16,7 @@ from kchaos.harness.checker.availability import check_availability
 from kchaos.harness.checker.controller import load_controller, read_controller
 from kchaos.harness.checker.crashfiles import check_crash_files
 from kchaos.harness.checker.durability import check_durability
+from kchaos.harness.checker.effects import fault_effects
 from kchaos.harness.checker.examples import add_line_indexes
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.fencing import check_fencing
@@ -200,6 +201,7 @@ def _check_history(
             if results.valid is True:
                 results.valid = "unknown"
     judge_replicas(results, facts, RunDir(Path(path).parent).replicas)
+    results.evidence["faults"] = [e.to_json() for e in fault_effects(facts, Path(path).parent)]
     return results
 
 

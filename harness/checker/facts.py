@@ -91,6 +91,8 @@ class Fault:
     error: str | None = None  # the fault could not start (its start line says why)
     # the start line's ``detail`` (what the fault resolved or found when it started)
     detail: dict[str, Any] = field(default_factory=dict)
+    # the start line's ``params`` (what the fault was asked to do, e.g. ``latency_ms``)
+    params: dict[str, Any] = field(default_factory=dict)
     # the stop line's ``detail`` (what it learnt after its start line, e.g. the exit
     # codes of a rolling restart's nodes)
     stop_detail: dict[str, Any] = field(default_factory=dict)

@@ -128,6 +128,9 @@ class Results:
     # Errors of the harness itself, not of Kafka (e.g. the independent reader disagrees
     # with the drain), by name; never anomaly kinds.
     harness_errors: dict[str, Anomaly] = field(default_factory=dict)
+    # What the verdict rests on (history format 1.3, "Evidence"), by key: ``faults``,
+    # each fault's own effect (kchaos.harness.checker.effects), as JSON
+    evidence: dict[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -150,5 +153,6 @@ class Results:
             "warnings": clip(self.warnings),
             "harness_errors": {k: clip(a.to_json()) for k, a in self.harness_errors.items()},
             "history": self.history,
+            "evidence": self.evidence,
             "format": 1,
         }

@@ -115,6 +115,7 @@ def record_fault(
             time,
             error=None if error is None else str(error),
             detail=dict(detail) if isinstance(detail := ev.get("detail"), dict) else {},
+            params=dict(params) if isinstance(params := ev.get("params"), dict) else {},
         )
         open_faults[fid] = len(facts.faults)
         facts.faults.append(fault)

@@ -12,6 +12,10 @@ Exit codes of ``kchaos run`` (and the per-scenario outcome of ``kchaos suite``):
        reported-only kind), or a failed SLO threshold
     2  the verdict is "unknown" (nothing proven either way) where the scenario expected a
        definite one
+    5  not exercised: a fault the scenario lists in ``expect.effects`` did not show its
+       own effect (results.json ``evidence.faults``: ``not-seen``, ``not-measured``, or
+       no such fault started), so the run proves nothing either way, whatever the
+       checker found
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from kchaos.harness.rundir.anomalies import REPORTED_ONLY
 EXIT_EXPECTED = 0
 EXIT_UNEXPECTED = 1
 EXIT_UNKNOWN = 2
+EXIT_NOT_EXERCISED = 5
 
 # Reported, never a correctness failure: availability is judged by SLO thresholds, and a
 # last-known-leader election is Kafka's designed recovery (its losses are lost writes).
@@ -39,9 +44,13 @@ class Outcome:
     reasons: tuple[str, ...] = ()
     found: tuple[str, ...] = ()
     slo: Mapping[str, bool] = field(default_factory=dict)
+    # the ``expect.effects`` entries whose fault did not show its effect
+    not_exercised: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
+        if self.not_exercised:
+            return "not exercised"
         return "as expected" if self.expected else "NOT as expected"
 
 
@@ -157,10 +166,47 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     if not_measured:
         reasons.append(f"SLO unknown (could not be measured): {', '.join(not_measured)}")
         unknowns += 1
+    idle = not_exercised(expect.get("effects") or (), results)
+    if idle:
+        # checked last, and over every other reason: a run whose fault did not bite shows
+        # nothing about the fault, whether the checker found something or not
+        said = "; ".join(f"{name}: {why}" for name, why in idle)
+        reasons.insert(0, f"not exercised: {said}")
+        names = tuple(name for name, _ in idle)
+        return Outcome(False, EXIT_NOT_EXERCISED, verdict, tuple(reasons), found, slo, names)
     if not reasons:
         return Outcome(True, EXIT_EXPECTED, verdict, (), found, slo)
     code = EXIT_UNKNOWN if unknowns == len(reasons) else EXIT_UNEXPECTED
     return Outcome(False, code, verdict, tuple(reasons), found, slo)
+
+
+def not_exercised(wanted: Any, results: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The ``expect.effects`` entries whose fault did not bite, each with why.
+
+    An entry names a fault by its id in the schedule (``f-2``) or by its fault name
+    (``slow-sync``: every such fault of the run). It is exercised when results.json's
+    ``evidence.faults`` has such a fault and every one of them has effect ``seen``; a
+    fault missing from the evidence (it never started, a trigger that never held, a
+    results.json from before evidence existed) is not."""
+    evidence = results.get("evidence")
+    faults = evidence.get("faults") if isinstance(evidence, Mapping) else None
+    entries = [f for f in faults if isinstance(f, Mapping)] if isinstance(faults, list) else []
+    out = []
+    for name in wanted if isinstance(wanted, list | tuple) else [wanted]:
+        name = str(name)
+        matches = [f for f in entries if name in (f.get("name"), f.get("family"))]
+        if not matches:
+            why = "no such fault in results.json's evidence (never started, or not checked)"
+            out.append((name, why))
+            continue
+        idle = [f for f in matches if f.get("effect") != "seen"]
+        if idle:
+            why = "; ".join(
+                f"{f.get('name')} {f.get('effect', 'not-measured')}: {f.get('observed', '')}"
+                for f in idle
+            )
+            out.append((name, why))
+    return out
 
 
 def longest_offline(results: Mapping[str, Any]) -> float | None:

@@ -128,7 +128,29 @@ def semantic_checks(src: Source, sc: Scenario) -> None:
     _check_expect(src, sc)
 
 
+def _check_effects(src: Source, sc: Scenario) -> None:
+    """Each ``expect.effects`` entry names a fault the nemesis runs: a step's id
+    (``f-N``, N up to the number of scripted steps; any N with a random schedule) or a
+    fault name the nemesis uses."""
+    steps, rnd = sc.nemesis.steps, sc.nemesis.random
+    names = {step.fault for step in steps} | set(rnd.faults if rnd is not None else ())
+    for i, entry in enumerate(sc.expect.effects):
+        number = entry[2:] if entry.startswith("f-") else ""
+        if number.isdigit():
+            if rnd is None and not 1 <= int(number) <= len(steps):
+                raise src.error(
+                    ("expect", "effects", i), f"no fault {entry}: the nemesis has {len(steps)}"
+                )
+        elif entry not in names:
+            raise src.error(
+                ("expect", "effects", i),
+                f"{entry!r} is neither a step id (f-1, f-2, ...) nor a fault the nemesis runs"
+                f" ({', '.join(sorted(names)) or 'none'})",
+            )
+
+
 def _check_expect(src: Source, sc: Scenario) -> None:
+    _check_effects(src, sc)
     overlap = set(sc.expect.anomalies) & set(sc.expect.allowed)
     if overlap:
         raise src.error(("expect", "allowed"), f"{sorted(overlap)} already in anomalies")

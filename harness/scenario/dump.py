@@ -141,6 +141,8 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
             out["expect"]["forbid"] = list(e["forbid"])
         if e.get("offline_at_least") is not None:
             out["expect"]["offline_at_least"] = e["offline_at_least"]
+        if e.get("effects"):
+            out["expect"]["effects"] = list(e["effects"])
     return out
 
 

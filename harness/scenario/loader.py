@@ -293,6 +293,7 @@ def _build(src: Source, seed: int | None) -> Scenario:
         allowed=tuple(e.get("allowed", ())),
         allowed_causes=tuple(e.get("allowed_causes", ())),
         forbid=tuple(e.get("forbid", ())),
+        effects=tuple(e.get("effects", ())),
         offline_at_least=_durations(src, ("expect",), e, ("offline_at_least",)).get(
             "offline_at_least"
         ),

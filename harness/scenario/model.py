@@ -406,6 +406,18 @@ class ExpectConfig:
             **_DURATION,
         },
     )
+    # faults whose own effect the run must show (results.json evidence.faults)
+    effects: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "description": f"Faults whose own effect must be seen in the run ({RESULTS_JSON} "
+            "'evidence.faults'), each named by its id in the schedule (f-1, f-2, ... in "
+            "start order) or by its fault name (every fault of that name). A run in which "
+            "one is not-seen or not-measured, or never started, ends 'not exercised' "
+            "(exit code 5), never as expected, whatever the checker found.",
+            "items": {"pattern": "^[a-z0-9][a-z0-9-]*$"},
+        },
+    )
     # The file's whole section when it has per-release entries (``before``, the file's
     # key for this field): kept so that a replay on another release resolves it again
     # (``kchaos replay --kafka-version``); empty when the section has none. Not part of

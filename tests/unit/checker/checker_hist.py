@@ -141,8 +141,12 @@ class H:
         fault: str = "pause",
         targets: list[str] | None = None,
         detail: dict[str, Any] | None = None,
+        params: dict[str, Any] | None = None,
+        error: str | None = None,
     ) -> int:
-        extra = {} if detail is None else {"detail": detail}
+        extra: dict[str, Any] = {} if detail is None else {"detail": detail}
+        if error is not None:
+            extra["error"] = error
         return self.add(
             process="nemesis",
             type="info",
@@ -151,7 +155,7 @@ class H:
             id=fid,
             fault=fault,
             targets=["broker-2"] if targets is None else targets,
-            params={},
+            params=params or {},
             **extra,
         )
 

@@ -1,0 +1,737 @@
+"""Did each fault bite? ``evidence.faults`` of results.json (history format 1.3, "Evidence").
+
+A fault that started is not yet a fault that did something: a 0 ms latency toxic, a kill
+whose broker never came back, a cut between nodes that exchange nothing. For every fault
+of the history (each start line, the final ``heal`` aside) this module looks for that
+fault's own effect in what the run kept, and says what it found, with numbers:
+
+- ``seen``: the effect is in this run's record (``observed`` says what and where);
+- ``not-seen``: it was looked for and is not there (or the fault never started);
+- ``not-measured``: the run keeps nothing that shows this family's effect (or lacks the
+  file the measure reads: no controller.jsonl, no node logs).
+
+:data:`MEASURES` maps every fault family of :func:`kchaos.faults.registry` to its measure;
+docs/checker.md ("Did the faults bite") has the table. Every measure is built so that a
+fault aimed where it cannot bite comes out ``not-seen``: a latency is seen only when the
+sends' acknowledgements slowed by at least half the configured latency; a crash only when
+the broker registered again with a new epoch; a partition only when an ISR lost a
+member, or a broker its session, among the nodes the cut separated.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kchaos.harness.checker.controller import ControllerRecord, Shrink
+from kchaos.harness.checker.facts import OK, Facts, Fault
+from kchaos.harness.checker.recovery import node_ids
+from kchaos.harness.rundir.names import BROKER_METRICS_JSONL, CONTROLLER_JSONL, RUN_JSON
+from kchaos.harness.rundir.nodelogs import entry_unix_ms, history_time_ns, timed_node_logs
+from kchaos.harness.rundir.rundir import RunDir
+
+EffectState = Literal["seen", "not-seen", "not-measured"]
+SEEN: EffectState = "seen"
+NOT_SEEN: EffectState = "not-seen"
+NOT_MEASURED: EffectState = "not-measured"
+
+#: Fault names that are not faults: the nemesis's final heal.
+NOT_FAULTS = frozenset({"heal"})
+#: How long after a fault's stop line an effect it caused may still be committed (an ISR
+#: shrink the leader sent just before the heal, the controller's record of a fencing).
+SETTLE_NS = 5_000_000_000
+#: How long before its start line a leadership fault's effect may be committed: the
+#: election (and a reassignment, waited for) happens inside the fault's start, before
+#: the line is written.
+LEADERSHIP_LOOKBACK_NS = 60_000_000_000
+#: The shortest stretch of sends before a latency fault compared with those during it.
+BASELINE_MIN_NS = 5_000_000_000
+#: Fewest acknowledged sends in each stretch for a latency comparison.
+MIN_SENDS = 5
+#: How many examples an ``observed`` text names before it counts the rest.
+SHOWN = 3
+#: Kafka's message for ENOSPC (java.io.IOException's text).
+NO_SPACE = "No space left on device"
+_NS = 1e9
+_BROKER = re.compile(r"^broker-(\d+)$")
+
+
+@dataclass(frozen=True)
+class FaultEffect:
+    """One fault's entry of ``evidence.faults``."""
+
+    name: str
+    family: str
+    targets: list[Any]
+    started: bool
+    effect: EffectState
+    observed: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "family": self.family,
+            "targets": list(self.targets),
+            "started": self.started,
+            "effect": self.effect,
+            "observed": self.observed,
+        }
+
+
+@dataclass
+class Context:
+    """What the measures read besides the fault itself."""
+
+    facts: Facts
+    run_dir: Path | None = None
+    # per broker: its server.log's lines that a measure looks for (ENOSPC), as (time on
+    # the history's base, text); None until read, {} when the run kept no logs (or no
+    # time origin)
+    _logs: dict[int, list[tuple[int, str]]] | None = field(default=None, repr=False)
+    logs_note: str = ""
+    # the ok sends by invoke time (times, value ids), built on first use
+    _acked: tuple[list[int], list[int]] | None = field(default=None, repr=False)
+    _completed: tuple[list[int], list[int]] | None = field(default=None, repr=False)
+    _shrinks: list[Shrink] | None = field(default=None, repr=False)
+    _leader: Callable[[int, int], int | None] | None = field(default=None, repr=False)
+
+    @property
+    def record(self) -> ControllerRecord | None:
+        return self.facts.controller
+
+    def acked(self) -> tuple[list[int], list[int]]:
+        """Every ``ok`` send's invoke time and value id, in invoke-time order."""
+        if self._acked is None:
+            facts = self.facts
+            rows = sorted(
+                (facts.inv_time[vid], vid)
+                for vid in range(len(facts.value_list))
+                if facts.status[vid] == OK and facts.inv_time[vid] >= 0
+            )
+            self._acked = ([t for t, _ in rows], [v for _, v in rows])
+        return self._acked
+
+    def completed(self) -> tuple[list[int], list[int]]:
+        """Every ``ok`` send's completion time and value id, in completion order."""
+        if self._completed is None:
+            facts = self.facts
+            rows = sorted(
+                (facts.comp_time[vid], vid)
+                for vid in range(len(facts.value_list))
+                if facts.status[vid] == OK and facts.comp_time[vid] >= 0
+            )
+            self._completed = ([t for t, _ in rows], [v for _, v in rows])
+        return self._completed
+
+    def shrinks(self) -> list[Shrink]:
+        """Every ISR removal of the controller's record (none without one)."""
+        if self._shrinks is None:
+            record = self.record
+            self._shrinks = [] if record is None else list(record.isr_shrinks())
+        return self._shrinks
+
+    def leader(self, tp: int, time: int) -> int | None:
+        """The partition's leader at ``time`` (:func:`_leader_at`)."""
+        if self._leader is None:
+            self._leader = _leader_at(self)
+        return self._leader(tp, time)
+
+    def broker_log(self, broker: int) -> list[tuple[int, str]] | None:
+        """The broker's timed log lines that say ``No space left on device`` (a
+        continuation line takes the time of the entry it continues); None when the run
+        kept no log of it."""
+        if self._logs is None:
+            self._logs = self._read_logs()
+        return self._logs.get(broker)
+
+    def _read_logs(self) -> dict[int, list[tuple[int, str]]]:
+        if self.run_dir is None:
+            self.logs_note = "no run directory"
+            return {}
+        found = timed_node_logs(RunDir(self.run_dir), role="broker")
+        if found is None:
+            self.logs_note = f"the run kept no broker log, or {RUN_JSON} has no time origin"
+            return {}
+        out: dict[int, list[tuple[int, str]]] = {}
+        for node in found.nodes:
+            if node.node_id is None:
+                continue
+            lines: list[tuple[int, str]] = []
+            last: int | None = None
+            for _, text in node.lines():
+                unix_ms = entry_unix_ms(text)
+                if unix_ms is not None:
+                    last = history_time_ns(unix_ms, found.origin_unix_ns)
+                # only what a measure looks for is kept: a log may be large
+                if last is not None and NO_SPACE in text:
+                    lines.append((last, text))
+            out[node.node_id] = lines
+        return out
+
+
+Measure = Callable[[Fault, Context], tuple[EffectState, str]]
+
+
+def fault_effects(facts: Facts, run_dir: str | Path | None = None) -> list[FaultEffect]:
+    """``evidence.faults``: every fault of the history, in start order, with its effect."""
+    ctx = Context(facts, None if run_dir is None else Path(run_dir))
+    out = []
+    for fault in facts.faults:
+        if fault.fault in NOT_FAULTS:
+            continue
+        out.append(judge(fault, ctx))
+    return out
+
+
+def judge(fault: Fault, ctx: Context) -> FaultEffect:
+    """One fault's effect: its family's measure, for a fault that started."""
+    started = fault.error is None
+
+    def entry(effect: EffectState, observed: str) -> FaultEffect:
+        return FaultEffect(fault.id, fault.fault, list(fault.targets), started, effect, observed)
+
+    if not started:
+        return entry(NOT_SEEN, f"the fault did not start: {fault.error}")
+    measure = MEASURES.get(fault.fault)
+    if measure is None:
+        return entry(NOT_MEASURED, f"no measure for fault family {fault.fault!r}")
+    try:
+        return entry(*measure(fault, ctx))
+    except Exception as exc:  # noqa: BLE001 - one measure's bug must not hide the verdict
+        return entry(NOT_MEASURED, f"the measure failed: {type(exc).__name__}: {exc}")
+
+
+# -- helpers ------------------------------------------------------------------------------
+def _s(ns: int) -> str:
+    return f"{ns / _NS:.1f} s"
+
+
+def _end(fault: Fault, facts: Facts, slack: int = SETTLE_NS) -> int:
+    """Until when an effect of ``fault`` counts: its stop plus ``slack``; the history's
+    end for a fault that never stopped."""
+    if fault.stop_time is None:
+        return max(facts.last_time, fault.start_time) + slack
+    return fault.stop_time + slack
+
+
+def broker_targets(fault: Fault) -> tuple[list[int], list[str]]:
+    """(broker ids the targets name, the other target names: controller-only nodes,
+    clients)."""
+    brokers, others = [], []
+    for name in fault.targets:
+        m = _BROKER.match(name) if isinstance(name, str) else None
+        if m:
+            brokers.append(int(m.group(1)))
+        else:
+            others.append(str(name))
+    return sorted(set(brokers)), others
+
+
+def _summed(
+    parts: Sequence[tuple[EffectState, str]],
+    unmeasured_targets: Sequence[str] = (),
+    notes: Sequence[str] = (),
+) -> tuple[EffectState, str]:
+    """Per-target findings as one: not-seen if any target's effect was looked for and is
+    missing, seen if at least one was seen and none missing, else not-measured. ``notes``
+    are told after the findings and weigh nothing."""
+    texts = [text for _, text in parts]
+    if unmeasured_targets:
+        texts.append(f"not measurable on {', '.join(unmeasured_targets)}")
+    texts.extend(notes)
+    states = {state for state, _ in parts}
+    if NOT_SEEN in states:
+        return NOT_SEEN, "; ".join(texts)
+    if SEEN in states:
+        return SEEN, "; ".join(texts)
+    return NOT_MEASURED, "; ".join(texts) or "nothing to measure"
+
+
+def _listed(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:SHOWN])
+    return shown + (f" and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
+
+
+# -- crashes: a new broker epoch ----------------------------------------------------------
+def _new_epoch(record: ControllerRecord, broker: int, start: int, end: int) -> str | None:
+    """The broker's registration with a new epoch between ``start`` and ``end``, told;
+    None when there is none."""
+    before = None
+    for line in record.brokers.get(broker, ()):
+        if line.time < start:
+            before = line.broker_epoch
+            continue
+        if line.time > end:
+            break
+        if line.broker_epoch >= 0 and line.broker_epoch != before:
+            was = "unregistered" if before in (None, -1) else f"epoch {before}"
+            return (
+                f"broker {broker} registered again at {_s(line.time)} with epoch"
+                f" {line.broker_epoch} ({was} before the fault; {CONTROLLER_JSONL} offset"
+                f" {line.offset})"
+            )
+    return None
+
+
+def _restart_end(fault: Fault, facts: Facts) -> int:
+    """A crashed broker registers again once restarted: at the stop (which waits for it
+    by default) or up to the fault's ``timeout_s`` after it."""
+    timeout = fault.params.get("timeout_s", 90.0)
+    timeout = float(timeout) if isinstance(timeout, int | float) else 90.0
+    return _end(fault, facts, int(timeout * _NS) + SETTLE_NS)
+
+
+def measure_crash(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """kill, term, hard-reboot, power-loss, rolling-restart: each target broker registers
+    again with a new broker epoch after the fault's start (controller.jsonl); term and
+    rolling-restart add their recorded exit codes."""
+    brokers, others = broker_targets(fault)
+    record = ctx.record
+    if record is None:
+        return NOT_MEASURED, f"no {CONTROLLER_JSONL}: broker epochs unknown"
+    if not brokers:
+        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+    end = _restart_end(fault, ctx.facts)
+    parts: list[tuple[EffectState, str]] = []
+    for broker in brokers:
+        told = _new_epoch(record, broker, fault.start_time, end)
+        if told is None:
+            parts.append(
+                (
+                    NOT_SEEN,
+                    f"broker {broker} did not register again between {_s(fault.start_time)}"
+                    f" and {_s(end)}",
+                )
+            )
+        else:
+            parts.append((SEEN, told))
+    notes = []
+    codes = fault.stop_detail.get("exit_codes") or fault.detail.get("exit_codes")
+    if isinstance(codes, dict) and codes:
+        notes.append("exit codes " + ", ".join(f"{k}: {v}" for k, v in sorted(codes.items())))
+    elif fault.fault == "rolling-restart":
+        # its stop line names every node it restarted: none named, none restarted
+        parts.append((NOT_SEEN, "the stop line records no node's exit code"))
+    return _summed(parts, others, notes)
+
+
+# -- partitions and pauses: ISR shrinks, fencings, leaders' Shrinking ISR lines -----------
+def _involved(fault: Fault) -> tuple[frozenset[int], bool, bool]:
+    """The nodes a partition separates (its targets and every node its detail names:
+    ``blocked`` pairs, ``sides``, ``halves``, ``to``), whether a controller-only node is
+    among them, and whether a broker is."""
+    names: list[Any] = list(fault.targets)
+    for key in ("blocked", "sides", "halves", "to"):
+        value = fault.detail.get(key)
+        if isinstance(value, list):
+            for item in value:
+                names.extend(item if isinstance(item, list) else [item])
+    controller = any(isinstance(n, str) and n.startswith("controller-") for n in names)
+    broker = any(isinstance(n, str) and _BROKER.match(n) for n in names)
+    return node_ids(names), controller, broker
+
+
+def _isr_or_fence(
+    ctx: Context, brokers: Iterable[int], start: int, end: int, *, any_fenced: bool = False
+) -> tuple[EffectState, str]:
+    """ISR members lost and sessions lost among ``brokers`` between ``start`` and ``end``:
+    from controller.jsonl, and the leaders' ``Shrinking ISR`` lines where the run kept
+    the nodes' logs. With ``any_fenced``, every broker's lost session counts (a cut
+    between the brokers and a controller)."""
+    involved = set(brokers)
+    record, log = ctx.record, ctx.facts.leader_log
+    if record is None and log is None:
+        return NOT_MEASURED, f"no {CONTROLLER_JSONL} and no node logs: ISRs and sessions unknown"
+    found: list[str] = []
+    if record is not None:
+        shrinks = [
+            s
+            for s in ctx.shrinks()
+            if start <= s.at.time <= end
+            and (s.broker in involved or (s.before is not None and s.before.leader in involved))
+        ]
+        if shrinks:
+            first = shrinks[0]
+            found.append(
+                f"{len(shrinks)} ISR removal(s) in {CONTROLLER_JSONL}, e.g. broker"
+                f" {first.broker} left {first.topic}-{first.partition}'s ISR at"
+                f" {_s(first.at.time)} ({first.cause})"
+            )
+        fenced = []
+        for broker in sorted(set(record.brokers) if any_fenced else involved):
+            lines = record.brokers.get(broker, [])
+            for before, after in zip(lines, lines[1:], strict=False):
+                if (
+                    start <= after.time <= end
+                    and after.fenced
+                    and not before.fenced
+                    and after.broker_epoch == before.broker_epoch >= 0
+                ):
+                    fenced.append(f"broker {broker} at {_s(after.time)}")
+        if fenced:
+            found.append(f"session lost (fenced): {_listed(fenced)}")
+    if log is not None:
+        asked = [
+            line
+            for lines in log.lines.values()
+            for line in lines
+            if start <= line.time <= end
+            and (
+                line.msg.leader in involved
+                or any(r.broker in involved for r in line.msg.out_of_sync)
+            )
+        ]
+        if asked:
+            earliest = min(asked, key=lambda x: x.time)
+            found.append(
+                f"{len(asked)} 'Shrinking ISR' line(s) in the leaders' logs, e.g."
+                f" {earliest.log} at {_s(earliest.time)}"
+            )
+    window = f"between {_s(start)} and {_s(end)}"
+    who = ", ".join(str(b) for b in sorted(involved)) or "none"
+    if found:
+        return SEEN, f"{window}, nodes {who}: " + "; ".join(found)
+    return NOT_SEEN, f"no ISR shrink and no fencing of nodes {who} {window}"
+
+
+def measure_partition(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """isolate, split, cut, bridge: a replica leaves an ISR, or a broker loses its session,
+    among the nodes the fault separates, during it (plus :data:`SETTLE_NS`); where it
+    separates a controller-only node, any broker's lost session counts too."""
+    involved, controller, broker = _involved(fault)
+    end = _end(fault, ctx.facts)
+    state, told = _isr_or_fence(ctx, involved, fault.start_time, end, any_fenced=controller)
+    if state == NOT_SEEN and not broker:
+        # a cut among controllers only: its effect (a controller failover) is in no
+        # record a run keeps, and no broker lost its session
+        return NOT_MEASURED, told + "; a controller failover is not recorded"
+    return state, told
+
+
+def measure_pause(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """pause: the run keeps no heartbeat times, so what is measured is their consequence:
+    the paused broker fenced (its session expired) or dropped from an ISR during the
+    pause. A pause shorter than the session and than replica.lag.time.max.ms is not-seen."""
+    brokers, others = broker_targets(fault)
+    if not brokers:
+        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+    state, told = _isr_or_fence(ctx, brokers, fault.start_time, _end(fault, ctx.facts))
+    return state, "heartbeat gaps are not kept; measured their consequence, " + told
+
+
+# -- hold-controller-requests: the connections held ---------------------------------------
+def measure_hold(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """hold-controller-requests: the connections to the controller whose packets the
+    fault held (its start line's ``detail.held_connections``: known, and idle in the
+    sample, so held back)."""
+    held = fault.detail.get("held_connections")
+    if not isinstance(held, dict):
+        return NOT_MEASURED, "the start line records no held_connections"
+    parts: list[tuple[EffectState, str]] = []
+    for name in fault.targets:
+        ports = held.get(name)
+        if isinstance(ports, list) and ports:
+            parts.append((SEEN, f"{name}: {len(ports)} connection(s) held (local ports {ports})"))
+        else:
+            parts.append((NOT_SEEN, f"{name}: no connection to the controller held"))
+    return _summed(parts)
+
+
+# -- leadership: the leaders moved --------------------------------------------------------
+def _window(fault: Fault, facts: Facts) -> tuple[int, int]:
+    return fault.start_time - LEADERSHIP_LOOKBACK_NS, _end(fault, facts)
+
+
+def measure_preferred(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """preferred-election: a partition's leader moved to its first replica around the
+    fault (its election happens inside the start: :data:`LEADERSHIP_LOOKBACK_NS`)."""
+    record = ctx.record
+    if record is None:
+        return NOT_MEASURED, f"no {CONTROLLER_JSONL}: leaders unknown"
+    start, end = _window(fault, ctx.facts)
+    topic = fault.params.get("topic") or None
+    moved = [
+        f"{e.topic}-{e.partition} {e.before.leader}->{e.after.leader} at {_s(e.after.time)}"
+        for e in record.elections()
+        if start <= e.after.time <= end
+        and (topic is None or e.topic == topic)
+        and e.after.replicas
+        and e.after.leader == e.after.replicas[0]
+    ]
+    if moved:
+        return SEEN, f"{len(moved)} leader(s) moved to the preferred replica: {_listed(moved)}"
+    return NOT_SEEN, f"no leader moved to its preferred replica between {_s(start)} and {_s(end)}"
+
+
+def measure_reassign(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """reassign: a partition of the topic took the new replica order (the start line's
+    ``detail.assignment``) and changed leader, around the fault."""
+    record = ctx.record
+    if record is None:
+        return NOT_MEASURED, f"no {CONTROLLER_JSONL}: leaders unknown"
+    topic = str(fault.params.get("topic") or "")
+    plan = fault.detail.get("assignment")
+    if not isinstance(plan, dict):
+        return NOT_MEASURED, "the start line records no assignment"
+    start, end = _window(fault, ctx.facts)
+    moved = []
+    for part, replicas in sorted(plan.items()):
+        states = record.partitions.get((topic, int(part)), [])
+        # the leader before the move: at the window's start, else (a record that begins
+        # inside the window) that of the first state still on the old replicas
+        before = [s for s in states if s.time < start] or [
+            s for s in states[:1] if list(s.replicas) != list(replicas)
+        ]
+        leader = before[-1].leader if before else None
+        after = next(
+            (
+                s
+                for s in states
+                if start <= s.time <= end
+                and list(s.replicas) == list(replicas)
+                and s.leader not in (-1, leader)
+            ),
+            None,
+        )
+        if leader is not None and after is not None:
+            moved.append(
+                f"{topic}-{part} replicas {list(replicas)}, leader"
+                f" {leader}->{after.leader} at {_s(after.time)}"
+            )
+    if moved:
+        return SEEN, f"{len(moved)} partition(s) reassigned with a new leader: {_listed(moved)}"
+    return NOT_SEEN, (
+        f"no partition of {topic or '(no topic)'} took the new replicas and a new leader"
+        f" between {_s(start)} and {_s(end)}"
+    )
+
+
+# -- disk-full: ENOSPC in the broker's log ------------------------------------------------
+def measure_disk_full(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """disk-full: the target broker's log says ``No space left on device`` during the
+    fault; the stop line's ``restarted`` (brokers Kafka halted) is reported beside it."""
+    brokers, others = broker_targets(fault)
+    if not brokers:
+        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+    start, end = fault.start_time, _end(fault, ctx.facts)
+    parts: list[tuple[EffectState, str]] = []
+    unmeasured = list(others)
+    for broker in brokers:
+        lines = ctx.broker_log(broker)
+        if lines is None:
+            unmeasured.append(f"broker-{broker} (no log: {ctx.logs_note or 'not kept'})")
+            continue
+        hits = [t for t, text in lines if start <= t <= end and NO_SPACE in text]
+        if hits:
+            parts.append(
+                (
+                    SEEN,
+                    f"broker {broker} logged '{NO_SPACE}' {len(hits)} time(s),"
+                    f" first at {_s(hits[0])}",
+                )
+            )
+        else:
+            parts.append(
+                (
+                    NOT_SEEN,
+                    f"broker {broker} logged no '{NO_SPACE}' between {_s(start)} and {_s(end)}",
+                )
+            )
+    notes = []
+    restarted = fault.stop_detail.get("restarted")
+    if isinstance(restarted, list) and restarted:
+        notes.append(f"halted by Kafka and restarted: {', '.join(map(str, restarted))}")
+    return _summed(parts, unmeasured, notes)
+
+
+# -- latency: the sends' acknowledgements slowed ------------------------------------------
+def _leader_at(ctx: Context) -> Callable[[int, int], int | None]:
+    """A function (tp id, time) -> leader then, from controller.jsonl where it covers the
+    partition, else the monitor's samples; None where neither says."""
+    facts, record = ctx.facts, ctx.record
+    cache: dict[int, tuple[list[int], list[int]]] = {}
+
+    def timeline(tp: int) -> tuple[list[int], list[int]]:
+        if tp not in cache:
+            key = facts.tps[tp]
+            if record is not None and key in record.partitions:
+                states = record.partitions[key]
+                cache[tp] = ([s.time for s in states], [s.leader for s in states])
+            else:
+                obs = facts.observations[tp]
+                cache[tp] = (list(obs.time), list(obs.leader))
+        return cache[tp]
+
+    def leader(tp: int, time: int) -> int | None:
+        times, leaders = timeline(tp)
+        i = bisect_right(times, time)
+        return leaders[i - 1] if i else None
+
+    return leader
+
+
+def _latencies(ctx: Context, brokers: set[int], start: int, end: int) -> list[int]:
+    """Acknowledgement latencies (ns) of the ``ok`` sends invoked in [start, end) to a
+    partition a broker of ``brokers`` led at the invoke."""
+    facts = ctx.facts
+    times, vids = ctx.acked()
+    out = []
+    for i in range(bisect_left(times, start), bisect_left(times, end)):
+        vid, invoked = vids[i], times[i]
+        tp = facts.ack_tp[vid]
+        if tp >= 0 and ctx.leader(tp, invoked) in brokers:
+            out.append(facts.comp_time[vid] - invoked)
+    return out
+
+
+def measure_latency(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """latency on a client or replication link: the median acknowledgement latency of
+    sends to partitions a target led, during the fault against as long a stretch right
+    before it; seen when it rose by at least half of ``latency_ms`` (so never for 0 ms).
+    A controller link carries no send: not measured."""
+    link = fault.params.get("link", "all")
+    if link == "controller":
+        return NOT_MEASURED, "a controller link carries no send; heartbeat delays are not kept"
+    brokers, others = broker_targets(fault)
+    if not brokers:
+        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+    added = fault.params.get("latency_ms", 100)
+    added_ms = float(added) if isinstance(added, int | float) else 0.0
+    end = _end(fault, ctx.facts, 0)
+    length = max(end - fault.start_time, BASELINE_MIN_NS)
+    during = _latencies(ctx, set(brokers), fault.start_time, end)
+    before = _latencies(ctx, set(brokers), max(0, fault.start_time - length), fault.start_time)
+    who = f"sends to partitions led by broker(s) {', '.join(map(str, brokers))}"
+    if len(during) < MIN_SENDS or len(before) < MIN_SENDS:
+        return NOT_SEEN, (
+            f"too few acknowledged {who} to compare: {len(during)} during the fault,"
+            f" {len(before)} before (at least {MIN_SENDS} each)"
+        )
+    now_ms = statistics.median(during) / 1e6
+    then_ms = statistics.median(before) / 1e6
+    told = (
+        f"median ack latency of {who} {now_ms:.1f} ms during the fault ({len(during)} sends),"
+        f" {then_ms:.1f} ms before ({len(before)}); {added_ms:g} ms configured"
+    )
+    if added_ms > 0 and now_ms - then_ms >= added_ms / 2:
+        return SEEN, told
+    return NOT_SEEN, told + f": a rise of at least {added_ms / 2:g} ms was needed"
+
+
+# -- black holes: the acknowledgements stopped --------------------------------------------
+def _acks(ctx: Context, brokers: set[int], start: int, end: int) -> list[int]:
+    """Completion times of the ``ok`` sends completed in [start, end] to a partition a
+    broker of ``brokers`` led at the completion, in order."""
+    facts = ctx.facts
+    times, vids = ctx.completed()
+    out = []
+    for i in range(bisect_left(times, start), bisect_right(times, end)):
+        tp = facts.ack_tp[vids[i]]
+        if tp >= 0 and ctx.leader(tp, times[i]) in brokers:
+            out.append(times[i])
+    return out
+
+
+def measure_ack_gap(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """timeout (a black-holed client or replication link) and client-cut: the sends to
+    partitions a target leads stop being acknowledged. Seen when, with at least
+    :data:`MIN_SENDS` such acknowledgements in as long a stretch before the fault, the
+    longest stretch of the fault without one lasts at least half the fault (and 1 s)."""
+    if fault.params.get("link") == "controller":
+        return NOT_MEASURED, "a controller link carries no send; heartbeat delays are not kept"
+    brokers, others = broker_targets(fault)
+    if not brokers:
+        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+    if fault.stop_time is None:
+        return NOT_SEEN, "the fault never stopped: no stretch to measure"
+    start, stop = fault.start_time, fault.stop_time
+    length = stop - start
+    before = _acks(ctx, set(brokers), max(0, start - max(length, BASELINE_MIN_NS)), start)
+    who = f"sends to partitions led by broker(s) {', '.join(map(str, brokers))}"
+    if len(before) < MIN_SENDS:
+        return NOT_SEEN, (
+            f"too few acknowledged {who} before the fault to tell a stop: {len(before)}"
+            f" (at least {MIN_SENDS})"
+        )
+    during = _acks(ctx, set(brokers), start, stop)
+    edges = [start, *during, stop]
+    gap = max(b - a for a, b in zip(edges, edges[1:], strict=False))
+    told = (
+        f"longest stretch without an acknowledgement of {who}: {gap / _NS:.1f} s of the"
+        f" fault's {length / _NS:.1f} s ({len(during)} acknowledged during it,"
+        f" {len(before)} before)"
+    )
+    if gap >= max(length / 2, 1e9):
+        return SEEN, told
+    return NOT_SEEN, told + ": at least half the fault was needed"
+
+
+# -- zombie: the replacement fenced the stopped client --------------------------------------
+def measure_zombie(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """zombie: the replacement process (``detail.replacement``) completed a ``txn-init`` of
+    the stopped client's transactional id after the stopped one's last, fencing it."""
+    tid = fault.detail.get("transactional_id")
+    old, new = fault.detail.get("process"), fault.detail.get("replacement")
+    if tid is None or new is None:
+        return NOT_SEEN, "the start line names no replacement (its init did not complete)"
+    inits = [i for i in ctx.facts.txn.inits if i.transactional_id == tid]
+    last_old = max((i.time for i in inits if i.process == old), default=-1)
+    fenced = [
+        i
+        for i in inits
+        if i.process == new and i.time > last_old and i.time <= _end(fault, ctx.facts)
+    ]
+    if fenced:
+        first = fenced[0]
+        epoch = "" if first.producer_epoch is None else f" (epoch {first.producer_epoch})"
+        return SEEN, (
+            f"process {new} initialised {tid} at {_s(first.time)}{epoch}, after"
+            f" process {old}'s last init: the stopped producer is fenced"
+        )
+    return NOT_SEEN, f"no txn-init of {tid} by process {new} after process {old}'s"
+
+
+# -- families whose effect a run does not keep --------------------------------------------
+def _not_kept(why: str) -> Measure:
+    def measure(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+        return NOT_MEASURED, why
+
+    return measure
+
+
+_NO_DISK_TIMES = (
+    f"a run keeps no write or fsync latency ({BROKER_METRICS_JSONL} holds replication health only)"
+)
+
+#: Every fault family (:func:`kchaos.faults.registry`) and its measure.
+MEASURES: dict[str, Measure] = {
+    "latency": measure_latency,
+    "bandwidth": _not_kept("no measure relates a rate limit to the sends' latencies yet"),
+    "timeout": measure_ack_gap,
+    "reset-peer": _not_kept("connection resets are not recorded"),
+    "slow-close": _not_kept("connection closes are not recorded"),
+    "isolate": measure_partition,
+    "split": measure_partition,
+    "cut": measure_partition,
+    "bridge": measure_partition,
+    "hold-controller-requests": measure_hold,
+    "client-cut": measure_ack_gap,
+    "pause": measure_pause,
+    "disk-stall": _not_kept(_NO_DISK_TIMES),
+    "slow-disk": _not_kept(_NO_DISK_TIMES),
+    "slow-sync": _not_kept(_NO_DISK_TIMES),
+    "disk-full": measure_disk_full,
+    "kill": measure_crash,
+    "term": measure_crash,
+    "hard-reboot": measure_crash,
+    "power-loss": measure_crash,
+    "rolling-restart": measure_crash,
+    "zombie": measure_zombie,
+    "preferred-election": measure_preferred,
+    "reassign": measure_reassign,
+}

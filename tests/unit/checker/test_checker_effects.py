@@ -1,0 +1,531 @@
+"""evidence.faults: each fault family's own effect, seen in what the run kept, and the near
+misses that must not count as seen (history format 1.3, "Evidence")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from broker_logs import log_run, stamp
+from checker_hist import C, H
+
+from kchaos.faults import registry
+from kchaos.harness.checker import check_run
+from kchaos.harness.checker.effects import MEASURES
+from kchaos.harness.rundir import names
+
+S = 1_000_000_000
+MS = 1_000_000
+
+
+def history(
+    fault: str,
+    targets: list[str],
+    start: float = 10.0,
+    stop: float | None = 20.0,
+    *,
+    params: dict[str, Any] | None = None,
+    detail: dict[str, Any] | None = None,
+    stop_detail: dict[str, Any] | None = None,
+    error: str | None = None,
+    end: float = 40.0,
+    h: H | None = None,
+) -> H:
+    """One send, one fault ``f-1`` from ``start`` to ``stop`` (seconds), a drain at ``end``."""
+    h = h or H()
+    if not h.events:
+        h.send("a", 0, 0)
+    h.wait_until(int(start * S))
+    h.fault("start", "f-1", fault, targets, detail, params, error)
+    if stop is not None:
+        h.wait_until(max(int(stop * S), h.now()))
+        h.fault("stop", "f-1", fault, targets, stop_detail)
+    h.wait_until(max(int(end * S), h.now()))
+    h.drain_all(0, ["a"])
+    return h
+
+
+def evidence(
+    tmp_path: Path, h: H, c: C | None = None, logs: dict[int, list[str]] | None = None
+) -> dict[str, Any]:
+    """Check the run directory and return fault f-1's entry of evidence.faults (as read
+    back from results.json)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    if logs is not None:
+        log_run(tmp_path, logs)
+    if c is not None:
+        c.write(tmp_path / names.CONTROLLER_JSONL)
+    h.write(tmp_path / names.HISTORY_JSONL)
+    check_run(tmp_path)
+    written = orjson.loads((tmp_path / names.RESULTS_JSON).read_bytes())
+    found = {f["name"]: f for f in written["evidence"]["faults"]}
+    return found["f-1"]
+
+
+def registered(c: C, *brokers: int) -> None:
+    for b in brokers:
+        c.broker(0, b, 10 + b)
+
+
+def test_every_fault_family_has_a_measure() -> None:
+    assert set(MEASURES) == set(registry())
+
+
+# -- crashes ------------------------------------------------------------------------------
+def test_a_kill_is_seen_as_a_new_broker_epoch(tmp_path: Path) -> None:
+    c = C()
+    registered(c, 1, 2, 3)
+    c.broker(19 * S, 2, 12, fenced=True)
+    c.broker(21 * S, 2, 400)  # restarted at the stop: a new registration
+    e = evidence(tmp_path, history("kill", ["broker-2"]), c)
+    assert (e["effect"], e["started"], e["family"]) == ("seen", True, "kill")
+    assert e["targets"] == ["broker-2"]
+    assert "epoch 400" in e["observed"] and "epoch 12 before" in e["observed"]
+
+
+def test_a_kill_with_no_new_epoch_is_not_seen(tmp_path: Path) -> None:
+    c = C()
+    registered(c, 1, 2, 3)
+    c.broker(19 * S, 2, 12, fenced=True)  # fenced, but the same incarnation came back
+    c.broker(21 * S, 2, 12)
+    c.broker(21 * S, 3, 900)  # another broker's new epoch is no effect of this kill
+    e = evidence(tmp_path, history("kill", ["broker-2"]), c)
+    assert e["effect"] == "not-seen"
+    assert "broker 2 did not register again" in e["observed"]
+
+
+def test_a_new_epoch_before_the_kill_does_not_count(tmp_path: Path) -> None:
+    c = C()
+    registered(c, 1, 2, 3)
+    c.broker(5 * S, 2, 300)  # an earlier restart
+    e = evidence(tmp_path, history("kill", ["broker-2"]), c)
+    assert e["effect"] == "not-seen"
+
+
+def test_a_crash_without_the_controllers_record_is_not_measured(tmp_path: Path) -> None:
+    e = evidence(tmp_path, history("hard-reboot", ["broker-2"]))
+    assert e["effect"] == "not-measured"
+    assert names.CONTROLLER_JSONL in e["observed"]
+
+
+def test_a_crash_of_a_controller_only_node_is_not_measured(tmp_path: Path) -> None:
+    c = C()
+    registered(c, 1, 2, 3)
+    e = evidence(tmp_path, history("kill", ["controller-101"]), c)
+    assert e["effect"] == "not-measured"
+
+
+def test_term_tells_its_exit_codes_and_power_loss_needs_every_broker(tmp_path: Path) -> None:
+    c = C()
+    registered(c, 1, 2)
+    c.broker(25 * S, 2, 500)
+    e = evidence(
+        tmp_path, history("term", ["broker-2"], detail={"exit_codes": {"broker-2": 143}}), c
+    )
+    assert e["effect"] == "seen" and "broker-2: 143" in e["observed"]
+
+    c = C()
+    registered(c, 1, 2)
+    c.broker(25 * S, 2, 500)  # broker 1 never came back
+    e = evidence(tmp_path / "b", history("power-loss", ["broker-1", "broker-2"]), c)
+    assert e["effect"] == "not-seen" and "broker 1 did not register again" in e["observed"]
+
+
+def test_a_rolling_restart_needs_its_exit_codes_and_new_epochs(tmp_path: Path) -> None:
+    codes = {"exit_codes": {"broker-1": 143, "broker-2": 143}}
+    c = C()
+    registered(c, 1, 2)
+    c.broker(12 * S, 1, 600)
+    c.broker(16 * S, 2, 700)
+    h = history("rolling-restart", ["broker-1", "broker-2"], stop_detail=codes)
+    e = evidence(tmp_path, h, c)
+    assert e["effect"] == "seen" and "broker-1: 143" in e["observed"]
+
+    c = C()
+    registered(c, 1, 2)
+    c.broker(12 * S, 1, 600)
+    e = evidence(tmp_path / "b", history("rolling-restart", ["broker-1", "broker-2"]), c)
+    assert e["effect"] == "not-seen"
+    assert "no node's exit code" in e["observed"]
+
+
+# -- pause and partitions -----------------------------------------------------------------
+def test_a_pause_is_seen_as_the_paused_broker_fenced(tmp_path: Path) -> None:
+    c = C()
+    registered(c, 1, 2, 3)
+    c.broker(19 * S, 2, 12, fenced=True)  # its session expired while it was paused
+    e = evidence(tmp_path, history("pause", ["broker-2"]), c)
+    assert e["effect"] == "seen"
+    assert "heartbeat gaps are not kept" in e["observed"] and "broker 2 at 19.0 s" in e["observed"]
+
+
+def test_a_short_pause_with_no_fencing_and_no_shrink_is_not_seen(tmp_path: Path) -> None:
+    c = C()
+    registered(c, 1, 2, 3)
+    c.part(0, 1, [1, 2, 3])
+    c.part(15 * S, 1, [1, 2], epoch=1)  # broker 3, not the paused one, left an ISR
+    c.broker(30 * S, 2, 12, fenced=True)  # long after the pause and its settling time
+    e = evidence(tmp_path, history("pause", ["broker-2"], 10.0, 12.0), c)
+    assert e["effect"] == "not-seen"
+    assert "no ISR shrink and no fencing of nodes 2" in e["observed"]
+
+
+def test_an_isolation_is_seen_as_the_target_leaving_an_isr(tmp_path: Path) -> None:
+    c = C()
+    registered(c, 1, 2, 3)
+    c.part(0, 1, [1, 2, 3])
+    c.part(18 * S, 1, [1, 3], epoch=1)
+    c.part(30 * S, 1, [1, 2, 3], epoch=2)
+    e = evidence(tmp_path, history("isolate", ["broker-2"]), c)
+    assert e["effect"] == "seen"
+    assert "broker 2 left t-0's ISR at 18.0 s (leader)" in e["observed"]
+
+
+def test_a_shrink_after_the_partition_settled_is_not_its_effect(tmp_path: Path) -> None:
+    c = C()
+    registered(c, 1, 2, 3)
+    c.part(0, 1, [1, 2, 3])
+    c.part(30 * S, 1, [1, 3], epoch=1)  # 10 s after the heal
+    e = evidence(tmp_path, history("isolate", ["broker-2"]), c)
+    assert e["effect"] == "not-seen"
+
+
+def test_a_cut_counts_the_nodes_it_names_in_its_detail(tmp_path: Path) -> None:
+    # broker 1 cannot reach broker 3: leader 1 drops follower 3, neither of them a
+    # member of the targets' list alone
+    def run(path: Path, to: list[str]) -> dict[str, Any]:
+        c = C()
+        registered(c, 1, 2, 3)
+        c.part(0, 1, [1, 2, 3])
+        c.part(15 * S, 1, [1, 2], epoch=1)
+        return evidence(path, history("cut", ["broker-4"], detail={"to": to}), c)
+
+    assert run(tmp_path / "a", ["broker-3"])["effect"] == "seen"
+    assert run(tmp_path / "b", ["broker-5"])["effect"] == "not-seen"
+
+
+def test_a_cut_controller_is_seen_as_a_broker_fenced(tmp_path: Path) -> None:
+    def run(path: Path, fenced_at: float) -> dict[str, Any]:
+        c = C()
+        registered(c, 1, 2, 3)
+        c.broker(int(fenced_at * S), 3, 13, fenced=True)
+        return evidence(path, history("isolate", ["controller-102"]), c)
+
+    assert run(tmp_path / "a", 17.0)["effect"] == "seen"
+    # before the cut: no broker lost its session, and a controller failover is not kept
+    missed = run(tmp_path / "b", 5.0)
+    assert missed["effect"] == "not-measured" and "failover" in missed["observed"]
+
+
+def test_a_split_is_seen_in_the_leaders_log_without_the_controllers_record(
+    tmp_path: Path,
+) -> None:
+    line = (
+        f"{stamp(15 * S)} INFO [Partition t-0 broker=1] Shrinking ISR from 1,2,3 to 1,3."
+        " Leader: (highWatermark: 5, endOffset: 9). Out of sync replicas: (brokerId: 2,"
+        " endOffset: 5, lastCaughtUpTimeMs: 1795000005000). (kafka.cluster.Partition)"
+    )
+    h = history("split", ["broker-2"], detail={"sides": [["broker-2"], ["broker-1", "broker-3"]]})
+    e = evidence(tmp_path, h, logs={1: [line]})
+    assert e["effect"] == "seen" and "'Shrinking ISR' line" in e["observed"]
+
+    h = history("split", ["broker-2"], detail={"sides": [["broker-2"], ["broker-1", "broker-3"]]})
+    e = evidence(tmp_path / "b", h, logs={1: [f"{stamp(15 * S)} INFO nothing to see"]})
+    assert e["effect"] == "not-seen"
+
+
+def test_a_partition_with_nothing_to_read_is_not_measured(tmp_path: Path) -> None:
+    e = evidence(tmp_path, history("bridge", ["broker-2"]))
+    assert e["effect"] == "not-measured"
+
+
+# -- hold-controller-requests -------------------------------------------------------------
+def test_a_hold_is_seen_as_the_connections_it_held(tmp_path: Path) -> None:
+    held = {"held_connections": {"broker-2": [40001, 40007]}, "kept_local_ports": {}}
+    e = evidence(tmp_path, history("hold-controller-requests", ["broker-2"], detail=held))
+    assert e["effect"] == "seen" and "2 connection(s) held" in e["observed"]
+
+    idle = {"held_connections": {"broker-2": []}}
+    e = evidence(tmp_path / "b", history("hold-controller-requests", ["broker-2"], detail=idle))
+    assert e["effect"] == "not-seen"
+
+    e = evidence(tmp_path / "c", history("hold-controller-requests", ["broker-2"]))
+    assert e["effect"] == "not-measured"
+
+
+# -- leadership ---------------------------------------------------------------------------
+def test_a_preferred_election_is_seen_as_leaders_moving_to_the_first_replica(
+    tmp_path: Path,
+) -> None:
+    def run(path: Path, new_leader: int | None) -> dict[str, Any]:
+        c = C()
+        registered(c, 1, 2, 3)
+        c.part(0, 2, [1, 2, 3])
+        if new_leader is not None:
+            # committed inside the fault's start, just before its start line
+            c.part(9_900 * MS, new_leader, [1, 2, 3], epoch=1)
+        detail = {"election": {"t/0": "elected"}}
+        return evidence(path, history("preferred-election", [], 10.0, 10.1, detail=detail), c)
+
+    e = run(tmp_path / "a", 1)
+    assert e["effect"] == "seen" and "t-0 2->1" in e["observed"]
+    assert run(tmp_path / "b", None)["effect"] == "not-seen"
+    assert run(tmp_path / "c", 3)["effect"] == "not-seen"  # not the preferred replica
+
+
+def test_a_reassignment_is_seen_as_new_replicas_and_a_new_leader(tmp_path: Path) -> None:
+    def run(path: Path, leader_after: int) -> dict[str, Any]:
+        c = C()
+        registered(c, 1, 2, 3)
+        c.part(0, 1, [1, 2, 3])
+        c.part(8 * S, leader_after, [1, 2, 3], epoch=1, replicas=[2, 3, 1])
+        h = history(
+            "reassign",
+            [],
+            10.0,
+            10.1,
+            params={"topic": "t"},
+            detail={"assignment": {"0": [2, 3, 1]}},
+        )
+        return evidence(path, h, c)
+
+    e = run(tmp_path / "a", 2)
+    assert e["effect"] == "seen" and "leader 1->2" in e["observed"]
+    assert run(tmp_path / "b", 1)["effect"] == "not-seen"  # replicas moved, leader did not
+
+
+# -- disk-full ----------------------------------------------------------------------------
+ENOSPC = [
+    "ERROR Error while appending records to t-0 in dir /var/lib/kafka/data"
+    " (org.apache.kafka.storage.internals.log.LogDirFailureChannel)",
+    "java.io.IOException: No space left on device",
+]
+
+
+def test_a_full_disk_is_seen_as_enospc_in_the_brokers_log(tmp_path: Path) -> None:
+    # the exception's text is on a continuation line: it takes its entry's time
+    lines = [f"{stamp(12 * S)} {ENOSPC[0]}", ENOSPC[1]]
+    stop = {"restarted": ["broker-2"]}
+    h = history("disk-full", ["broker-2"], stop_detail=stop)
+    e = evidence(tmp_path, h, logs={2: lines})
+    assert e["effect"] == "seen"
+    assert "No space left on device' 1 time(s), first at 12.0 s" in e["observed"]
+    assert "restarted: broker-2" in e["observed"]
+
+
+def test_enospc_outside_the_fault_or_on_another_broker_is_not_seen(tmp_path: Path) -> None:
+    before = [f"{stamp(3 * S)} {ENOSPC[0]}", ENOSPC[1]]
+    during_elsewhere = [f"{stamp(12 * S)} {ENOSPC[0]}", ENOSPC[1]]
+    h = history("disk-full", ["broker-2"])
+    e = evidence(tmp_path, h, logs={2: before, 3: during_elsewhere})
+    assert e["effect"] == "not-seen"
+
+
+def test_a_full_disk_without_the_brokers_logs_is_not_measured(tmp_path: Path) -> None:
+    e = evidence(tmp_path, history("disk-full", ["broker-2"]))
+    assert e["effect"] == "not-measured"
+
+
+# -- latency ------------------------------------------------------------------------------
+def latency_history(during_ms: float, latency_ms: int, link: str = "client") -> H:
+    """Sends to partition 0 every 0.5 s: from 3 s on acknowledged after 5 ms, then, inside
+    a latency fault on broker 1 starting at 10 s, after ``during_ms``."""
+    h = H()
+    values: list[str] = []
+
+    def sends(wait_ms: float) -> None:
+        for _ in range(10):
+            value = f"v{len(values)}"
+            h.invoke(value)
+            h.wait(wait_ms / 1000)
+            h.ok(value, 0, len(values))
+            values.append(value)
+            h.wait(0.5)
+
+    params = {"latency_ms": latency_ms, "link": link}
+    h.wait_until(3 * S)
+    sends(5.0)
+    h.wait_until(10 * S)
+    h.fault("start", "f-1", "latency", ["broker-1"], params=params)
+    sends(during_ms)
+    h.fault("stop", "f-1", "latency", ["broker-1"])
+    h.drain_all(0, values)
+    return h
+
+
+def leaders(c: C, leader: int) -> C:
+    registered(c, 1, 2, 3)
+    c.part(0, leader, [1, 2, 3])
+    return c
+
+
+def test_latency_is_seen_when_acks_slow_by_half_the_configured_latency(tmp_path: Path) -> None:
+    e = evidence(tmp_path, latency_history(300.0, 200), leaders(C(), 1))
+    assert e["effect"] == "seen"
+    assert "200 ms configured" in e["observed"] and "10 sends" in e["observed"]
+
+
+def test_a_0_ms_latency_is_not_seen_however_slow_the_acks(tmp_path: Path) -> None:
+    e = evidence(tmp_path, latency_history(300.0, 0), leaders(C(), 1))
+    assert e["effect"] == "not-seen"
+
+
+def test_a_latency_whose_acks_barely_slowed_is_not_seen(tmp_path: Path) -> None:
+    e = evidence(tmp_path, latency_history(60.0, 200), leaders(C(), 1))
+    assert e["effect"] == "not-seen" and "at least 100 ms was needed" in e["observed"]
+
+
+def test_latency_on_a_broker_that_leads_nothing_sent_to_is_not_seen(tmp_path: Path) -> None:
+    e = evidence(tmp_path, latency_history(300.0, 200), leaders(C(), 3))
+    assert e["effect"] == "not-seen" and "too few acknowledged" in e["observed"]
+
+
+def test_latency_on_the_controller_link_is_not_measured(tmp_path: Path) -> None:
+    e = evidence(tmp_path, latency_history(300.0, 200, "controller"), leaders(C(), 1))
+    assert e["effect"] == "not-measured"
+
+
+# -- black holes --------------------------------------------------------------------------
+def gap_history(fault: str, stalled: bool, params: dict[str, Any] | None = None) -> H:
+    """Sends to partition 0 every 0.5 s from 3 s, acknowledged at once; inside the fault
+    (broker 1, 10 s to 20 s) acknowledged only after its stop when ``stalled``."""
+    h = H()
+    values: list[str] = []
+    h.wait_until(3 * S)
+    for _ in range(10):
+        value = f"v{len(values)}"
+        h.send(value, 0, len(values))
+        values.append(value)
+        h.wait(0.5)
+    h.wait_until(10 * S)
+    h.fault("start", "f-1", fault, ["broker-1"], params=params)
+    held: list[tuple[str, int]] = []
+    for _ in range(15):
+        value = f"v{len(values)}"
+        if stalled:
+            h.invoke(value)
+            held.append((value, len(values)))
+        else:
+            h.send(value, 0, len(values))
+        values.append(value)
+        h.wait(0.6)
+    h.wait_until(20 * S)
+    h.fault("stop", "f-1", fault, ["broker-1"])
+    for value, offset in held:
+        h.ok(value, 0, offset)
+    h.drain_all(0, values)
+    return h
+
+
+@pytest.mark.parametrize("fault", ["timeout", "client-cut"])
+def test_a_black_hole_is_seen_as_acknowledgements_stopping(tmp_path: Path, fault: str) -> None:
+    e = evidence(tmp_path, gap_history(fault, stalled=True), leaders(C(), 1))
+    assert e["effect"] == "seen" and "10.0 s of the fault's 10.0 s" in e["observed"]
+
+
+def test_acknowledgements_that_kept_flowing_are_not_a_black_hole(tmp_path: Path) -> None:
+    e = evidence(tmp_path, gap_history("timeout", stalled=False), leaders(C(), 1))
+    assert e["effect"] == "not-seen" and "15 acknowledged during it" in e["observed"]
+
+
+def test_a_black_hole_on_a_broker_leading_nothing_is_not_seen(tmp_path: Path) -> None:
+    e = evidence(tmp_path, gap_history("client-cut", stalled=True), leaders(C(), 2))
+    assert e["effect"] == "not-seen" and "too few acknowledged" in e["observed"]
+
+
+def test_a_black_hole_on_the_controller_link_is_not_measured(tmp_path: Path) -> None:
+    h = gap_history("timeout", stalled=True, params={"link": "controller"})
+    assert evidence(tmp_path, h, leaders(C(), 1))["effect"] == "not-measured"
+
+
+# -- zombie, families not kept, faults that did not start ---------------------------------
+def test_a_zombie_is_seen_when_its_replacement_initialised(tmp_path: Path) -> None:
+    from txn_hist import TH
+
+    detail = {"process": 4, "transactional_id": "kchaos-t4", "replacement": 5}
+    h = TH()
+    h.send("a", 0, 0)
+    h.init(4, "kchaos-t4")
+    h.wait(5)
+    h.init(5, "kchaos-t4")
+    e = evidence(tmp_path, history("zombie", ["client:txn:kchaos-t4"], detail=detail, h=h))
+    assert e["effect"] == "seen" and "process 5 initialised kchaos-t4" in e["observed"]
+
+    h = TH()
+    h.send("a", 0, 0)
+    h.init(5, "kchaos-t4")  # before the zombie's own init: no fencing of it
+    h.init(4, "kchaos-t4")
+    e = evidence(tmp_path / "b", history("zombie", ["client:txn:kchaos-t4"], detail=detail, h=h))
+    assert e["effect"] == "not-seen"
+
+
+@pytest.mark.parametrize(
+    "fault", ["slow-sync", "disk-stall", "slow-disk", "bandwidth", "reset-peer", "slow-close"]
+)
+def test_families_whose_effect_a_run_does_not_keep_are_not_measured(
+    tmp_path: Path, fault: str
+) -> None:
+    c = C()
+    registered(c, 1, 2, 3)
+    c.broker(15 * S, 2, 12, fenced=True)  # whatever else happened, never "seen"
+    e = evidence(tmp_path, history(fault, ["broker-2"]), c)
+    assert e["effect"] == "not-measured" and e["observed"]
+
+
+def test_a_fault_that_did_not_start_is_not_seen(tmp_path: Path) -> None:
+    c = C()
+    registered(c, 1, 2, 3)
+    c.broker(21 * S, 2, 400)
+    e = evidence(tmp_path, history("kill", ["broker-2"], 10.0, 10.0, error="no such node"), c)
+    assert (e["started"], e["effect"]) == (False, "not-seen")
+    assert "no such node" in e["observed"]
+
+
+def test_the_final_heal_is_no_fault(tmp_path: Path) -> None:
+    h = history("kill", ["broker-2"], end=30.0)
+    h.fault("start", "heal", "heal", ["broker-1"])
+    h.fault("stop", "heal", "heal", ["broker-1"])
+    h.write(tmp_path / names.HISTORY_JSONL)
+    results = check_run(tmp_path, write=False)
+    assert [f["name"] for f in results.evidence["faults"]] == ["f-1"]
+
+
+# -- real runs ----------------------------------------------------------------------------
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize(
+    ("run", "effects"),
+    [
+        # kip-501 busy leader on 4.4.0: the kill's broker registered again
+        ("busy-440-b", {"f-1": "seen"}),
+        # KAFKA-15489 on 3.6.2: the cut active controller's successor fenced two brokers
+        ("k15489-362", {"f-1": "seen"}),
+        # 3.7.0: the controller failed over, which no record a run keeps shows
+        ("k15489-370", {"f-1": "not-measured"}),
+        # KAFKA-15375: no controller.jsonl (epochs unknown), no fsync times, and the cut
+        # of the starting broker from the controller removed no one from an ISR
+        (
+            "k15375-351",
+            {
+                "f-1": "not-measured",
+                "f-2": "not-measured",
+                "f-3": "not-seen",
+                "f-4": "not-measured",
+            },
+        ),
+    ],
+)
+def test_real_runs(run: str, effects: dict[str, str]) -> None:
+    results = check_run(FIXTURES / run, write=False)
+    assert {f["name"]: f["effect"] for f in results.evidence["faults"]} == effects
+
+
+def test_kchaos_check_prints_each_faults_effect() -> None:
+    from kchaos.cli.check import summary_lines
+
+    lines = summary_lines(check_run(FIXTURES / "busy-440-b", write=False))
+    told = [line for line in lines if line.startswith("  fault ")]
+    assert told == [told[0]] and told[0].startswith("  fault f-1 (kill): seen - broker 1")
