@@ -38,7 +38,8 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, title: str) -> int:
     """Write report.html, junit.xml and summary.json of each RUN_DIR.
 
     Exit code: 0 when every run ended as its scenario expects, 1 when one did not,
-    2 when a verdict is unknown where a definite one was expected, 3 on unreadable input.
+    2 when a verdict is unknown where a definite one was expected, 3 on unreadable input,
+    5 when a kind the expectation needs was not judged (the highest of the runs' codes).
     """
     console = Console(stderr=False)
     reports: list[RunReport] = []
