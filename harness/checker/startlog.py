@@ -203,15 +203,15 @@ def check_start_log(facts: Facts, config: RunSettings) -> CheckOutcome:
     out = CheckOutcome("startlog")
     log = facts.start_log
     if log is None:
-        why = (
+        absent = (
             f"no broker log on the history's time base ({LOGS_DIR}/<broker>/{SERVER_LOG}"
             f" and {RUN_JSON}'s history_start_unix_ns)"
         )
         restarted = restarting_faults(facts)
         if restarted:
-            out.not_read(BROKER_LOGS, f"{why}; brokers restarted by {', '.join(restarted)}")
+            out.not_read(BROKER_LOGS, f"{absent}; brokers restarted by {', '.join(restarted)}")
         else:
-            out.not_read(BROKER_LOGS, f"{why}; no fault restarted a broker", needed=False)
+            out.not_read(BROKER_LOGS, f"{absent}; no fault restarted a broker", needed=False)
         out.stats = {"source": None, "note": "no broker logs kept: recovery not judged"}
         return out.settle()
     out.read(BROKER_LOGS)

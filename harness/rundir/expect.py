@@ -122,7 +122,8 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
         return Outcome(False, EXIT_UNEXPECTED, None, ("the run has no results.json",))
     verdict = results.get("valid")
     anomalies = results.get("anomalies") or {}
-    unjudged = results.get("unjudged") if isinstance(results.get("unjudged"), Mapping) else {}
+    raw_unjudged = results.get("unjudged")
+    unjudged: Mapping[str, Any] = raw_unjudged if isinstance(raw_unjudged, Mapping) else {}
     found = tuple(sorted(k for k, v in anomalies.items() if _count(v) > 0))
     # kinds whose every occurrence the run's own settings allow (an unclean election with
     # unclean leader election enabled) are reported, never unexpected

@@ -10,8 +10,10 @@ import orjson
 import pytest
 from broker_logs import log_run, stamp
 from checker_hist import C, H
+from click.testing import CliRunner
 from ticket_hist import crash_history, library_scenario
 
+from kchaos.cli.check import check_cmd
 from kchaos.harness.checker import check_run
 from kchaos.harness.checker.api import CHECKERS, SOURCES
 from kchaos.harness.checker.model import Results
@@ -332,3 +334,12 @@ def test_the_fixed_side_of_kafka_15375_with_broker_logs_is_judged(tmp_path: Path
     assert SKIPPED not in data["unjudged"]
     outcome = evaluate(expect, data)
     assert outcome.label != "not judged" and SKIPPED not in outcome.unjudged
+
+
+def test_kchaos_check_lists_unjudged_kinds_and_keeps_its_exit_code(tmp_path: Path) -> None:
+    _history().write(tmp_path / names.HISTORY_JSONL)
+    result = CliRunner().invoke(check_cmd, [str(tmp_path)], standalone_mode=False)
+    assert result.exception is None
+    assert result.return_value == 0  # valid: judged from what was read
+    assert f"not judged: {STALLED} (controller.jsonl not read" in result.output
+    assert f"not judged: {FENCED}" in result.output
