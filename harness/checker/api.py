@@ -263,9 +263,8 @@ def _check_history(
     results = check_facts(facts, run_config, checkers)
     results.stats["read_seconds"] = round(parsed, 3)
     disagreement = compare_reread(facts, RunDir(Path(path).parent).reread)
-    reread = {REREAD: Reading(True)}
-    if disagreement is None:
-        reread = {REREAD: Reading(False, f"no {REREAD} beside the history")}
+    absent = Reading(False, f"no {REREAD} beside the history")
+    reread = {REREAD: absent if disagreement is None else Reading(True)}
     if disagreement is not None:
         results.stats["independent_reader"] = {"disagreements": disagreement.count}
         if disagreement.count:

@@ -79,7 +79,7 @@ def unjudged_of(
             continue
         if src.fallback is not None:
             other = readings.get(src.fallback)
-            if other is not None and (other.read or not other.needed):
+            if other is not None and other.read:
                 continue
         for kind in src.kinds:
             _add(out, kind, f"{src.name} not read: {reading.why or 'no reason given'}")

@@ -16,7 +16,7 @@ from kchaos.harness.rundir.expect import EXIT_EXPECTED, EXIT_NOT_JUDGED
 from kchaos.reports.build import write_run_reports
 from kchaos.reports.console import print_run
 from kchaos.reports.sample import make_run
-from kchaos.reports.suite import write_suite_reports
+from kchaos.reports.suite import version_grid, write_suite_reports
 
 STALL = "broker-stalled"
 # the fixed side of kafka-15046-fsync-under-log-lock
@@ -77,3 +77,15 @@ def test_a_suite_counts_a_run_not_judged_apart(tmp_path: Path) -> None:
     )
     failed = [c for c in root.iter("testcase") if c.find("failure") is not None]
     assert {c.get("name") for c in failed} == {f"anomaly {STALL}", "expectation"}
+
+
+def test_the_version_grid_shows_a_run_not_judged_in_amber(tmp_path: Path) -> None:
+    blind_dir = _checked(tmp_path / "blind", FIXED)
+    run = json.loads(RunDir(blind_dir).run_json.read_text())
+    RunDir(blind_dir).write_run({**run, "seed": 4})  # a cell of its own
+    blind = write_run_reports(blind_dir)
+    fine = write_run_reports(_checked(tmp_path / "fine", {"valid": True}))
+    grid = version_grid([blind, fine], [], tmp_path)
+    cells = grid.split("<td")[1:]
+    assert sum("NOT JUDGED" in c and c.startswith(" class='warn'") for c in cells) == 1
+    assert sum("PASS" in c and c.startswith(" class='ok'") for c in cells) == 1
