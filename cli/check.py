@@ -43,6 +43,8 @@ def summary_lines(results: Results) -> list[str]:
             if k in first
         )
         lines.append(f"  {kind}: {anomaly.count}" + (f"  (e.g. {where})" if where else ""))
+    # kinds whose source was not read: neither found nor absent (docs/checker.md)
+    lines.extend(f"  not judged: {kind} ({clip(why)})" for kind, why in results.unjudged.items())
     for name, out in results.checkers.items():
         if out.error:
             lines.append(f"  checker {name} failed: {out.error}")
@@ -60,7 +62,8 @@ def summary_lines(results: Results) -> list[str]:
 def check_cmd(run_dir: Path, quiet: bool) -> int:
     """Judge RUN_DIR/history.jsonl and write RUN_DIR/results.json.
 
-    Exit code: 0 valid, 1 invalid, 2 unknown, 3 unreadable input.
+    Exit code: 0 valid, 1 invalid, 2 unknown, 3 unreadable input. Kinds that could not
+    be judged (their source was not read) are listed and leave the exit code alone.
     """
     results = check_run(run_dir)
     lines = summary_lines(results)

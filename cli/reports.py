@@ -39,7 +39,8 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, title: str) -> int:
 
     Exit code: 0 when every run ended as its scenario expects, 1 when one did not,
     2 when a verdict is unknown where a definite one was expected, 3 on unreadable input,
-    5 when a fault listed in `expect.effects` did not show its effect (not exercised).
+    5 when a kind the expectation needs was not judged (the highest of the runs' codes).
+    6 when a fault listed in `expect.effects` did not show its effect (not exercised).
     """
     console = make_console(stderr=False)
     reports: list[RunReport] = []

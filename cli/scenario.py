@@ -57,7 +57,8 @@ def run_cmd(
     whether the run ended as the scenario's `expect` section says: 0 yes; 1 no (an
     unexpected anomaly, a negative control that found nothing, a failed SLO); 2 the
     verdict is unknown where a definite one was expected; 3 bad input; 4 the harness
-    failed (cluster, images, faults); 5 not exercised (a fault listed in
+    failed (cluster, images, faults); 5 not judged (a kind `expect` requires or forbids
+    could not be judged: its source was not read); 6 not exercised (a fault listed in
     `expect.effects` did not show its effect); 130 interrupted.
     """
     sc = library.load(

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kchaos.harness.rundir.expect import EXIT_UNEXPECTED, Outcome, evaluate
+from kchaos.harness.rundir.expect import EXIT_NOT_JUDGED, EXIT_UNEXPECTED, Outcome, evaluate
 from kchaos.harness.rundir.files import write_bytes
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.reports import html, junit
@@ -32,10 +32,13 @@ def with_fault_errors(outcome: Outcome, data: RunData) -> Outcome:
             failed.append(f"fault {e.get('id')} ({e.get('fault')}) did not start: {e.get('error')}")
     if not failed:
         return outcome
+    # a definite failure: it wins over "not judged" as in evaluate()
+    code = outcome.exit_code
+    code = EXIT_UNEXPECTED if code == EXIT_NOT_JUDGED else max(code, EXIT_UNEXPECTED)
     return replace(
         outcome,
         expected=False,
-        exit_code=max(outcome.exit_code, EXIT_UNEXPECTED),
+        exit_code=code,
         reasons=(*outcome.reasons, *failed),
     )
 

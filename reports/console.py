@@ -60,16 +60,28 @@ def make_console(**kwargs: Any) -> Console:
     return _TextConsole(width=TEXT_WIDTH, **kwargs)
 
 
+#: How the console colours an outcome label (any other: red).
+STYLES = {"as expected": "green", "not judged": "yellow", "not exercised": "yellow"}
+
+
+def outcome_label(summary: Mapping[str, Any]) -> str:
+    """The outcome of a run's summary ("as expected", "NOT as expected", "not judged",
+    "not exercised"); a summary from before the labels existed says only whether it was expected."""
+    label = summary.get("outcome")
+    if isinstance(label, str):
+        return label
+    return "as expected" if summary.get("expected") else "NOT as expected"
+
+
 def print_run(summary: Mapping[str, Any], paths: Mapping[str, str], console: Console) -> None:
-    style = "green" if summary["expected"] else "red"
-    # "not exercised" where a listed fault did not bite (summaries before it: no key)
-    label = summary.get("outcome") or ("as expected" if summary["expected"] else "NOT as expected")
+    label = outcome_label(summary)
+    style = STYLES.get(label, "red")
     console.print(
         f"[bold]{summary['scenario']}[/] run {summary['run_id']}: verdict "
         f"[bold]{summary['verdict']}[/], [{style}]{label}[/]"
     )
     for reason in summary["reasons"]:
-        console.print(f"  - {reason}")
+        console.print(f"  - {escape(reason)}")
     sends, txns = summary["sends"], summary.get("transactions")
     done = f"  sends ok {sends['ok']} / fail {sends['fail']} / info {sends['info']}; "
     if txns:  # the sends of a transaction are counted with it, not as sends
@@ -83,6 +95,8 @@ def print_run(summary: Mapping[str, Any], paths: Mapping[str, str], console: Con
         console.print(f"  anomalies: {escape(found)}")
     for name, ok in summary["slo"].items():
         console.print(f"  SLO {name}: {'pass' if ok else '[red]FAIL[/]'}")
+    for kind, why in (summary.get("unjudged") or {}).items():
+        console.print(f"  not judged: {escape(kind)} ({escape(str(why))})")
     for kind, path in paths.items():
         console.print(f"  {kind}: {path}")
 
@@ -93,7 +107,9 @@ def print_suite(rows: Sequence[Mapping[str, Any]], console: Console, title: str)
         table.add_column(col)
     for row in rows:
         found = ", ".join(f"{k} {v}" for k, v in (row.get("anomalies") or {}).items()) or "-"
-        outcome = "[green]pass[/]" if row.get("expected") else "[red]FAIL[/]"
+        label = outcome_label(row)
+        text = {"as expected": "pass", "NOT as expected": "FAIL"}.get(label, label)
+        outcome = f"[{STYLES.get(label, 'red')}]{text}[/]"
         table.add_row(  # a name is text: "smoke [prod]" is not a style tag
             escape(str(row["scenario"])),
             row.get("verdict", "?"),

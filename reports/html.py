@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 import plotly.offline
 
 from kchaos.harness.rundir.expect import (
+    EXIT_NOT_JUDGED,
     INFORMATIONAL,
     Outcome,
     evaluate,
@@ -78,7 +79,7 @@ def table(
 
 
 def banner(outcome: Outcome) -> str:
-    cls = "ok" if outcome.expected else "bad"
+    cls = "ok" if outcome.expected else "warn" if outcome.exit_code == EXIT_NOT_JUDGED else "bad"
     text = f"Run ended {outcome.label}: verdict {verdict_text(outcome.verdict)}"
     if outcome.reasons:
         text += " — " + "; ".join(outcome.reasons)
@@ -98,12 +99,21 @@ def verdict_table(data: RunData, outcome: Outcome) -> str:
     excusing = set(expect.get("allowed_causes") or ())
     forbidden = set(expect.get("forbid") or ())
     anomalies = (data.results or {}).get("anomalies") or {}
+    unjudged = (data.results or {}).get("unjudged")
+    unjudged = unjudged if isinstance(unjudged, dict) else {}
     rows, classes = [], []
-    for kind in sorted(set(anomalies) | required):
+    for kind in sorted(set(anomalies) | required | set(unjudged)):
         body = anomalies.get(kind)
         count = body.get("count", 1) if isinstance(body, dict) else (body or 0)
         causes = body.get("causes") if isinstance(body, dict) else None
         causes = causes if isinstance(causes, dict) else {}
+        if kind in unjudged and not count:
+            # its source was not read: neither found nor absent (docs/checker.md)
+            needed = kind in required or kind in forbidden
+            status = f"not judged: {unjudged[kind]}"
+            rows.append([escape(kind), "-", escape(status), ""])
+            classes.append("bad" if needed else "warn")
+            continue
         if kind in required:
             status, cls = ("expected, found", "ok") if count else ("expected, NOT found", "bad")
         elif kind in forbidden and count:

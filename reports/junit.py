@@ -1,4 +1,10 @@
-"""junit.xml: one test case per anomaly family, per SLO threshold, and the expectation."""
+"""junit.xml: one test case per anomaly family, per SLO threshold, and the expectation.
+
+A kind results.json lists under ``unjudged`` (its source was not read) fails its test
+case where the scenario requires or forbids it, and says so in the case's output
+otherwise; a run that ended "not judged" fails the expectation case, as does any run
+that did not end as expected.
+"""
 
 from __future__ import annotations
 
@@ -36,17 +42,23 @@ def run_suite(data: RunData, outcome: Outcome | None = None) -> ET.Element:
     allowed = set(expect.get("allowed") or ()) | {"offline"}
     definite = expect.get("valid", True) not in (None, "any")
     anomalies = (data.results or {}).get("anomalies") or {}
+    unjudged = (data.results or {}).get("unjudged")
+    unjudged = unjudged if isinstance(unjudged, dict) else {}
+    forbidden = set(expect.get("forbid") or ())
     results_missing = data.results is None
     for kind in ANOMALY_KINDS:
         count = _count(anomalies.get(kind))
         failure = None
+        blind = f"not judged: {unjudged[kind]}" if kind in unjudged and not count else None
         if results_missing:
             failure = f"no {RESULTS_JSON}: the history was not checked"
+        elif blind is not None and (kind in required or kind in forbidden):
+            failure = blind
         elif kind in required and count == 0:
             failure = f"negative control: expected {kind}, none found"
         elif count and kind not in required and kind not in allowed and definite:
             failure = f"{count} {kind} found"
-        out = f"{count} found" if count else ""
+        out = f"{count} found" if count else (blind or "")
         if kind == "offline" and data.offline:
             out = "; ".join(
                 f"{o.name} from {o.start_s:.1f}s for {o.length_s:.1f}s" for o in data.offline
@@ -55,9 +67,8 @@ def run_suite(data: RunData, outcome: Outcome | None = None) -> ET.Element:
     for name, passed in sorted(outcome.slo.items()):
         _case(suite, cls, f"slo {name}", None if passed else f"threshold {name} not met")
     verdict = f"verdict {verdict_text(outcome.verdict)}"
-    _case(
-        suite, cls, "expectation", None if outcome.expected else "; ".join(outcome.reasons), verdict
-    )
+    failed = None if outcome.expected else f"{outcome.label}: {'; '.join(outcome.reasons)}"
+    _case(suite, cls, "expectation", failed, verdict)
     cases = suite.findall("testcase")
     suite.set("tests", str(len(cases)))
     suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))

@@ -2,9 +2,11 @@
 
 Each cell is one run (``OUT/SCENARIO/CONFIG/``): GO when the run was valid under the
 config (no acknowledged write lost, no invalid read), NO-GO when it was not, UNKNOWN when
-the checker could not decide (e.g. a partition never drained), ERROR when the run did not
-finish; with the verdict, the anomaly counts and how many scenario settings the config or
-the producer profile overrode, linking to the run's report.html. Under the grid: each
+the checker could not decide (e.g. a partition never drained), NOT JUDGED when a kind the
+profile relies on (every invalidating kind it does not allow) is unjudged in results.json
+(its source was not read: never a GO), ERROR when the run did not finish; with the
+verdict, the anomaly counts and how many scenario settings the config or the producer
+profile overrode, linking to the run's report.html. Under the grid: each
 config's properties, the profile, and every overridden setting per run; then the suite's
 table of every run. junit.xml has one test suite per run (``kchaos.SCENARIO.config-C``).
 """
@@ -18,8 +20,10 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from kchaos.harness.rundir.anomalies import anomaly_text
+from kchaos.harness.rundir.anomalies import INVALIDATING, anomaly_text
+from kchaos.harness.rundir.names import REPLICAS_JSONL
 from kchaos.reports.build import RunReport
+from kchaos.reports.console import outcome_label
 from kchaos.reports.suite import SuiteFailure, write_suite_reports
 
 
@@ -28,16 +32,33 @@ def _sre(r: RunReport) -> Mapping[str, Any]:
     return sre if isinstance(sre, Mapping) else {}
 
 
+def relied_on(r: RunReport) -> list[str]:
+    """The kinds a validation run's GO rests on: every invalidating kind its expectation
+    (the profile's) does not allow, that results.json lists as unjudged."""
+    allowed = set(r.data.expect.get("allowed") or ())
+    unjudged = r.summary.get("unjudged") or {}
+    return [k for k in INVALIDATING if k not in allowed and k in unjudged]
+
+
 def cell_state(summary: Mapping[str, Any]) -> str:
-    """GO, NO-GO or UNKNOWN for a finished run."""
-    if summary.get("expected"):
+    """GO, NO-GO, UNKNOWN or NOT JUDGED for a finished run (``sre_unjudged``: the kinds
+    :func:`relied_on` found unjudged)."""
+    if summary.get("expected") and not summary.get("sre_unjudged"):
         return "GO"
+    if summary.get("expected") or outcome_label(summary) == "not judged":
+        return "NOT JUDGED"
     if summary.get("verdict") == "unknown":
         return "UNKNOWN"
     return "NO-GO"
 
 
-_CLASS = {"GO": "ok", "NO-GO": "bad", "UNKNOWN": "warn", "ERROR": "bad"}
+def not_judged(reports: Sequence[RunReport]) -> int:
+    """How many finished runs are NOT JUDGED cells."""
+    runs, _ = labelled(reports, ())
+    return sum(1 for r in runs if cell_state(r.summary) == "NOT JUDGED")
+
+
+_CLASS = {"GO": "ok", "NO-GO": "bad", "UNKNOWN": "warn", "NOT JUDGED": "warn", "ERROR": "bad"}
 
 
 def labelled(
@@ -53,6 +74,7 @@ def labelled(
             "sre_config": sre.get("label"),
             "sre_profile": sre.get("profile"),
             "overridden": list(sre.get("overridden") or ()),
+            "sre_unjudged": relied_on(r),
         }
         runs.append(replace(r, summary=summary))
     fails = [replace(f, sre_config=Path(f.run_dir).name if f.run_dir else None) for f in failures]
@@ -83,6 +105,9 @@ def grid(
             # e.g. elections after a total power loss: the checker's verdict is invalid,
             # but every kind it found is reported, not red, in a validation run
             verdict = f"(checker: {verdict}; every anomaly reported, not red)"
+        blind = s.get("sre_unjudged") or ()
+        if blind:
+            verdict += f"; not judged: {', '.join(blind)}"
         text = (
             f"<a href='{rel}'><b>{state}</b></a> {escape(verdict)}<br>"
             f"<small>{escape(_anomalies(s['anomalies'], s.get('causes')))}"
@@ -160,7 +185,9 @@ EXPLAIN = (
     "back, an acknowledgement below min.insync.replicas, diverging replicas). Offline "
     "windows and unclean or last-known-leader elections are reported in the run's "
     "report, not red: what an election loses is counted as lost writes. "
-    "<b>UNKNOWN</b>: the checker could not decide (e.g. a partition never drained).</p>"
+    "<b>UNKNOWN</b>: the checker could not decide (e.g. a partition never drained). "
+    "<b>NOT JUDGED</b>: a kind GO rests on could not be looked for, its source was not "
+    f"read (e.g. no {REPLICAS_JSONL} for replica-divergence): never a GO.</p>"
 )
 
 

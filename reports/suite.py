@@ -26,12 +26,14 @@ from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.tickets import (
     AFFECTED,
     NOT_AFFECTED,
+    NOT_JUDGED,
     OUTSIDE_RANGE,
     Ticket,
     ticket_of,
 )
 from kchaos.reports import html, junit
 from kchaos.reports.build import RunReport
+from kchaos.reports.console import outcome_label
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,20 @@ def _cell(ok: bool | None, text: str) -> tuple[str, str]:
     return text, "ok" if ok else "bad"
 
 
+#: A run's outcome in a suite's cells, by its label (kchaos.harness.rundir.expect).
+OUTCOME_CELLS = {
+    "as expected": ("PASS", "ok"),
+    "NOT as expected": ("FAIL", "bad"),
+    "not judged": ("NOT JUDGED", "warn"),
+}
+
+
+def outcome_cell(summary: Mapping[str, Any]) -> tuple[str, str]:
+    """PASS, FAIL or NOT JUDGED, and its class, for one run's summary."""
+    label = outcome_label(summary)
+    return OUTCOME_CELLS.get(label, (label.upper(), "bad"))
+
+
 def matrix(
     reports: Sequence[RunReport],
     failures: Sequence[SuiteFailure],
@@ -85,7 +101,7 @@ def matrix(
         cells = [
             (escape(s["scenario"]), ""),
             *((escape(str(s.get(_KEYS[v]))), "") for v in varied),
-            _cell(s["expected"], "PASS" if s["expected"] else "FAIL"),
+            outcome_cell(s),
             (escape(s["verdict"]), ""),
         ]
         for kind in kinds:
@@ -158,17 +174,12 @@ def version_grid(
     for r in reports:
         s = r.summary
         rel = escape(os.path.relpath(r.paths["html"], out_dir))
-        outcome = "PASS" if s["expected"] else "FAIL"
+        outcome, cls = outcome_cell(s)
         text = (
             f"<a href='{rel}'><b>{escape(str(s['verdict']))}</b></a> {outcome}<br>"
             f"<small>{escape(_anomaly_text(s['anomalies']))}</small>"
         )
-        place(
-            s["scenario"],
-            str(s.get("kafka_version")),
-            s.get("seed"),
-            (text, _cell(s["expected"], "")[1]),
-        )
+        place(s["scenario"], str(s.get("kafka_version")), s.get("seed"), (text, cls))
     for f in failures:
         link = escape(os.path.relpath(f.run_dir, out_dir)) if f.run_dir else ""
         label = f"<a href='{link}'>ERROR</a>" if link else "ERROR"
@@ -201,14 +212,16 @@ def ticket_tables(
     how many of its seeds; ``out_of_range`` adds a row per (ticket, release) that was not
     run because the release is older than the scenario's range. Empty when no run's
     scenario names a ticket and nothing was left out."""
-    by_ticket: dict[str, tuple[Ticket, dict[str, list[bool]]]] = {}
+    by_ticket: dict[str, tuple[Ticket, dict[str, list[tuple[bool, bool]]]]] = {}
     for r in reports:
         ticket = ticket_of(r.data.run.scenario)
         if ticket is None:
             continue
         version = str(r.summary.get("kafka_version"))
         runs = by_ticket.setdefault(ticket.id, (ticket, {}))[1]
-        runs.setdefault(version, []).append(bool(r.summary["expected"]))
+        runs.setdefault(version, []).append(
+            (bool(r.summary["expected"]), outcome_label(r.summary) == "not judged")
+        )
     outside: dict[str, set[str]] = {}
     for ticket, version in out_of_range:
         by_ticket.setdefault(ticket.id, (ticket, {}))
@@ -224,14 +237,16 @@ def ticket_tables(
                     f"<td>not run: {escape(ticket.range_note())}</td></tr>"
                 )
                 continue
-            outcomes = runs[version]
+            outcomes = [expected for expected, _ in runs[version]]
+            blind = sum(1 for _, not_judged in runs[version] if not_judged)
             shown = sum(outcomes)
-            status = ticket.status_of_seeds(version, outcomes)
+            status = ticket.status_of_seeds(version, outcomes, blind)
             side = "fixed" if ticket.is_fixed(version) else "affected"
             good = status in (AFFECTED, NOT_AFFECTED)
             rows.append(
                 f"<tr><th>Kafka {escape(version)}</th><td>{side}</td>"
-                f"<td class='{'ok' if good else 'bad'}'><b>{escape(status)}</b></td>"
+                f"<td class='{'ok' if good else 'warn' if status == NOT_JUDGED else 'bad'}'>"
+                f"<b>{escape(status)}</b></td>"
                 f"<td>{shown} of {len(outcomes)} seeds as expected</td></tr>"
             )
         commit = f", fixing commit {escape(ticket.commit[:12])}" if ticket.commit else ""
@@ -287,6 +302,9 @@ def write_suite_reports(
     passed = sum(1 for r in reports if r.outcome.expected)
     total = len(reports) + len(failures)
     heading = f"{title}: {passed}/{total} {unit} ended as expected"
+    blind = sum(1 for r in reports if r.outcome.label == "not judged")
+    if blind:
+        heading += f" ({blind} not judged: a kind the expectation needs was not read)"
     parts = [f"<h1>{escape(heading)}</h1>"]
     if broker_config:
         parts.append(

@@ -19,6 +19,7 @@ def summarize(data: RunData, outcome: Outcome) -> dict[str, Any]:
         for k, v in sorted(anomalies.items())
         if isinstance(v, dict) and isinstance(v.get("causes"), dict) and v["causes"]
     }
+    unjudged = (data.results or {}).get("unjudged")
     summary: dict[str, Any] = {
         "run_id": data.run_id,
         "scenario": data.scenario_name,
@@ -27,11 +28,15 @@ def summarize(data: RunData, outcome: Outcome) -> dict[str, Any]:
         "verdict": verdict_text(outcome.verdict),
         "valid": outcome.verdict,
         "expected": outcome.expected,
+        # "as expected", "NOT as expected", "not judged" or "not exercised"
+        # (kchaos.harness.rundir.expect)
         "outcome": outcome.label,
         "exit_code": outcome.exit_code,
         "reasons": list(outcome.reasons),
         "anomalies": counts,
         "causes": causes,
+        # kinds whose source was not read, with the reason (results.json's ``unjudged``)
+        "unjudged": dict(unjudged) if isinstance(unjudged, dict) else {},
         "slo": dict(outcome.slo),
         "sends": dict(data.totals),
         "faults": len(data.faults),

@@ -12,6 +12,18 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from kchaos.harness.checker import (
+    availability,
+    crashfiles,
+    durability,
+    fencing,
+    isr,
+    ordering,
+    reads,
+    stall,
+    startlog,
+    transactions,
+)
 from kchaos.harness.checker.availability import check_availability
 from kchaos.harness.checker.controller import load_controller, read_controller
 from kchaos.harness.checker.crashfiles import check_crash_files
@@ -31,11 +43,21 @@ from kchaos.harness.checker.replicas import KIND as REPLICAS_KIND
 from kchaos.harness.checker.replicas import attach_causes, attach_stories, compare_replicas
 from kchaos.harness.checker.reread import KIND as REREAD_KIND
 from kchaos.harness.checker.reread import compare_reread
+from kchaos.harness.checker.sources import (
+    CONTROLLER,
+    REPLICAS,
+    REREAD,
+    Reading,
+    Source,
+    sources_json,
+    unjudged_of,
+)
 from kchaos.harness.checker.stall import check_stall
 from kchaos.harness.checker.startlog import check_start_log, load_start_log
 from kchaos.harness.checker.transactions import check_transactions
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.names import HISTORY_JSONL, RUN_JSON
+from kchaos.harness.rundir.anomalies import KINDS
+from kchaos.harness.rundir.names import CONTROLLER_JSONL, HISTORY_JSONL, REPLICAS_JSONL, RUN_JSON
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.runjson import RunSettings
 
@@ -60,6 +82,25 @@ CHECKERS: dict[str, Checker] = {
     # history format 1.2; also the transaction values' share of lost-write, unseen and
     # aborted-read (merged with the other checkers' counts of those kinds below)
     "transactions": check_transactions,
+}
+#: The sources each checker reads and the kinds resting on each (docs/checker.md,
+#: "Evidence"); the two comparisons made beside the checkers have theirs too.
+SOURCES: dict[str, tuple[Source, ...]] = {
+    "durability": durability.SOURCES,
+    "reads": reads.SOURCES,
+    "ordering": ordering.SOURCES,
+    "isr": isr.SOURCES,
+    "availability": availability.SOURCES,
+    "fencing": fencing.SOURCES,
+    "stall": stall.SOURCES,
+    "startlog": startlog.SOURCES,
+    "crash-files": crashfiles.SOURCES,
+    "transactions": transactions.SOURCES,
+    # divergence among the replicas of the final ISR: the dumps, and controller.jsonl
+    # for that ISR (without it a disagreement is evidence only)
+    "replicas": (Source(REPLICAS, (REPLICAS_KIND,)), Source(CONTROLLER, (REPLICAS_KIND,))),
+    # the independent reader: a check of the harness (harness_errors), no kind
+    "reread": (Source(REREAD, ()),),
 }
 
 
@@ -107,6 +148,7 @@ def check_facts(
         for kind, found in out.anomalies.items():
             merge(anomalies, kind, found)
         stats[name] = out.stats
+        settle_unjudged(name, out)
     try:
         add_line_indexes(facts.path, anomalies)
     except Exception as exc:  # noqa: BLE001 - examples are a courtesy, the verdict stands
@@ -114,7 +156,7 @@ def check_facts(
     stats["check_seconds"] = round(time.perf_counter() - started, 3)
     valid = combine([o.valid for o in outcomes.values()])
     reasons = missing_evidence(facts) if valid is not False else []
-    return Results(
+    results = Results(
         valid="unknown" if reasons else valid,
         anomalies=anomalies,
         stats=stats,
@@ -123,6 +165,38 @@ def check_facts(
         history=facts.path,
         reasons=reasons,
     )
+    settle_evidence(results)
+    return results
+
+
+def settle_unjudged(name: str, out: CheckOutcome) -> None:
+    """The kinds ``out`` could not judge (a needed source not read, or its own reason),
+    leaving out those it found; a checker that judged none of its kinds takes no part
+    in the verdict (``valid`` None). A checker that crashed is ``unknown`` already."""
+    if out.error is not None:
+        return
+    declared = SOURCES.get(name, ())
+    unjudged = unjudged_of(declared, out.sources, out.unjudged)
+    out.unjudged = {k: why for k, why in unjudged.items() if k not in out.anomalies}
+    kinds = {k for src in declared for k in src.kinds}
+    if kinds and kinds <= set(out.unjudged) and out.valid is True:
+        out.valid = None
+
+
+def settle_evidence(results: Results, extra: Sequence[tuple[str, dict[str, Reading]]] = ()) -> None:
+    """results.json's ``evidence.sources`` and ``unjudged`` from every checker's readings
+    (``extra``: the comparisons that are not checkers, by name, with theirs)."""
+    uses = [(SOURCES.get(n, ()), o.sources) for n, o in results.checkers.items()]
+    uses += [(SOURCES[n], readings) for n, readings in extra]
+    results.evidence["sources"] = sources_json(uses)
+    reasons = [out.unjudged for out in results.checkers.values()]
+    reasons += [unjudged_of(SOURCES[n], readings, {}) for n, readings in extra]
+    unjudged: dict[str, str] = {}
+    for found in reasons:
+        for kind, why in found.items():
+            if results.count(kind) == 0:
+                unjudged[kind] = f"{unjudged[kind]}; {why}" if kind in unjudged else why
+    results.unjudged = dict(sorted(unjudged.items(), key=lambda kv: KINDS.index(kv[0])))
 
 
 def merge(anomalies: dict[str, Anomaly], kind: str, found: Anomaly) -> None:
@@ -190,6 +264,8 @@ def _check_history(
     results = check_facts(facts, run_config, checkers)
     results.stats["read_seconds"] = round(parsed, 3)
     disagreement = compare_reread(facts, RunDir(Path(path).parent).reread)
+    absent = Reading(False, f"no {REREAD} beside the history")
+    reread = {REREAD: absent if disagreement is None else Reading(True)}
     if disagreement is not None:
         results.stats["independent_reader"] = {"disagreements": disagreement.count}
         if disagreement.count:
@@ -200,7 +276,11 @@ def _check_history(
             )
             if results.valid is True:
                 results.valid = "unknown"
-    judge_replicas(results, facts, RunDir(Path(path).parent).replicas)
+    replicas = judge_replicas(results, facts, RunDir(Path(path).parent).replicas)
+    extra = [("reread", reread)]
+    if replicas is not None:
+        extra.append(("replicas", replicas))
+    settle_evidence(results, extra)
     results.evidence["faults"] = [e.to_json() for e in fault_effects(facts, Path(path).parent)]
     return results
 
@@ -223,23 +303,37 @@ def leader_log(run_dir: Path, warnings: list[str]) -> LeaderLog | None:
     return log
 
 
-def judge_replicas(results: Results, facts: Facts, path: Path) -> None:
+def judge_replicas(results: Results, facts: Facts, path: Path) -> dict[str, Reading] | None:
     """The replica-by-replica comparison (replicas.jsonl beside the history), where the
     run has one: its stats, its anomaly, the replica story of each duplicate and lost
-    write. A divergence among in-sync replicas makes the run invalid."""
+    write. A divergence among in-sync replicas makes the run invalid. Returns the
+    readings of its sources where the run has no file (no checker entry then)."""
     check = compare_replicas(facts, path)
     if check is None:
-        return
+        return {
+            REPLICAS: Reading(False, f"no {REPLICAS_JSONL} beside the history"),
+            CONTROLLER: controller_reading(facts),
+        }
     results.stats["replicas"] = check.stats
     outcome = CheckOutcome("replicas", stats={"disagreements_in_sync": check.divergence.count})
+    outcome.read(REPLICAS)
+    outcome.sources[CONTROLLER] = controller_reading(facts)
     if check.divergence.count:
         outcome.anomalies[REPLICAS_KIND] = check.divergence
         results.anomalies[REPLICAS_KIND] = check.divergence
         outcome.valid = False
         results.valid = False
+    settle_unjudged("replicas", outcome)
     results.checkers["replicas"] = outcome
     attach_stories(check.logs, results.anomalies)
     attach_causes(facts, check.logs, results.anomalies)
+    return None
+
+
+def controller_reading(facts: Facts) -> Reading:
+    if facts.controller is None:
+        return Reading(False, f"no {CONTROLLER_JSONL} beside the history: no final ISR")
+    return Reading(True)
 
 
 def check_run(run_dir: str | Path, *, write: bool = True) -> Results:

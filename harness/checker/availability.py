@@ -14,14 +14,27 @@ from typing import Any
 from kchaos.harness.checker.facts import PENDING, Facts
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.checker.recovery import time_to_full_isr
+from kchaos.harness.checker.sources import (
+    CONTROLLER,
+    SAMPLES,
+    Source,
+    read_controller,
+    read_samples,
+)
 from kchaos.harness.rundir.history import OK
 from kchaos.harness.rundir.runjson import RunSettings
 
 _NS = 1e9
 
+#: Offline windows: from controller.jsonl where it describes the partition, else from the
+#: monitor's samples.
+SOURCES = (Source(CONTROLLER, ("offline",), fallback=SAMPLES), Source(SAMPLES, ("offline",)))
+
 
 def check_availability(facts: Facts, config: RunSettings) -> CheckOutcome:
     out = CheckOutcome("availability")
+    read_controller(out, facts)
+    read_samples(out, facts)
     windows = offline_windows(facts)
     for w in windows:
         out.anomaly("offline").add(w)

@@ -15,8 +15,10 @@ unless a later rewrite of the file was not synced (3.7.x's truncations). Each ``
 entry is one anomaly. Reported, never invalid: the history's data may be intact (the
 other replicas have it); ``expect`` requires or forbids the kind per release.
 
-A crash fault whose start line has no ``epoch_checkpoints`` (older runs, or a scan that
-failed) judges nothing; the stats say how many crashes were read.
+A crash fault whose start line has no ``epoch_checkpoints`` (older runs), or a scan that
+failed, judges nothing: the kind is then unjudged (results.json's ``unjudged``, with the
+fault and node), unless another scan found one. A run without a page-cache-losing
+crash has nothing to judge (the kind is absent). The stats say how many crashes were read.
 """
 
 from __future__ import annotations
@@ -25,11 +27,15 @@ from typing import Any
 
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.checker.sources import CRASH_FILES, Source
 from kchaos.harness.rundir.runjson import RunSettings
 
 KIND = "epoch-checkpoint-lost"
 DETAIL_KEY = "epoch_checkpoints"
 _NS = 1e9
+SOURCES = (Source(CRASH_FILES, (KIND,)),)
+#: The crashes that lose the page cache and scan the checkpoints (kchaos.faults.crash).
+SCANNING = frozenset({"hard-reboot", "power-loss"})
 
 
 def check_crash_files(facts: Facts, config: RunSettings) -> CheckOutcome:
@@ -53,7 +59,31 @@ def check_crash_files(facts: Facts, config: RunSettings) -> CheckOutcome:
                 counts[KIND] += 1
                 out.anomaly(KIND).add(_example(fault.fault, fault.id, fault.start_time, node, lost))
     out.stats = counts
+    say_read(out, facts)
     return out.settle()
+
+
+def say_read(out: CheckOutcome, facts: Facts) -> None:
+    """Whether every page-cache-losing crash of the run left its scan, every node's
+    complete; not needed where the run had no such crash."""
+    crashes = [f for f in facts.faults if f.fault in SCANNING and f.error is None]
+    if not crashes:
+        out.not_read(CRASH_FILES, "no page-cache-losing crash in the run", needed=False)
+        return
+    missing = []
+    for f in crashes:
+        scans = f.detail.get(DETAIL_KEY)
+        if not isinstance(scans, dict) or not scans:
+            missing.append(f"{f.id} ({f.fault}): no {DETAIL_KEY} in its start line")
+            continue
+        for node, scan in sorted(scans.items()):
+            if not isinstance(scan, dict) or "error" in scan:
+                error = scan.get("error") if isinstance(scan, dict) else "not an object"
+                missing.append(f"{f.id} ({f.fault}): scan of {node} failed: {error}")
+    if missing:
+        out.not_read(CRASH_FILES, "; ".join(missing))
+    else:
+        out.read(CRASH_FILES)
 
 
 def _example(

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.checker.sources import HISTORY, Source
 from kchaos.harness.rundir.runjson import RunSettings
+
+SOURCES = (Source(HISTORY, ("lost-write", "unseen")),)
 
 
 def check_durability(facts: Facts, config: RunSettings) -> CheckOutcome:
@@ -16,6 +19,7 @@ def check_durability(facts: Facts, config: RunSettings) -> CheckOutcome:
     another offset is not lost: it is an inconsistent-offset (reads.find_conflicts).
     unseen: acknowledged, its partition not drained completely, and no reader saw it."""
     out = CheckOutcome("durability")
+    out.read(HISTORY)
     lost = unseen = 0
     candidates: list[tuple[int, int, int]] = []
     ack_off = facts.ack_off

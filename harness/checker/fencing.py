@@ -6,8 +6,8 @@ fault killed, paused or cut the broker. KAFKA-15489 (before 3.7.0) fences health
 brokers: a partitioned active controller keeps receiving their heartbeats and does not
 resign, and the new leader, which hears none, fences them.
 
-Judged from ``controller.jsonl`` only (the monitor's samples carry no broker state). A
-broker line is reported when
+Judged from ``controller.jsonl`` only (the monitor's samples carry no broker state):
+without it the kind is unjudged (results.json's ``unjudged``). A broker line is reported when
 
 - it says ``fenced`` true, and the broker's previous line says false, with the same
   ``broker_epoch`` (not -1): the same incarnation lost its session; a re-registration
@@ -31,6 +31,7 @@ from kchaos.harness.checker.controller import BrokerState
 from kchaos.harness.checker.facts import Facts, Fault
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.checker.recovery import target_brokers
+from kchaos.harness.checker.sources import CONTROLLER, Source, read_controller
 from kchaos.harness.rundir.names import CONTROLLER_JSONL
 from kchaos.harness.rundir.runjson import RunSettings
 
@@ -39,6 +40,8 @@ KIND = "live-broker-fenced"
 #: node): not a reason for a fencing.
 NOT_DISTURBING = frozenset({"heal"})
 _NS = 1e9
+#: The monitor's samples carry no broker state: no fallback.
+SOURCES = (Source(CONTROLLER, (KIND,)),)
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class Window:
 
 def check_fencing(facts: Facts, config: RunSettings) -> CheckOutcome:
     out = CheckOutcome("fencing")
+    read_controller(out, facts)
     record = facts.controller
     if record is None:
         out.stats = {

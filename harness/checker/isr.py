@@ -11,6 +11,13 @@ from kchaos.harness.checker.controller import ControllerRecord, PartitionState
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.leaderlog import IsrUpdate, LeaderLog, explain
 from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.checker.sources import (
+    CONTROLLER,
+    SAMPLES,
+    Source,
+    read_controller,
+    read_samples,
+)
 from kchaos.harness.rundir.names import CONTROLLER_JSONL
 from kchaos.harness.rundir.runjson import RunSettings
 
@@ -21,11 +28,18 @@ LEARN_NS = 1_000_000_000
 KAFKA_DEFAULT_MIN_ISR = 1
 SHRINKS_LISTED = 20  # results.json lists this many ISR removals; the count covers all
 
+#: The kinds of committed ISRs and elections: from controller.jsonl for the partitions it
+#: describes, from the monitor's samples for the others (and all, where it is absent).
+ISR_KINDS = ("acked-below-min-isr", "unclean-election", "last-known-leader-election")
+SOURCES = (Source(CONTROLLER, ISR_KINDS, fallback=SAMPLES), Source(SAMPLES, ISR_KINDS))
+
 
 def check_isr(facts: Facts, config: RunSettings) -> CheckOutcome:
     """acked-below-min-isr and elections: from controller.jsonl for the partitions it
     describes, from the monitor's samples for the others (format 1.1)."""
     out = CheckOutcome("isr")
+    read_controller(out, facts)
+    read_samples(out, facts)
     record = facts.controller
     covered = {
         tp

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kchaos.harness.checker.sources import Reading
 from kchaos.harness.rundir.anomalies import INVALIDATING, KINDS, UNKNOWN_MAKING
 from kchaos.harness.rundir.results import Verdict
 
@@ -69,14 +70,31 @@ class CheckOutcome:
     """What one checker concluded.
 
     ``valid`` follows the results.json convention: True, False or "unknown". A checker
-    that crashed has ``error`` set and ``valid == "unknown"``.
+    that crashed has ``error`` set and ``valid == "unknown"``. None: the checker judged
+    nothing (every kind of it is unjudged, :mod:`.sources`); it takes no part in the
+    run's verdict.
+
+    ``sources``: what it said of each source it declares (:meth:`read`,
+    :meth:`not_read`); ``unjudged``: kinds it could not judge for a reason of its own
+    (not a missing source), with the reason.
     """
 
     name: str
-    valid: Verdict = True
+    valid: Verdict | None = True
     anomalies: dict[str, Anomaly] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    sources: dict[str, Reading] = field(default_factory=dict)
+    unjudged: dict[str, str] = field(default_factory=dict)
+
+    def read(self, source: str) -> None:
+        """``source`` was read."""
+        self.sources[source] = Reading(True)
+
+    def not_read(self, source: str, why: str, *, needed: bool = True) -> None:
+        """``source`` was not read, and why; ``needed`` False: the run had nothing it
+        could show, so its kinds are judged (absent) all the same."""
+        self.sources[source] = Reading(False, why, needed)
 
     def anomaly(self, kind: str) -> Anomaly:
         if kind not in KINDS:
@@ -95,8 +113,9 @@ class CheckOutcome:
         return self
 
 
-def combine(verdicts: list[Verdict]) -> Verdict:
-    """Invalid over unknown over valid."""
+def combine(verdicts: list[Verdict | None]) -> Verdict:
+    """Invalid over unknown over valid; None (a checker that judged nothing) counts for
+    nothing."""
     if any(v is False for v in verdicts):
         return False
     if any(v == "unknown" for v in verdicts):
@@ -128,9 +147,12 @@ class Results:
     # Errors of the harness itself, not of Kafka (e.g. the independent reader disagrees
     # with the drain), by name; never anomaly kinds.
     harness_errors: dict[str, Anomaly] = field(default_factory=dict)
-    # What the verdict rests on (history format 1.3, "Evidence"), by key: ``faults``,
-    # each fault's own effect (kchaos.harness.checker.effects), as JSON
+    # What the verdict rests on (history format 1.3, "Evidence"), by key: ``sources``
+    # (which source each checker read) and ``faults`` (each fault's own effect,
+    # kchaos.harness.checker.effects), as JSON
     evidence: dict[str, Any] = field(default_factory=dict)
+    # Kinds whose source was not read, with the reason: neither present nor absent.
+    unjudged: dict[str, str] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -147,12 +169,18 @@ class Results:
             "anomalies": {k: clip(a.to_json()) for k, a in self.anomalies.items()},
             "stats": clip(self.stats),
             "checkers": {
-                n: {"valid": o.valid, "error": o.error, "anomalies": sorted(o.anomalies)}
+                n: {
+                    "valid": o.valid,
+                    "error": o.error,
+                    "anomalies": sorted(o.anomalies),
+                    "unjudged": sorted(o.unjudged, key=KINDS.index),
+                }
                 for n, o in self.checkers.items()
             },
             "warnings": clip(self.warnings),
             "harness_errors": {k: clip(a.to_json()) for k, a in self.harness_errors.items()},
-            "history": self.history,
             "evidence": self.evidence,
+            "unjudged": dict(self.unjudged),
+            "history": self.history,
             "format": 1,
         }

@@ -6,9 +6,12 @@ from bisect import bisect_left, bisect_right
 
 from kchaos.harness.checker.facts import Facts
 from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.checker.sources import HISTORY, Source
 from kchaos.harness.rundir.runjson import RunSettings
 
 _NARROW = 8  # a gap over at most this many offsets is judged by looking each one up
+
+SOURCES = (Source(HISTORY, ("nonmonotonic-poll", "poll-skip")),)
 
 
 def check_ordering(facts: Facts, config: RunSettings) -> CheckOutcome:
@@ -16,6 +19,7 @@ def check_ordering(facts: Facts, config: RunSettings) -> CheckOutcome:
     poll-skip: the next offset jumps over offsets at which the completed drain has records.
     (A stretch starts at the consumer's first poll and again at each ``assign`` line.)"""
     out = CheckOutcome("ordering")
+    out.read(HISTORY)
     values = facts.value_list
     for proc, tp, prev, off, index in facts.backwards:
         ex = {**facts.where(tp, off), "process": proc, "previous_offset": prev, "index": [index]}

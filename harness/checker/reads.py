@@ -6,14 +6,20 @@ from typing import Any
 
 from kchaos.harness.checker.facts import FAIL, TP_BITS, Facts, unpack
 from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.checker.sources import HISTORY, Source
 from kchaos.harness.rundir.history import FAIL as FAIL_OUTCOME
 from kchaos.harness.rundir.history import OK
 from kchaos.harness.rundir.runjson import RunSettings
+
+SOURCES = (
+    Source(HISTORY, ("uncommitted-read", "aborted-read", "duplicate", "inconsistent-offset")),
+)
 
 
 def check_reads(facts: Facts, config: RunSettings) -> CheckOutcome:
     """uncommitted-read, aborted-read, duplicate and inconsistent-offset."""
     out = CheckOutcome("reads")
+    out.read(HISTORY)
     uncommitted = find_uncommitted(facts)
     for vid, (tp, off) in sorted(uncommitted.items()):
         out.anomaly("uncommitted-read").add(facts.example(vid, tp, off, drain_end=True))

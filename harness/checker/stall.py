@@ -23,7 +23,8 @@ A gap is reported when all of these hold:
 - ``controller.jsonl`` shows the broker registered and unfenced at the gap's start, and
   no line of it inside the gap is fenced, shutting down or of another broker epoch.
 
-Without ``controller.jsonl`` nothing is judged (the samples carry no broker state).
+Without ``controller.jsonl`` nothing is judged (the samples carry no broker state), nor
+without an acknowledged send: the kind is then unjudged (results.json's ``unjudged``).
 Reported, never invalid: a loaded machine, or a fault that holds the broker (a pause
 shorter than the session), shows it too. ``stats.stall`` has, per broker, its longest
 gap with a partition led throughout (the measured unavailability, reported or not).
@@ -39,6 +40,7 @@ from typing import Any
 from kchaos.harness.checker.controller import BrokerState
 from kchaos.harness.checker.facts import FAIL, INFO, OK, PENDING, Facts
 from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.checker.sources import CONTROLLER, HISTORY, Source, read_controller
 from kchaos.harness.rundir.names import CONTROLLER_JSONL
 from kchaos.harness.rundir.runjson import RunSettings
 
@@ -48,6 +50,10 @@ _SENT = (PENDING, OK, FAIL, INFO)
 #: Gaps shorter than this are not checked for a waiting client (they count in the
 #: longest gap of ``stats.stall`` as they are).
 SCAN_FROM_NS = 1_000_000_000
+#: The acknowledgements (history) and the brokers' registrations (controller.jsonl, no
+#: fallback: the samples carry no broker state).
+SOURCES = (Source(HISTORY, (KIND,)), Source(CONTROLLER, (KIND,)))
+NO_ACKS = "no acknowledged send in the history: no gap between acknowledgements to measure"
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,10 @@ def timelines(facts: Facts) -> list[Timeline]:
 
 def check_stall(facts: Facts, config: RunSettings) -> CheckOutcome:
     out = CheckOutcome("stall")
+    out.read(HISTORY)
+    read_controller(out, facts)
+    if not any(facts.acked_vid):
+        out.unjudged[KIND] = NO_ACKS
     record = facts.controller
     threshold = config.broker_session_timeout_ms * 1_000_000
     if record is None:

@@ -40,7 +40,9 @@ The failed starts in between (``Fatal error during broker startup``) are named i
 example: they are what wrote the file.
 
 Reported, never invalid on its own: what the unrecovered logs hold decides whether data
-went wrong, and the other checkers judge that.
+went wrong, and the other checkers judge that. Without the brokers' logs the kind is
+unjudged (results.json's ``unjudged``) where a fault stopped or restarted a broker
+(:data:`RESTARTS`, a ``disk-full`` that restarted one), and judged absent where none did.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ from typing import Any
 from kchaos.harness.checker.facts import Facts, Fault
 from kchaos.harness.checker.model import CheckOutcome
 from kchaos.harness.checker.recovery import node_ids, target_brokers
-from kchaos.harness.rundir.names import LOGS_DIR, SERVER_LOG
+from kchaos.harness.checker.sources import BROKER_LOGS, Source
+from kchaos.harness.rundir.names import LOGS_DIR, RUN_JSON, SERVER_LOG
 from kchaos.harness.rundir.nodelogs import (
     NodeLog,
     entry_unix_ms,
@@ -84,6 +87,12 @@ _LOADED = re.compile(r"Loaded (\d+) logs in (\d+)ms")
 _LOADING = "Loading logs from log dirs"
 _FATAL = "Fatal error during broker startup"
 _NS = 1e9
+SOURCES = (Source(BROKER_LOGS, (KIND,)),)
+#: The faults that stop a broker's process (a crash, a clean stop or a restart): the
+#: starts after them are what the kind is about. ``disk-full`` restarts a broker that
+#: Kafka halted (its stop line's ``restarted``).
+RESTARTS = CRASHES | {TERM, ROLLING}
+DISK_FULL = "disk-full"
 
 
 @dataclass(frozen=True)
@@ -194,8 +203,18 @@ def check_start_log(facts: Facts, config: RunSettings) -> CheckOutcome:
     out = CheckOutcome("startlog")
     log = facts.start_log
     if log is None:
+        absent = (
+            f"no broker log on the history's time base ({LOGS_DIR}/<broker>/{SERVER_LOG}"
+            f" and {RUN_JSON}'s history_start_unix_ns)"
+        )
+        restarted = restarting_faults(facts)
+        if restarted:
+            out.not_read(BROKER_LOGS, f"{absent}; brokers restarted by {', '.join(restarted)}")
+        else:
+            out.not_read(BROKER_LOGS, f"{absent}; no fault restarted a broker", needed=False)
         out.stats = {"source": None, "note": "no broker logs kept: recovery not judged"}
         return out.settle()
+    out.read(BROKER_LOGS)
     counts = {"starts": 0, "recovering": 0, "skipping": 0, "crashes": 0, "clean_stops": 0, KIND: 0}
     for broker, events in sorted(log.brokers.items()):
         stops = sorted(
@@ -247,6 +266,19 @@ def check_start_log(facts: Facts, config: RunSettings) -> CheckOutcome:
             _stopped(state, fault, counts)
     out.stats = {"source": f"{LOGS_DIR}/<broker>/{SERVER_LOG}", **counts}
     return out.settle()
+
+
+def restarting_faults(facts: Facts) -> list[str]:
+    """The faults of the run that stopped or restarted a broker's process (``id
+    (fault)``): without them no start can have skipped a recovery it needed, and a run
+    without broker logs has nothing to judge."""
+    out = []
+    for f in facts.faults:
+        if f.error is not None or not target_brokers(f):
+            continue
+        if f.fault in RESTARTS or (f.fault == DISK_FULL and f.stop_detail.get("restarted")):
+            out.append(f"{f.id} ({f.fault})")
+    return out
 
 
 def _clean_term(fault: Fault, broker: int) -> bool:

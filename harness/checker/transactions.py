@@ -25,7 +25,9 @@ from typing import Any
 from kchaos.harness.checker.durability import judge_acked
 from kchaos.harness.checker.facts import Facts, unpack
 from kchaos.harness.checker.model import CheckOutcome
+from kchaos.harness.checker.sources import HISTORY, Source
 from kchaos.harness.checker.txnfacts import OUTCOMES, Txn, TxnLog
+from kchaos.harness.rundir.anomalies import TXN_EXTENDED, TXN_KINDS
 from kchaos.harness.rundir.history import FAIL, OK
 from kchaos.harness.rundir.runjson import RunSettings
 
@@ -34,9 +36,12 @@ IN, OUT, UNDRAINED, UNKNOWN = "in", "out", "undrained", "unknown"
 Found = Callable[[str, Txn, "dict[str, Any] | None"], None]
 _NS_PER_MS = 1_000_000
 
+SOURCES = (Source(HISTORY, (*TXN_EXTENDED, "unseen", *TXN_KINDS)),)
+
 
 def check_transactions(facts: Facts, config: RunSettings) -> CheckOutcome:
     out = CheckOutcome("transactions")
+    out.read(HISTORY)
     log = facts.txn
     if not log:
         out.stats = _stats(log, Counter(), {}, log.outcomes())

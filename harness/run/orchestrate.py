@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 class RunResult:
     run_id: str
     run_dir: Path
-    exit_code: int  # 0 as expected, 1 not, 2 unknown, 5 not exercised (harness.rundir.expect)
+    exit_code: int  # 0 as expected, 1 not, 2 unknown, 5 not judged, 6 not exercised (rundir.expect)
     summary: dict[str, Any]
     paths: dict[str, str]
     report: RunReport | None = None

@@ -482,10 +482,12 @@ def run_validation(
 ) -> int:
     """Run every scenario under every config into ``OUT/SCENARIO/CONFIG/``; write the
     go/no-go page, junit.xml and summary.json (``prometheus``: a Prometheus server for
-    each run). 0 when every cell is go, else the worst exit code of `kchaos run`."""
+    each run). 0 when every cell is go, else the worst exit code of `kchaos run` (5, not
+    judged, where every run ended as expected but a cell is NOT JUDGED)."""
     from kchaos.harness.run.suite import run_entries, suite_dir_for
+    from kchaos.harness.rundir.expect import EXIT_NOT_JUDGED
     from kchaos.reports.console import make_console
-    from kchaos.reports.sre import write_validation
+    from kchaos.reports.sre import not_judged, write_validation
 
     console = console or make_console()
     prof = profile(profile_name or DEFAULT_PROFILE)
@@ -501,10 +503,13 @@ def run_validation(
     )
     title = f"kchaos SRE validation {name}"
 
+    blind = [0]  # NOT JUDGED cells at the last write
+
     def write(reports: list[Any], failures: list[Any]) -> None:
         write_validation(suite_dir, title, reports, failures, configs, prof, console)
+        blind[0] = not_judged(reports)
 
-    return run_entries(
+    code = run_entries(
         suite_dir,
         entries,
         write,
@@ -513,3 +518,6 @@ def run_validation(
         run=run,
         prometheus=prometheus,
     )
+    # a run that ended as its expectation says, but with a kind the profile relies on
+    # unjudged, is no GO: the validation does not exit 0
+    return EXIT_NOT_JUDGED if code == 0 and blind[0] else code

@@ -12,10 +12,19 @@ Exit codes of ``kchaos run`` (and the per-scenario outcome of ``kchaos suite``):
        reported-only kind), or a failed SLO threshold
     2  the verdict is "unknown" (nothing proven either way) where the scenario expected a
        definite one
-    5  not exercised: a fault the scenario lists in ``expect.effects`` did not show its
+    5  not judged: the scenario requires (``anomalies``) or forbids (``forbid``) a kind
+       that results.json lists under ``unjudged`` (its source was not read, history
+       format 1.3 "Evidence"), and nothing else went wrong. Never "as expected": a
+       fixed release whose forbidden kind could not be looked for is no evidence of the
+       fix. A definite failure beside it wins (1); an unknown verdict beside it does not.
+
+    6  not exercised: a fault the scenario lists in ``expect.effects`` did not show its
        own effect (results.json ``evidence.faults``: ``not-seen``, ``not-measured``, or
        no such fault started), so the run proves nothing either way, whatever the
-       checker found
+       checker found (it wins over every other outcome)
+
+(3 is bad input and 4 a harness failure, :mod:`kchaos.harness.errors`.) Each outcome has
+its own label (:data:`LABELS`): "as expected", "NOT as expected", "not judged", "not exercised".
 """
 
 from __future__ import annotations
@@ -29,7 +38,16 @@ from kchaos.harness.rundir.anomalies import REPORTED_ONLY
 EXIT_EXPECTED = 0
 EXIT_UNEXPECTED = 1
 EXIT_UNKNOWN = 2
-EXIT_NOT_EXERCISED = 5
+EXIT_NOT_JUDGED = 5
+EXIT_NOT_EXERCISED = 6
+
+#: What the reports call an outcome, by exit code ("NOT as expected" for any other).
+LABELS: dict[int, str] = {
+    EXIT_EXPECTED: "as expected",
+    EXIT_NOT_JUDGED: "not judged",
+    EXIT_NOT_EXERCISED: "not exercised",
+}
+NOT_EXPECTED = "NOT as expected"
 
 # Reported, never a correctness failure: availability is judged by SLO thresholds, and a
 # last-known-leader election is Kafka's designed recovery (its losses are lost writes).
@@ -44,14 +62,17 @@ class Outcome:
     reasons: tuple[str, ...] = ()
     found: tuple[str, ...] = ()
     slo: Mapping[str, bool] = field(default_factory=dict)
+    # every kind results.json lists under ``unjudged`` (the reasons name those the
+    # expectation needed)
+    unjudged: tuple[str, ...] = ()
     # the ``expect.effects`` entries whose fault did not show its effect
     not_exercised: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
-        if self.not_exercised:
-            return "not exercised"
-        return "as expected" if self.expected else "NOT as expected"
+        """``as expected``, ``NOT as expected``, ``not judged`` or ``not exercised``
+        (:data:`LABELS`)."""
+        return LABELS.get(self.exit_code, NOT_EXPECTED)
 
 
 def verdict_text(verdict: Any) -> str:
@@ -114,6 +135,8 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
         return Outcome(False, EXIT_UNEXPECTED, None, ("the run has no results.json",))
     verdict = results.get("valid")
     anomalies = results.get("anomalies") or {}
+    raw_unjudged = results.get("unjudged")
+    unjudged: Mapping[str, Any] = raw_unjudged if isinstance(raw_unjudged, Mapping) else {}
     found = tuple(sorted(k for k, v in anomalies.items() if _count(v) > 0))
     # kinds whose every occurrence the run's own settings allow (an unclean election with
     # unclean leader election enabled) are reported, never unexpected
@@ -135,9 +158,15 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     if want_valid is not None and judged != want_valid:
         reasons.append(f"verdict {verdict_text(judged)}, expected {verdict_text(want_valid)}")
         unknowns += judged == "unknown"
-    missing = [k for k in required if k not in found]
+    missing = [k for k in required if k not in found and k not in unjudged]
     if missing:
         reasons.append(f"expected anomalies not found: {', '.join(missing)}")
+    # a kind the expectation requires or forbids whose source was not read: neither
+    # found nor absent (a found one is judged, whatever else was not read)
+    needed = dict.fromkeys([*required, *(expect.get("forbid") or ())])
+    blind = [k for k in needed if k in unjudged and k not in found]
+    for kind in blind:
+        reasons.append(f"not judged: {kind} ({unjudged[kind]})")
     # forbidden kinds fail the run whatever else says they may occur (a reported-only
     # kind, a permitted or cause-excused one), and whatever verdict is expected
     forbidden = [k for k in found if k in set(expect.get("forbid") or ())]
@@ -166,18 +195,27 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     if not_measured:
         reasons.append(f"SLO unknown (could not be measured): {', '.join(not_measured)}")
         unknowns += 1
+    all_unjudged = tuple(str(k) for k in unjudged)
     idle = not_exercised(expect.get("effects") or (), results)
     if idle:
-        # checked last, and over every other reason: a run whose fault did not bite shows
-        # nothing about the fault, whether the checker found something or not
+        # over every other reason: a run whose fault did not bite shows nothing about
+        # the fault, whether the checker found something or not
         said = "; ".join(f"{name}: {why}" for name, why in idle)
         reasons.insert(0, f"not exercised: {said}")
         names = tuple(name for name, _ in idle)
-        return Outcome(False, EXIT_NOT_EXERCISED, verdict, tuple(reasons), found, slo, names)
+        return Outcome(
+            False, EXIT_NOT_EXERCISED, verdict, tuple(reasons), found, slo, all_unjudged, names
+        )
     if not reasons:
-        return Outcome(True, EXIT_EXPECTED, verdict, (), found, slo)
-    code = EXIT_UNKNOWN if unknowns == len(reasons) else EXIT_UNEXPECTED
-    return Outcome(False, code, verdict, tuple(reasons), found, slo)
+        return Outcome(True, EXIT_EXPECTED, verdict, (), found, slo, all_unjudged)
+    definite = len(reasons) - unknowns - len(blind)
+    if definite:
+        code = EXIT_UNEXPECTED
+    elif blind:
+        code = EXIT_NOT_JUDGED
+    else:
+        code = EXIT_UNKNOWN
+    return Outcome(False, code, verdict, tuple(reasons), found, slo, all_unjudged)
 
 
 def not_exercised(wanted: Any, results: Mapping[str, Any]) -> list[tuple[str, str]]:

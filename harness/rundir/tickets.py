@@ -18,7 +18,9 @@ the scenario's range, and running it there is bad input.
 What a run shows (:meth:`Ticket.status`): on an affected release, ``affected`` when the run
 ended as its ``expect`` says (the scenario expects the bug's anomaly there) and ``not
 reproduced here`` otherwise; on a fixed release, ``not affected`` when it ended as expected
-(valid) and ``seen on a fixed release`` otherwise.
+(valid) and ``seen on a fixed release`` otherwise. A run that ended "not judged" (the kind
+its ``expect`` names was unjudged, kchaos.harness.rundir.expect) shows neither: ``not
+judged`` (:meth:`Ticket.status_of_seeds`).
 
 The run directory keeps the section inside run.json's ``scenario``; the reports read it
 from there with :func:`ticket_of`, so they need nothing but the run directory.
@@ -38,6 +40,8 @@ KNOWN_BUG_TAG = "known-bug"
 
 AFFECTED = "affected"
 NOT_REPRODUCED = "not reproduced here"
+#: Runs whose ticket's kind could not be judged (its source was not read).
+NOT_JUDGED = "not judged"
 NOT_AFFECTED = "not affected"
 SEEN_WHEN_FIXED = "seen on a fixed release"
 #: A release older than the scenario's ``affected_from``: no run, nothing claimed either way
@@ -154,12 +158,18 @@ class Ticket:
             return NOT_AFFECTED if expected else SEEN_WHEN_FIXED
         return AFFECTED if expected else NOT_REPRODUCED
 
-    def status_of_seeds(self, version: str, expected: Sequence[bool]) -> str:
+    def status_of_seeds(self, version: str, expected: Sequence[bool], not_judged: int = 0) -> str:
         """What several seeds on one release show together: on an affected release one
         seed in which the bug happened is enough (it did happen there), on a fixed release
-        one seed that saw it is enough to say so."""
+        one seed that saw it is enough to say so. ``not_judged`` of the seeds not as
+        expected ended "not judged": they show nothing either way, so where no other seed
+        decides, the release is ``not judged``."""
         if self.is_fixed(version):
+            if not all(expected) and expected.count(False) <= not_judged:
+                return NOT_JUDGED
             return self.status(version, all(expected))
+        if not any(expected) and not_judged:
+            return NOT_JUDGED
         return self.status(version, any(expected))
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,6 +1,13 @@
 import pytest
 
-from kchaos.harness.rundir.expect import EXIT_EXPECTED, EXIT_UNEXPECTED, EXIT_UNKNOWN, evaluate
+from kchaos.harness.rundir.expect import (
+    EXIT_EXPECTED,
+    EXIT_NOT_JUDGED,
+    EXIT_UNEXPECTED,
+    EXIT_UNKNOWN,
+    LABELS,
+    evaluate,
+)
 
 
 def res(valid, **anomalies):
@@ -199,3 +206,63 @@ def test_unknown_windows_beside_a_real_failure_are_a_failure():
         {"valid": False, "anomalies": {"lost-write": 1}, "stats": {}},
     )
     assert out.exit_code == EXIT_UNEXPECTED
+
+
+def blind(valid, unjudged, **anomalies):
+    """results.json with kinds listed as unjudged (their source was not read)."""
+    return {**res(valid, **anomalies), "unjudged": unjudged}
+
+
+STALL = "broker-stalled"
+NO_CTL = {STALL: "controller.jsonl not read: no controller.jsonl beside the history"}
+
+
+@pytest.mark.parametrize(
+    ("expect", "results", "code", "label"),
+    [
+        # the fixed side forbids the kind, the affected side requires it: neither can be
+        # met by a kind nobody looked for
+        ({"valid": True, "forbid": [STALL]}, blind(True, NO_CTL), EXIT_NOT_JUDGED, "not judged"),
+        ({"valid": True, "anomalies": [STALL]}, blind(True, NO_CTL), EXIT_NOT_JUDGED, "not judged"),
+        # a kind the expectation does not name: judged as before
+        ({"valid": True}, blind(True, NO_CTL), EXIT_EXPECTED, "as expected"),
+        ({"valid": True, "forbid": ["offline"]}, blind(True, NO_CTL), EXIT_EXPECTED, "as expected"),
+        # a definite failure beside it wins
+        (
+            {"valid": True, "forbid": ["broker-stalled"]},
+            blind(False, NO_CTL, lost_write=1),
+            EXIT_UNEXPECTED,
+            "NOT as expected",
+        ),
+        # an unknown verdict beside it does not
+        (
+            {"valid": True, "forbid": ["broker-stalled"]},
+            blind("unknown", NO_CTL, unseen=2),
+            EXIT_NOT_JUDGED,
+            "not judged",
+        ),
+        # found is found: a forbidden kind present fails the run whatever else was not read
+        (
+            {"valid": True, "forbid": ["broker-stalled"]},
+            blind(True, NO_CTL, broker_stalled=1),
+            EXIT_UNEXPECTED,
+            "NOT as expected",
+        ),
+    ],
+)
+def test_a_kind_the_expectation_needs_that_was_not_judged(expect, results, code, label):
+    outcome = evaluate(expect, results)
+    assert outcome.exit_code == code
+    assert outcome.label == label
+    assert outcome.expected == (code == EXIT_EXPECTED)
+    assert outcome.unjudged == ("broker-stalled",)
+    named = [r for r in outcome.reasons if r.startswith("not judged: broker-stalled")]
+    needs = STALL in {*expect.get("forbid", ()), *expect.get("anomalies", ())}
+    found = "broker-stalled" in results["anomalies"]
+    assert bool(named) == (needs and not found)
+    assert not any("not found" in r for r in outcome.reasons)
+
+
+def test_the_not_judged_exit_code_is_its_own() -> None:
+    assert EXIT_NOT_JUDGED not in (EXIT_EXPECTED, EXIT_UNEXPECTED, EXIT_UNKNOWN, 3, 4)
+    assert LABELS[EXIT_NOT_JUDGED] == "not judged"

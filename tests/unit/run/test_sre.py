@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.run import sre
 from kchaos.harness.run.orchestrate import RunResult
+from kchaos.harness.rundir.expect import EXIT_NOT_JUDGED
 from kchaos.harness.scenario import library
 from kchaos.reports.build import write_run_reports
 from kchaos.reports.sample import LOST, VALID, make_run
@@ -224,6 +225,39 @@ def test_a_duplicate_pinned_on_the_client_is_not_red(tmp_path: Path) -> None:
     assert "duplicate 2 (producer-epoch-bump 2)" in grid
     assert "duplicate 2 (sequence-written-twice 2)" in grid
     assert "(checker: invalid; every anomaly reported, not red)" in grid  # the GO cell
+
+
+def unjudged_replicas(sc: Any, *, out: Path, extra: dict[str, Any], **_: Any) -> RunResult:
+    """Valid runs; under the config labelled ``blind`` results.json lists replica-divergence
+    (invalidating, not allowed by the profile) as unjudged, under ``other`` offline (allowed
+    by every validation) is."""
+    label = extra["sre"]["label"]
+    kind = "replica-divergence" if label == "blind" else "offline"
+    results = {**VALID, "unjudged": {kind: "replicas.jsonl not read: no file"}}
+    e = sc.expect
+    expect = {"valid": True, "allowed": list(e.allowed), "allowed_causes": list(e.allowed_causes)}
+    make_run(out, results=results, expect=expect, name=sc.name)
+    run = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**run, **extra}))
+    rep = write_run_reports(out)
+    return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
+
+
+def test_no_go_where_a_kind_the_profile_relies_on_is_unjudged(tmp_path: Path) -> None:
+    blind, other = tmp_path / "blind.properties", tmp_path / "other.properties"
+    blind.write_text(SAFE)
+    other.write_text(SAFE)
+    out = tmp_path / "out"
+    files = [library.resolve("smoke")]
+    code = sre.run_validation(
+        "mine", files, [blind, other], out=out, run=unjudged_replicas, console=None
+    )
+    assert code == EXIT_NOT_JUDGED  # every run as expected, yet no GO
+    page = (out / "report.html").read_text()
+    assert "NO-GO: 1/2 cells go" in page
+    grid = page[page.index("id='go-no-go'") :].split("</table>")[0]
+    assert grid.count("<b>NOT JUDGED</b>") == 1 and grid.count("<b>GO</b>") == 1
+    assert "not judged: replica-divergence" in grid
 
 
 def test_a_cell_that_did_not_run_is_named_by_its_config(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.tickets import (
     AFFECTED,
     NOT_AFFECTED,
+    NOT_JUDGED,
     NOT_REPRODUCED,
     SEEN_WHEN_FIXED,
     Ticket,
@@ -55,6 +56,19 @@ def test_status_of_one_run_and_of_seeds() -> None:
     # ... and one seed that saw it on a fixed release is reported
     assert t.status_of_seeds("3.7.0", [True, False]) == SEEN_WHEN_FIXED
     assert t.status_of_seeds("3.7.0", [True, True]) == NOT_AFFECTED
+
+
+def test_seeds_that_were_not_judged_show_nothing_either_way() -> None:
+    t = Ticket.from_mapping(BACKPORTED)
+    # the only seeds not as expected were not judged: neither seen nor not affected
+    assert t.status_of_seeds("3.7.0", [True, False], not_judged=1) == NOT_JUDGED
+    # one that saw the bug on a fixed release still says so
+    assert t.status_of_seeds("3.7.0", [False, False], not_judged=1) == SEEN_WHEN_FIXED
+    # an affected release: one seed that showed it is enough; else not reproduced is
+    # not shown by a seed that could not look
+    assert t.status_of_seeds("3.6.1", [True, False], not_judged=1) == AFFECTED
+    assert t.status_of_seeds("3.6.1", [False, False], not_judged=1) == NOT_JUDGED
+    assert t.status_of_seeds("3.6.1", [False, False], not_judged=0) == NOT_REPRODUCED
 
 
 def test_range() -> None:
