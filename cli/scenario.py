@@ -212,3 +212,22 @@ def validate_cmd(
             f"{len(sc.topics)} topic(s), {sc.workload.duration:g} s, faults: {steps})"
         )
     return 0
+
+
+@click.command("known-bugs")
+@click.option(
+    "--release",
+    required=True,
+    metavar="X.Y.Z",
+    help="The Kafka release to ask about, e.g. 3.7.1.",
+)
+def known_bugs_cmd(release: str) -> int:
+    """The library's known Kafka bugs that affect a release, without Docker: each with
+    its measured catch rates on the affected and fixed releases and the command that
+    checks it live."""
+    from kchaos.harness.scenario import known_bugs
+
+    view = known_bugs.for_release(release)
+    for line in known_bugs.describe(view):
+        click.echo(line)
+    return 0
