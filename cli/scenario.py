@@ -185,7 +185,7 @@ def scenarios_cmd(verbose: bool, tag: str | None) -> int:
             since = f"from {t.affected_from} " if t.affected_from else ""
             console.print(
                 f"{'':<{width}}  {t.id}: affects {since}until {', '.join(t.fixed_in)} "
-                f"(fixed there); {t.title}"
+                f"({t.fix_note()}); {t.title}"
             )
         if verbose:
             console.print(f"    {sc.description}\n")

@@ -237,7 +237,7 @@ def ticket_tables(
         commit = f", fixing commit {escape(ticket.commit[:12])}" if ticket.commit else ""
         parts.append(
             f"<h2>{escape(ident)}: {escape(ticket.title)}</h2>"
-            f"<p>fixed in {escape(', '.join(ticket.fixed_in))}{commit}</p>"
+            f"<p>{escape(ticket.fix_note())}{commit}</p>"
             "<table class='grid'><tr><th>release</th><th>per the ticket</th>"
             f"<th>these runs show</th><th>seeds</th></tr>{''.join(rows)}</table>"
         )

@@ -170,9 +170,9 @@ class Ticket:
 
     def fix_note(self) -> str:
         """The fix in words: "fixed in 3.6.2, 3.7.0", or for a behaviour removed by
-        something else (``fixed_by``) "gone from 4.1.0 on (KIP-966 ...)"."""
+        something else (``fixed_by``) "gone from 4.1.0 on: KIP-966's ..."."""
         if self.fixed_by:
-            return f"gone from {', '.join(self.fixed_in)} on ({self.fixed_by})"
+            return f"gone from {', '.join(self.fixed_in)} on: {self.fixed_by}"
         return f"fixed in {', '.join(self.fixed_in)}"
 
     def saw_bug(self, kinds: Collection[str]) -> bool:

@@ -189,12 +189,10 @@ def describe(view: ReleaseView) -> list[str]:
         else:
             lines.append("  measured: no catch rate recorded yet")
         lines.append(f"  check it live: {bug.live_command()}")
-    for bug in view.outside:
-        lines += [
-            "",
-            f"not checked on {view.release}: {bug.ticket.id} ({bug.scenario}: "
-            f"{bug.ticket.range_note()})",
-        ]
+    if view.outside:
+        lines += ["", f"not checked on {view.release} (older than the scenario's range):"]
+        lines += [f"  {b.ticket.id} ({b.scenario}: {b.ticket.range_note()})" for b in view.outside]
     if view.not_affecting:
-        lines += ["", f"{len(view.not_affecting)} other known bug(s) are fixed in {view.release}."]
+        n = len(view.not_affecting)
+        lines += ["", f"{n} other known bug(s) in the library do not affect {view.release}."]
     return lines

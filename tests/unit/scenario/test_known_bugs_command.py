@@ -75,3 +75,14 @@ def test_a_bad_catch_rate_row_names_its_line_and_field() -> None:
     text = "KAFKA-1:\n  - {release: 3.7.0, seeds: '1', caught: 3, runs: 1, date: d, commit: c}\n"
     with pytest.raises(ConfigError, match="caught <= runs"):
         known_bugs.load_catch_rates(text, "rates.yaml")
+
+
+def test_3_4_1_is_affected_by_kip_903s_ticket_and_3_5_0_is_not() -> None:
+    assert "KAFKA-14139" in named(known_bugs_text("3.4.1"))
+    assert "KAFKA-14139" not in named(known_bugs_text("3.5.0"))
+
+
+def test_kip_966_and_kip_501_are_listed_until_elr_is_on_by_default() -> None:
+    assert {"KIP-966", "KIP-501"} <= named(known_bugs_text("4.0.0"))
+    text = known_bugs_text("4.1.0")
+    assert not {"KIP-966", "KIP-501"} & named(text)
