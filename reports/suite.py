@@ -197,18 +197,21 @@ def ticket_tables(
     reports: Sequence[RunReport], out_of_range: Sequence[tuple[Ticket, str]] = ()
 ) -> str:
     """Per Kafka ticket among the runs' scenarios, one row per release: what the runs on
-    it show (affected, not affected, not reproduced here, seen on a fixed release) and in
-    how many of its seeds; ``out_of_range`` adds a row per (ticket, release) that was not
-    run because the release is older than the scenario's range. Empty when no run's
+    it show (affected, not affected, not reproduced here, seen on a fixed release: only
+    when a seed there found the ticket's own kind; a fixed release's seed that ended not
+    as expected for another reason, a fault that did not start or an SLO, is reported as
+    such) and in how many of its seeds; ``out_of_range`` adds a row per (ticket, release)
+    that was not run because the release is older than the scenario's range. Empty when no run's
     scenario names a ticket and nothing was left out."""
-    by_ticket: dict[str, tuple[Ticket, dict[str, list[bool]]]] = {}
+    by_ticket: dict[str, tuple[Ticket, dict[str, list[tuple[bool, set[str]]]]]] = {}
     for r in reports:
         ticket = ticket_of(r.data.run.scenario)
         if ticket is None:
             continue
         version = str(r.summary.get("kafka_version"))
         runs = by_ticket.setdefault(ticket.id, (ticket, {}))[1]
-        runs.setdefault(version, []).append(bool(r.summary["expected"]))
+        found = {k for k, n in (r.summary.get("anomalies") or {}).items() if n}
+        runs.setdefault(version, []).append((bool(r.summary["expected"]), found))
     outside: dict[str, set[str]] = {}
     for ticket, version in out_of_range:
         by_ticket.setdefault(ticket.id, (ticket, {}))
@@ -224,9 +227,9 @@ def ticket_tables(
                     f"<td>not run: {escape(ticket.range_note())}</td></tr>"
                 )
                 continue
-            outcomes = runs[version]
+            outcomes = [ok for ok, _ in runs[version]]
             shown = sum(outcomes)
-            status = ticket.status_of_seeds(version, outcomes)
+            status = ticket.status_of_seeds(version, outcomes, [k for _, k in runs[version]])
             side = "fixed" if ticket.is_fixed(version) else "affected"
             good = status in (AFFECTED, NOT_AFFECTED)
             rows.append(

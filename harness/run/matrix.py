@@ -17,10 +17,11 @@ fault schedules.
 kchaos reproduces). ``--kafka-version`` may then be left out: each scenario with a
 ``ticket`` runs on its ticket's ``compare`` releases (an affected one and a fixed one),
 and the page gets a table per ticket: for each release, affected, not affected, not
-reproduced here or seen on a fixed release, with how many seeds showed it. A release that a
-tagged scenario's ticket does not cover (older than its ``affected_from``) is not run: the
-ticket's table lists it as outside the scenario's range, so that ``kchaos matrix --tag
-known-bug --kafka-version V`` answers for every ticket. A scenario named on the command
+reproduced here, seen on a fixed release (a seed there found the ticket's own ``kind``) or
+not as expected on a fixed release for another reason, with how many seeds showed it. A
+release that a tagged scenario's ticket does not cover (older than its ``affected_from``)
+is not run: the ticket's table lists it as outside the scenario's range, so that ``kchaos
+matrix --tag known-bug --kafka-version V`` answers for every ticket. A scenario named on the command
 line is still refused on such a release (bad input, exit 3).
 
 Nothing starts before everything is checked: every scenario is loaded for every version,
