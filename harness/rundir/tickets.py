@@ -8,6 +8,8 @@ A scenario that reproduces a known Kafka bug names it in a ``ticket`` section::
       commit: 1d0c8f9...           # the fixing commit in apache/kafka (the authority)
       fixed_in: ["3.6.2", "3.7.0"] # first fixed release of each line the fix reached
       affected_from: "3.5.0"       # oldest release the scenario can run on (optional)
+      runs_before: "4.1.0"         # first release it cannot run on (optional), and why:
+      runs_before_why: "its 8 KiB segments are below 4.1's 1 MiB minimum segment.bytes"
       compare: ["3.6.1", "3.7.0"]  # releases `kchaos matrix --tag known-bug` runs by default
       kind: broker-stalled         # the anomaly kind the bug shows on an affected release
       fixed_by: ""                 # what removed it, when not the ticket's own fix (a KIP)
@@ -18,8 +20,9 @@ implemented: its scenario's offline window goes with KIP-966's eligible leader r
 
 A release is *fixed* when it is at or past a ``fixed_in`` release of its own line
 (major.minor), or on a line newer than every ``fixed_in`` release; every other release
-from ``affected_from`` on is *affected*. A release older than ``affected_from`` is outside
-the scenario's range, and running it there is bad input.
+from ``affected_from`` on is *affected*. A release older than ``affected_from``, or at or
+past ``runs_before`` (a release the scenario cannot run on, for the reason given), is
+outside the scenario's range, and running it there is bad input.
 
 What a run shows (:meth:`Ticket.status`): on an affected release, ``affected`` when the run
 ended as its ``expect`` says (the scenario expects the bug's anomaly there) and ``not
@@ -93,6 +96,8 @@ class Ticket:
     compare: tuple[str, ...] = field(default=(), metadata={"items": _A_RELEASE})
     kind: str = field(default="", metadata={"pattern": _KIND.pattern})
     fixed_by: str = ""
+    runs_before: str | None = field(default=None, metadata=_A_RELEASE)
+    runs_before_why: str = ""
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], error: ErrorAt = _plain_error) -> Ticket:
@@ -128,10 +133,19 @@ class Ticket:
             raise error(
                 ("affected_from",), f"{start} is not older than the first fix ({first_fix})"
             )
+        end = data.get("runs_before")
+        why = str(data.get("runs_before_why") or "")
+        if end is not None:
+            if rel(end, "runs_before") <= release(first_fix):
+                raise error(("runs_before",), f"{end} is not past the first fix ({first_fix})")
+            if not why:
+                raise error(("runs_before_why",), "say why the scenario cannot run there")
         compare = [str(v) for v in data.get("compare") or ()]
         for i, v in enumerate(compare):
             if rel(v, "compare", i) < release(str(start or "0.0.0")):
                 raise error(("compare", i), f"{v} is older than affected_from ({start})")
+            if end is not None and release(v) >= release(str(end)):
+                raise error(("compare", i), f"{v} is not before runs_before ({end})")
         return cls(
             id=ident,
             title=str(data.get("title", "")),
@@ -141,11 +155,17 @@ class Ticket:
             compare=tuple(compare),
             kind=kind,
             fixed_by=str(data.get("fixed_by") or ""),
+            runs_before=None if end is None else str(end),
+            runs_before_why=why,
         )
 
     def covers(self, version: str) -> bool:
-        """Whether the scenario can run on ``version`` (not older than ``affected_from``)."""
-        return self.affected_from is None or release(version) >= release(self.affected_from)
+        """Whether the scenario can run on ``version`` (not older than ``affected_from``,
+        older than ``runs_before``)."""
+        v = release(version)
+        if self.affected_from is not None and v < release(self.affected_from):
+            return False
+        return self.runs_before is None or v < release(self.runs_before)
 
     def is_fixed(self, version: str) -> bool:
         v = release(version)
@@ -157,14 +177,26 @@ class Ticket:
 
     def range_note(self) -> str:
         """The scenario's range in words, for a release it does not cover."""
-        return f"the scenario runs from Kafka {self.affected_from} on"
+        why = f": {self.runs_before_why}" if self.runs_before else ""
+        return f"the scenario runs {self.range_text()}{why}"
+
+    def range_text(self) -> str:
+        """The releases the scenario runs on, in words."""
+        if self.affected_from and self.runs_before:
+            return f"from Kafka {self.affected_from} to before {self.runs_before}"
+        if self.runs_before:
+            return f"on releases before Kafka {self.runs_before}"
+        if self.affected_from:
+            return f"from Kafka {self.affected_from} on"
+        return "on every release"
 
     def check_release(self, version: str, scenario: str) -> None:
         """ConfigError when ``version`` is outside the scenario's range."""
         if not self.covers(version):
+            why = f": {self.runs_before_why}" if self.runs_before else ""
             raise ConfigError(
-                f"{scenario} reproduces {self.id} from Kafka {self.affected_from} on (fixed "
-                f"in {', '.join(self.fixed_in)}); Kafka {version} is outside that range",
+                f"{scenario} reproduces {self.id} {self.range_text()} ({self.fix_note()}); "
+                f"Kafka {version} is outside that range{why}",
                 field="kafka-version",
             )
 
@@ -222,6 +254,9 @@ class Ticket:
             out["kind"] = self.kind
         if self.fixed_by:
             out["fixed_by"] = self.fixed_by
+        if self.runs_before is not None:
+            out["runs_before"] = self.runs_before
+            out["runs_before_why"] = self.runs_before_why
         return out
 
 

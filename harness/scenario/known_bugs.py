@@ -190,7 +190,7 @@ def describe(view: ReleaseView) -> list[str]:
             lines.append("  measured: no catch rate recorded yet")
         lines.append(f"  check it live: {bug.live_command()}")
     if view.outside:
-        lines += ["", f"not checked on {view.release} (older than the scenario's range):"]
+        lines += ["", f"not checked on {view.release} (outside the scenario's range):"]
         lines += [f"  {b.ticket.id} ({b.scenario}: {b.ticket.range_note()})" for b in view.outside]
     if view.not_affecting:
         n = len(view.not_affecting)
