@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "scenarios": ("kchaos.cli.scenario:scenarios_cmd", "List the incident library."),
     "validate": ("kchaos.cli.scenario:validate_cmd", "Check a scenario file."),
+    "known-bugs": (
+        "kchaos.cli.scenario:known_bugs_cmd",
+        "The known Kafka bugs that affect a release, with catch rates.",
+    ),
     "report": ("kchaos.cli.reports:report_cmd", "Write the reports of a run directory."),
     "check": ("kchaos.cli.check:check_cmd", "Judge a run's history."),
     "analyze": ("kchaos.cli.analysis:analyze_cmd", "Spark loss analysis of runs."),

@@ -204,7 +204,7 @@ def scenarios_cmd(verbose: bool, tag: str | None) -> int:
             since = f"from {t.affected_from} " if t.affected_from else ""
             console.print(
                 f"{'':<{width}}  {t.id}: affects {since}until {', '.join(t.fixed_in)} "
-                f"(fixed there); {t.title}"
+                f"({t.fix_note()}); {t.title}"
             )
         if verbose:
             console.print(f"    {sc.description}\n")
@@ -230,4 +230,23 @@ def validate_cmd(
             f"{sc.source}: valid scenario {sc.name!r} ({sc.cluster.brokers} brokers, "
             f"{len(sc.topics)} topic(s), {sc.workload.duration:g} s, faults: {steps})"
         )
+    return 0
+
+
+@click.command("known-bugs")
+@click.option(
+    "--release",
+    required=True,
+    metavar="X.Y.Z",
+    help="The Kafka release to ask about, e.g. 3.7.1.",
+)
+def known_bugs_cmd(release: str) -> int:
+    """The library's known Kafka bugs that affect a release, without Docker: each with
+    its measured catch rates on the affected and fixed releases and the command that
+    checks it live."""
+    from kchaos.harness.scenario import known_bugs
+
+    view = known_bugs.for_release(release)
+    for line in known_bugs.describe(view):
+        click.echo(line)
     return 0

@@ -208,20 +208,22 @@ def ticket_tables(
     reports: Sequence[RunReport], out_of_range: Sequence[tuple[Ticket, str]] = ()
 ) -> str:
     """Per Kafka ticket among the runs' scenarios, one row per release: what the runs on
-    it show (affected, not affected, not reproduced here, seen on a fixed release) and in
-    how many of its seeds; ``out_of_range`` adds a row per (ticket, release) that was not
-    run because the release is older than the scenario's range. Empty when no run's
+    it show (affected, not affected, not reproduced here, seen on a fixed release: only
+    when a seed there found the ticket's own kind; a fixed release's seed that ended not
+    as expected for another reason, a fault that did not start or an SLO, is reported as
+    such) and in how many of its seeds; ``out_of_range`` adds a row per (ticket, release)
+    that was not run because the release is older than the scenario's range. Empty when no run's
     scenario names a ticket and nothing was left out."""
-    by_ticket: dict[str, tuple[Ticket, dict[str, list[tuple[bool, bool]]]]] = {}
+    by_ticket: dict[str, tuple[Ticket, dict[str, list[tuple[bool, bool, set[str]]]]]] = {}
     for r in reports:
         ticket = ticket_of(r.data.run.scenario)
         if ticket is None:
             continue
         version = str(r.summary.get("kafka_version"))
         runs = by_ticket.setdefault(ticket.id, (ticket, {}))[1]
-        runs.setdefault(version, []).append(
-            (bool(r.summary["expected"]), outcome_label(r.summary) == "not judged")
-        )
+        found = {k for k, n in (r.summary.get("anomalies") or {}).items() if n}
+        blind = outcome_label(r.summary) == "not judged"
+        runs.setdefault(version, []).append((bool(r.summary["expected"]), blind, found))
     outside: dict[str, set[str]] = {}
     for ticket, version in out_of_range:
         by_ticket.setdefault(ticket.id, (ticket, {}))
@@ -237,10 +239,11 @@ def ticket_tables(
                     f"<td>not run: {escape(ticket.range_note())}</td></tr>"
                 )
                 continue
-            outcomes = [expected for expected, _ in runs[version]]
-            blind = sum(1 for _, not_judged in runs[version] if not_judged)
+            outcomes = [ok for ok, _, _ in runs[version]]
+            blind = sum(1 for _, not_judged, _ in runs[version] if not_judged)
             shown = sum(outcomes)
-            status = ticket.status_of_seeds(version, outcomes, blind)
+            kinds = [k for _, _, k in runs[version]]
+            status = ticket.status_of_seeds(version, outcomes, kinds, blind)
             side = "fixed" if ticket.is_fixed(version) else "affected"
             good = status in (AFFECTED, NOT_AFFECTED)
             rows.append(
@@ -252,7 +255,7 @@ def ticket_tables(
         commit = f", fixing commit {escape(ticket.commit[:12])}" if ticket.commit else ""
         parts.append(
             f"<h2>{escape(ident)}: {escape(ticket.title)}</h2>"
-            f"<p>fixed in {escape(', '.join(ticket.fixed_in))}{commit}</p>"
+            f"<p>{escape(ticket.fix_note())}{commit}</p>"
             "<table class='grid'><tr><th>release</th><th>per the ticket</th>"
             f"<th>these runs show</th><th>seeds</th></tr>{''.join(rows)}</table>"
         )

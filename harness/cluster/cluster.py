@@ -473,6 +473,9 @@ class Cluster:
             )
             st.nodes[i] = dataclasses.replace(node, loop_device=loop)
             save(st)
+            # the options a scenario needs (KAFKA-16541's noauto_da_alloc) must have taken:
+            # the start fails here, before any container, when the kernel did not apply one
+            filesystem.check_mount_options(node.mount_path, self.spec.data_mount_options)
         run_toxiproxy(
             self.client,
             self.run_id,

@@ -85,21 +85,64 @@ def mount(loop_device: str, mount_path: Path, options: tuple[str, ...] = ()) -> 
     _run(["mount", "-t", "ext4", "-o", opts, loop_device, str(mount_path)])
 
 
+#: The kernel's list of this process's mounts (the tests point it at a file of their own).
+MOUNTINFO = Path("/proc/self/mountinfo")
+
+
 def super_options(mount_path: Path, mountinfo: str | None = None) -> tuple[str, ...]:
     """The filesystem's own options as the kernel reports them for ``mount_path`` (the
     super options of /proc/self/mountinfo: ``rw,noauto_da_alloc`` ...); () if not mounted."""
+    return _mountinfo_options(mount_path, mountinfo)[1]
+
+
+def _mountinfo_options(
+    mount_path: Path, mountinfo: str | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(per-mount options, super options) of the last mount at ``mount_path`` in
+    mountinfo (/proc/self/mountinfo by default); ((), ()) if not mounted."""
     if mountinfo is None:
-        mountinfo = Path("/proc/self/mountinfo").read_text()
+        mountinfo = MOUNTINFO.read_text()
     target = str(mount_path).rstrip("/")
-    found: tuple[str, ...] = ()
+    found: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     for line in mountinfo.splitlines():
         head, sep, tail = line.partition(" - ")
         parts = head.split()
-        if not sep or len(parts) < 5 or _unescape(parts[4]) != target:
+        if not sep or len(parts) < 6 or _unescape(parts[4]) != target:
             continue
         fields = tail.split()
-        found = tuple(fields[2].split(",")) if len(fields) >= 3 else ()
+        supers = tuple(fields[2].split(",")) if len(fields) >= 3 else ()
+        found = (tuple(parts[5].split(",")), supers)
     return found
+
+
+# ext4 options the kernel does not list in mountinfo when they are in force, because they
+# are its defaults: asking for one of these cannot be checked, and needs no check.
+EXT4_DEFAULTS_NOT_SHOWN = frozenset(
+    {"auto_da_alloc", "delalloc", "barrier", "barrier=1", "data=ordered", "commit=5"}
+)
+
+
+def check_mount_options(
+    mount_path: Path, options: tuple[str, ...], mountinfo: str | None = None
+) -> None:
+    """ClusterError unless every option asked for is in force on the filesystem mounted
+    at ``mount_path``, as the kernel reports it (mountinfo's per-mount and super options:
+    ``noauto_da_alloc`` shows there once it took). An option the kernel ignored or
+    renamed would let a scenario that needs it (KAFKA-16541's ``noauto_da_alloc``) run
+    without it and pass for the wrong reason."""
+    if not options:
+        return
+    per_mount, supers = _mountinfo_options(mount_path, mountinfo)
+    shown = set(per_mount) | set(supers)
+    if not shown:
+        raise ClusterError(f"{mount_path} is not mounted: its mount options cannot be checked")
+    missing = [o for o in options if o not in shown and o not in EXT4_DEFAULTS_NOT_SHOWN]
+    if missing:
+        raise ClusterError(
+            f"the data filesystem at {mount_path} was mounted without "
+            f"{', '.join(repr(o) for o in missing)} (cluster.data_mount_options): the kernel "
+            f"reports {','.join(sorted(shown))}; does this kernel's ext4 support it?"
+        )
 
 
 def unmount(mount_path: Path, *, lazy_fallback: bool = False) -> None:

@@ -17,11 +17,13 @@ fault schedules.
 kchaos reproduces). ``--kafka-version`` may then be left out: each scenario with a
 ``ticket`` runs on its ticket's ``compare`` releases (an affected one and a fixed one),
 and the page gets a table per ticket: for each release, affected, not affected, not
-reproduced here or seen on a fixed release, with how many seeds showed it. A release that a
-tagged scenario's ticket does not cover (older than its ``affected_from``) is not run: the
-ticket's table lists it as outside the scenario's range, so that ``kchaos matrix --tag
-known-bug --kafka-version V`` answers for every ticket. A scenario named on the command
-line is still refused on such a release (bad input, exit 3).
+reproduced here, seen on a fixed release (a seed there found the ticket's own ``kind``) or
+not as expected on a fixed release for another reason, with how many seeds showed it. A
+release that a tagged scenario's ticket does not cover (older than its ``affected_from``,
+or at or past its ``runs_before``) is not run: the ticket's table lists it as outside the
+scenario's range, so that ``kchaos matrix --tag known-bug --kafka-version V`` answers for
+every ticket. A scenario named on the command line is still refused on such a release
+(bad input, exit 3).
 
 Nothing starts before everything is checked: every scenario is loaded for every version,
 and every version must be a release number kchaos can run (``X.Y.Z``, 3.3.0 or later) and,
@@ -51,8 +53,8 @@ Resolver = Callable[[str], str | None]  # version -> None when found, else why n
 
 @dataclass(frozen=True)
 class OutOfRange:
-    """A (tagged scenario, release) pair left out: the release is older than the
-    scenario's ticket's ``affected_from``."""
+    """A (tagged scenario, release) pair left out: the release is outside the scenario's
+    ticket's range (older than ``affected_from``, or at or past ``runs_before``)."""
 
     scenario: str
     ticket: Ticket

@@ -15,6 +15,14 @@ from kchaos.harness.rundir.anomalies import NOT_INVALID
 from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source
 
+# Kafka's smallest segment.bytes: 14 bytes (one legacy record's overhead) for a topic
+# before 4.1.0 and for the brokers' log.segment.bytes before 4.0.0; 1 MiB from then on
+# (KIP-1030: KAFKA-16368 raised the broker setting's floor in 4.0.0, KAFKA-19080 the
+# topic's in 4.1.0; read from LogConfig's ConfigDef in the released kafka-storage jars).
+MIB = 1024 * 1024
+SEGMENT_BYTES_FLOOR = {"topic": ((4, 1, 0), MIB), "broker": ((4, 0, 0), MIB)}
+OLD_SEGMENT_BYTES_FLOOR = 14
+
 _NODE = re.compile(r"^(?:broker-|controller-)?(?P<id>[0-9]+)$")
 _TARGET_HELP = (
     "all, brokers, controllers, random, random:K, minority, majority, controller, none, "
@@ -90,9 +98,51 @@ def _check_topics(src: Source, sc: Scenario) -> set[str]:
     return seen
 
 
+def segment_bytes_minimum(version: str, level: str) -> int:
+    """The smallest ``segment.bytes`` (``level`` "topic") or ``log.segment.bytes``
+    ("broker") Kafka ``version`` accepts."""
+    from kchaos.harness.rundir.tickets import release
+
+    since, floor = SEGMENT_BYTES_FLOOR[level]
+    return floor if release(version) >= since else OLD_SEGMENT_BYTES_FLOOR
+
+
+def _check_segment_bytes(src: Source, sc: Scenario) -> None:
+    """A segment size below the release's floor would be refused by Kafka only once the
+    cluster is up (the topic's creation, or the broker's start): refused here instead."""
+    from kchaos.harness.images.versions import DEFAULT_KAFKA_VERSION
+
+    version = str(sc.cluster.kafka_version or DEFAULT_KAFKA_VERSION)
+    key = "log.segment.bytes"
+    found: list[tuple[Path_, str, str]] = [
+        (("topics", i, "configs", "segment.bytes"), "topic", str(t.configs["segment.bytes"]))
+        for i, t in enumerate(sc.topics)
+        if "segment.bytes" in t.configs
+    ]
+    if key in sc.cluster.server_properties:
+        value = str(sc.cluster.server_properties[key])
+        found.append((("cluster", "server_properties", key), "broker", value))
+    for node, props in sc.cluster.broker_properties.items():
+        if key in props:
+            path: Path_ = ("cluster", "broker_properties", str(node), key)
+            found.append((path, "broker", str(props[key])))
+    for path, level, value in found:
+        if not value.strip().lstrip("-").isdigit():
+            continue  # Kafka's own parser names a value that is not a number
+        floor = segment_bytes_minimum(version, level)
+        if int(value) < floor:
+            raise src.error(
+                path,
+                f"{value} is below Kafka {version}'s minimum {path[-1]} of {floor} "
+                f"(KIP-1030 raised it to 1 MiB: from 4.0.0 for log.segment.bytes, from "
+                f"4.1.0 for a topic's segment.bytes)",
+            )
+
+
 def semantic_checks(src: Source, sc: Scenario) -> None:
     cl = sc.cluster
     seen = _check_topics(src, sc)
+    _check_segment_bytes(src, sc)
     for i, name in enumerate(sc.workload.topics):
         if name not in seen:
             raise src.error(("workload", "topics", i), f"unknown topic {name!r}")

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kchaos.harness.cluster import filesystem
+from kchaos.harness.cluster import Cluster, filesystem
+from kchaos.harness.cluster import cluster as cluster_mod
 from kchaos.harness.cluster.spec import ClusterSpec, mount_options
-from kchaos.harness.errors import ConfigError
+from kchaos.harness.cluster.topology import plan_nodes
+from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.scenario import library
 from kchaos.harness.scenario.loader import load_scenario
 
@@ -105,3 +107,75 @@ def test_a_scenario_error_names_file_line_and_field(tmp_path: Path) -> None:
 def test_the_library_scenario_mounts_without_auto_da_alloc() -> None:
     sc = library.load("kafka-16541-epoch-checkpoint-os-crash", kafka_version="3.7.0")
     assert sc.cluster.data_mount_options == ("noauto_da_alloc",)
+
+
+def test_the_check_passes_when_the_kernel_applied_each_option() -> None:
+    node1 = Path("/var/lib/kchaos/runs/r1/node-1")
+    filesystem.check_mount_options(node1, ("noauto_da_alloc",), MOUNTINFO)
+    # noatime is a per-mount option; defaults (not listed by the kernel) need no check
+    filesystem.check_mount_options(node1, ("noatime", "auto_da_alloc", "data=ordered"), MOUNTINFO)
+    # nothing asked: nothing to check, mounted or not
+    filesystem.check_mount_options(Path("/elsewhere"), (), MOUNTINFO)
+
+
+def test_the_check_fails_when_an_option_did_not_take() -> None:
+    node2 = Path("/var/lib/kchaos/runs/r1/node-2")
+    with pytest.raises(ClusterError) as err:
+        filesystem.check_mount_options(node2, ("noauto_da_alloc",), MOUNTINFO)
+    assert "mounted without 'noauto_da_alloc'" in str(err.value)
+    assert "cluster.data_mount_options" in str(err.value) and "rw" in str(err.value)
+    with pytest.raises(ClusterError, match="not mounted"):
+        filesystem.check_mount_options(Path("/elsewhere"), ("noauto_da_alloc",), MOUNTINFO)
+
+
+@pytest.mark.parametrize(("node2_options", "fails"), [("rw", True), ("rw,noauto_da_alloc", False)])
+def test_the_cluster_start_checks_each_node_filesystem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, node2_options: str, fails: bool
+) -> None:
+    """The start fails before any container when node 2's kernel mount lacks the option
+    (fakes for Docker, the loop devices and /proc/self/mountinfo)."""
+    monkeypatch.setenv("KCHAOS_STATE_DIR", str(tmp_path))
+    spec = ClusterSpec(
+        brokers=2, run_id="r1", kafka_version="3.7.0", data_mount_options=("noauto_da_alloc",)
+    )
+    cluster = Cluster(spec)
+    nodes = plan_nodes(cluster.spec, "r1", "10.213.9.0/24")
+    lines = [
+        f"{90 + i} 22 7:{i} / {n.mount_path} rw,noatime - ext4 /dev/loop{i} "
+        + ("rw,noauto_da_alloc" if n.node_id != 2 else node2_options)
+        for i, n in enumerate(nodes)
+    ]
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(filesystem, "MOUNTINFO", mountinfo)
+    made: list[str] = []
+    monkeypatch.setattr(Cluster, "client", property(lambda self: None))
+    monkeypatch.setattr(
+        cluster_mod, "create_network", lambda client, run_id: (_Net(), "10.213.9.0/24")
+    )
+    monkeypatch.setattr(
+        filesystem,
+        "create_filesystem",
+        lambda image, mount, **kw: made.append(str(mount)) or f"/dev/loop{len(made)}",
+    )
+
+    def no_containers(*args: object, **kw: object) -> None:
+        raise _Stop
+
+    monkeypatch.setattr(cluster_mod, "run_toxiproxy", no_containers)
+    if fails:
+        with pytest.raises(ClusterError, match="mounted without 'noauto_da_alloc'") as err:
+            cluster._start()
+        assert str(nodes[1].mount_path) in str(err.value)
+    else:
+        with pytest.raises(_Stop):  # every filesystem passed: on to the containers
+            cluster._start()
+    assert made == [str(n.mount_path) for n in nodes]
+
+
+class _Net:
+    name = "kchaos-r1"
+
+
+class _Stop(Exception):
+    """The fake container start: the test stops there."""

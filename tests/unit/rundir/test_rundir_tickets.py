@@ -10,6 +10,7 @@ from kchaos.harness.rundir.tickets import (
     NOT_AFFECTED,
     NOT_JUDGED,
     NOT_REPRODUCED,
+    OTHER_WHEN_FIXED,
     SEEN_WHEN_FIXED,
     Ticket,
     ticket_of,
@@ -71,6 +72,36 @@ def test_seeds_that_were_not_judged_show_nothing_either_way() -> None:
     assert t.status_of_seeds("3.6.1", [False, False], not_judged=0) == NOT_REPRODUCED
 
 
+def test_seen_on_a_fixed_release_needs_the_bugs_own_kind() -> None:
+    t = Ticket.from_mapping({**BACKPORTED, "kind": "broker-stalled"})
+    # the bug's kind found on a fixed release: seen there
+    assert t.status("3.7.0", False, {"broker-stalled", "offline"}) == SEEN_WHEN_FIXED
+    # not as expected for another reason (an SLO, a fault that did not start): not the bug
+    assert t.status("3.7.0", False, {"offline"}) == OTHER_WHEN_FIXED
+    assert t.status("3.7.0", False, set()) == OTHER_WHEN_FIXED
+    # the kinds do not matter on an affected release or for a run as expected
+    assert t.status("3.6.1", False, {"offline"}) == NOT_REPRODUCED
+    assert t.status("3.7.0", True, {"broker-stalled"}) == NOT_AFFECTED
+    # over seeds: one seed that found the kind is enough, other misses are not the bug
+    kinds = [{"offline"}, {"broker-stalled"}, set()]
+    assert t.status_of_seeds("3.7.0", [False, False, True], kinds) == SEEN_WHEN_FIXED
+    # the seed with the kind ended as expected (allowed there): it does not count
+    assert t.status_of_seeds("3.7.0", [False, True, False], kinds) == OTHER_WHEN_FIXED
+    # a ticket without a kind: any anomaly in a seed not as expected counts
+    plain = Ticket.from_mapping(BACKPORTED)
+    assert plain.status("3.7.0", False, {"offline"}) == SEEN_WHEN_FIXED
+    assert plain.status("3.7.0", False, set()) == OTHER_WHEN_FIXED
+
+
+def test_a_kip_is_an_id_and_fixed_by_words_the_fix() -> None:
+    t = Ticket.from_mapping(
+        {"id": "KIP-501", "title": "t", "fixed_in": ["4.1.0"], "fixed_by": "KIP-966's ELR"}
+    )
+    assert t.fix_note() == "gone from 4.1.0 on: KIP-966's ELR"
+    assert Ticket.from_mapping(BACKPORTED).fix_note() == "fixed in 3.6.2, 3.7.0"
+    assert ticket_of({"ticket": t.to_dict()}) == t
+
+
 def test_range() -> None:
     t = Ticket.from_mapping({**BACKPORTED, "affected_from": "3.6.0"})
     assert t.covers("3.6.0") and not t.covers("3.5.2")
@@ -83,6 +114,8 @@ def test_range() -> None:
     ("data", "field"),
     [
         ({"id": "15046", "title": "t", "fixed_in": ["3.7.0"]}, "ticket.id"),
+        ({"id": "KIP-x", "title": "t", "fixed_in": ["3.7.0"]}, "ticket.id"),
+        ({"id": "KAFKA-1", "title": "t", "fixed_in": ["3.7.0"], "kind": "Lost"}, "ticket.kind"),
         ({"id": "KAFKA-1", "title": "t", "fixed_in": []}, "ticket.fixed_in"),
         ({"id": "KAFKA-1", "title": "t", "fixed_in": ["3.7"]}, "ticket.fixed_in[0]"),
         (

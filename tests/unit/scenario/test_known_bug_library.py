@@ -1,7 +1,8 @@
 """The library's known-bug scenarios each name their ticket and tell its releases apart.
 
 Every library scenario tagged ``known-bug`` carries a ``ticket`` section and the ticket's
-own tag (``kafka-NNNNN``). Its ``compare`` pair is one affected and one fixed release; it
+own tag (``kafka-NNNNN``, or ``kip-NNN`` for a KIP), and names the anomaly kind the bug
+shows on an affected release. Its ``compare`` pair is one affected and one fixed release; it
 loads on both, and it expects something different on the two: a scenario whose two
 expectations were equal could not tell the releases apart.
 """
@@ -18,11 +19,15 @@ KNOWN_BUGS = library.names_with_tag(KNOWN_BUG_TAG)
 
 
 def test_the_library_has_known_bugs() -> None:
-    # the three tickets reproduced so far (docs/incidents.md); more may join
+    # the tickets and KIPs reproduced so far (docs/incidents.md); more may join
     assert {
+        "kafka-15046-fsync-under-log-lock",
         "kafka-15375-failed-start-marker",
         "kafka-15489-controller-split-brain",
         "kafka-16541-epoch-checkpoint-os-crash",
+        "kip-903-lost-page-cache-rejoin",
+        "kip-966-unclean-last-isr-member",
+        "kip-501-slow-leader",
     } <= set(KNOWN_BUGS)
 
 
@@ -38,9 +43,20 @@ def test_a_known_bug_tells_its_compare_releases_apart(name: str) -> None:
     before = load_scenario(path, kafka_version=affected)
     after = load_scenario(path, kafka_version=fixed)
     assert before.name == after.name == name
+    # the bug's own kind is what the affected side expects, and what the fixed side does not
+    assert ticket.kind, f"{name}'s ticket names no anomaly kind"
+    assert ticket.kind in before.expect.anomalies
+    assert ticket.kind not in after.expect.anomalies
     assert not before.nemesis.empty
     assert (before.expect.valid, before.expect.anomalies, before.expect.allowed) != (
         after.expect.valid,
         after.expect.anomalies,
         after.expect.allowed,
     )
+
+
+def test_kip_501_is_not_called_fixed() -> None:
+    """KIP-501 is in no release: what removes the offline window is KIP-966's ELR."""
+    ticket = library.load("kip-501-slow-leader", kafka_version="3.9.1").ticket
+    assert ticket is not None and ticket.id == "KIP-501"
+    assert "KIP-966" in ticket.fix_note() and not ticket.fix_note().startswith("fixed")
