@@ -6,11 +6,16 @@ a failure, never a skip, so the check cannot silently stop running.
 
 from __future__ import annotations
 
+import fnmatch
+import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
 
 from kchaos.harness.paths import cache_dir
 
@@ -82,3 +87,140 @@ def test_a_broken_workflow_is_caught(tmp_path: Path) -> None:
     assert "missing-job" in found  # the job graph
     assert 'missing input "key"' in found  # the action's required inputs
     assert "SC2086" in found  # shellcheck on the run: script
+
+
+# The nightly workflow's fan-out (docs/ci.md): a plan job, one shard job per K, a merge.
+
+NIGHTLY = REPO_ROOT / ".github" / "workflows" / "nightly.yml"
+
+
+def _nightly() -> dict[str, Any]:
+    return YAML(typ="safe", pure=True).load(NIGHTLY.read_text())
+
+
+def _step(job: dict[str, Any], *, id: str | None = None, name: str | None = None) -> dict[str, Any]:
+    for step in job["steps"]:
+        if (id is not None and step.get("id") == id) or (
+            name is not None and step.get("name") == name
+        ):
+            return step
+    raise AssertionError(f"no step with id {id!r} / name {name!r}")
+
+
+def _default_shards(workflow: dict[str, Any]) -> int:
+    """N when nobody asks for another: the number in SHARDS's expression."""
+    found = re.fullmatch(r"\$\{\{ inputs\.shards \|\| '(\d+)' \}\}", workflow["env"]["SHARDS"])
+    assert found, workflow["env"]["SHARDS"]
+    return int(found.group(1))
+
+
+def _shard_list(tmp_path: Path, shards: str, broker_config: str = "") -> tuple[int, str]:
+    """Runs the plan job's list step as the runner would; its exit code and output."""
+    script = _step(_nightly()["jobs"]["plan"], id="list")["run"]
+    output = tmp_path / "github-output"
+    output.write_text("")
+    env = {"PATH": "/usr/bin:/bin", "SHARDS": shards, "BROKER_CONFIG": broker_config}
+    done = subprocess.run(
+        ["bash", "-e", "-c", script],
+        env={**env, "GITHUB_OUTPUT": str(output)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return done.returncode, output.read_text()
+
+
+def test_the_shard_matrix_has_shards_entries(tmp_path: Path) -> None:
+    workflow = _nightly()
+    n = _default_shards(workflow)
+    plan, shard = workflow["jobs"]["plan"], workflow["jobs"]["shard"]
+    assert plan["outputs"]["shards"] == "${{ steps.list.outputs.shards }}"
+    assert shard["needs"] == "plan"
+    assert shard["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
+    code, out = _shard_list(tmp_path, str(n))
+    assert code == 0
+    listed = json.loads(out.strip().removeprefix("shards="))
+    assert listed == list(range(1, n + 1))
+    assert len(listed) == n
+    code, out = _shard_list(tmp_path, "7")
+    assert json.loads(out.strip().removeprefix("shards=")) == list(range(1, 8))
+
+
+def test_sre_validation_is_one_job_and_a_bad_n_stops_the_plan(tmp_path: Path) -> None:
+    assert _shard_list(tmp_path, "4", broker_config="prod.properties") == (0, "shards=[1]\n")
+    for bad in ("0", "", "four", "-1", "2/4"):
+        code, out = _shard_list(tmp_path, bad)
+        assert code != 0, bad
+        assert out == "", bad
+
+
+def test_shards_run_to_their_end_and_split_as_n_says() -> None:
+    shard = _nightly()["jobs"]["shard"]
+    assert shard["strategy"]["fail-fast"] is False
+    step = _step(shard, id="suite")
+    assert step["env"]["SHARD"] == "${{ matrix.shard }}"
+    assert '--shard "$SHARD/$SHARDS"' in step["run"]
+    assert '--out "$SHARD_OUT"' in step["run"]
+    assert shard["env"]["SHARD_OUT"] == "runs/shard-${{ matrix.shard }}"
+
+
+def test_every_shard_and_the_merge_read_the_plan_jobs_durations() -> None:
+    jobs = _nightly()["jobs"]
+    plan_out = jobs["plan"]["outputs"]["durations"]
+    assert plan_out == "${{ steps.durations.outputs.durations }}"
+    for job, name in (
+        ("shard", "The durations file"),
+        ("merge", "The durations file the shards split by"),
+    ):
+        step = _step(jobs[job], name=name)
+        assert step["env"]["DURATIONS"] == "${{ needs.plan.outputs.durations }}"
+        assert "> runs/durations.json" in step["run"]
+    assert "--durations runs/durations.json" in _step(jobs["shard"], id="suite")["run"]
+    assert "--durations runs/durations.json" in _step(jobs["merge"], id="merge")["run"]
+
+
+def test_shard_artifacts_are_unique_and_the_merge_downloads_them() -> None:
+    jobs = _nightly()["jobs"]
+    upload = _step(jobs["shard"], name="Upload this shard's runs (the merge job joins them)")
+    assert upload["if"] == "${{ !cancelled() }}"
+    name = upload["with"]["name"]
+    for part in ("${{ matrix.shard }}", "${{ github.run_number }}", "${{ github.run_attempt }}"):
+        assert part in name
+    assert upload["with"]["path"] == "${{ env.SHARD_OUT }}/"
+    download = _step(jobs["merge"], name="Download every shard's runs")
+    assert download["uses"].startswith("actions/download-artifact@v4")
+    # the names of shard 3 in attempts 1 and 2 of run 57 match, another run's do not
+    pattern = download["with"]["pattern"].replace("${{ github.run_number }}", "57")
+
+    def named(shard: int, run: int, attempt: int) -> str:
+        return (
+            name.replace("${{ matrix.shard }}", str(shard))
+            .replace("${{ github.run_number }}", str(run))
+            .replace("${{ github.run_attempt }}", str(attempt))
+        )
+
+    assert fnmatch.fnmatchcase(named(3, 57, 1), pattern)
+    assert fnmatch.fnmatchcase(named(3, 57, 2), pattern)
+    assert not fnmatch.fnmatchcase(named(3, 58, 1), pattern)
+    assert download["with"]["path"] == "shard-artifacts"
+    arrange = _step(jobs["merge"], name="Each shard's newest attempt as runs/shard-K")
+    assert arrange["run"] == ".ci/nightly-shards shard-artifacts runs"
+
+
+def test_the_merge_job_joins_every_shard_whatever_their_verdicts() -> None:
+    merge = _nightly()["jobs"]["merge"]
+    assert "shard" in merge["needs"]
+    assert merge["if"] == "${{ !cancelled() }}"
+    step = _step(merge, id="merge")
+    assert step["if"] == "${{ !cancelled() }}"
+    assert "shards=(runs/shard-*)" in step["run"]
+    assert '.venv/bin/kchaos merge "$OUT" "${shards[@]}"' in step["run"]
+    later = merge["steps"][merge["steps"].index(step) + 1 :]
+    assert later, "nothing published after the merge"
+    for after in later:
+        assert "!cancelled()" in after.get("if", ""), after.get("name", after.get("uses"))
+    # no Docker, no images: set-up is the venv alone
+    text = json.dumps(merge["steps"])
+    assert "compose/setup.sh" not in text
+    assert "docker" not in text.lower()
+    assert "sudo" not in text
