@@ -1,4 +1,6 @@
-"""The GitHub Actions workflows pass actionlint (with shellcheck on their scripts).
+"""The GitHub Actions workflows pass actionlint (with shellcheck on their scripts), and the
+nightly workflow fans out as docs/ci.md says: its structure read from the YAML, and its
+plan and merge jobs' scripts run here on fake shards (no Docker).
 
 Set-up (compose/setup.sh) builds actionlint into the build cache; a missing actionlint is
 a failure, never a skip, so the check cannot silently stop running.
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -18,6 +21,12 @@ import pytest
 from ruamel.yaml import YAML
 
 from kchaos.harness.paths import cache_dir
+from kchaos.harness.run.orchestrate import RunResult
+from kchaos.harness.run.shard import ShardSpec
+from kchaos.harness.run.suite import run_suite
+from kchaos.harness.scenario import library
+from kchaos.reports.build import write_run_reports
+from kchaos.reports.sample import VALID, make_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((REPO_ROOT / ".github" / "workflows").glob("*.yml"))
@@ -224,3 +233,107 @@ def test_the_merge_job_joins_every_shard_whatever_their_verdicts() -> None:
     assert "compose/setup.sh" not in text
     assert "docker" not in text.lower()
     assert "sudo" not in text
+
+
+def _valid_run(sc: Any, *, out: Path, **_: Any) -> RunResult:
+    """Stands in for run_scenario: a valid run directory with its reports."""
+    make_run(out, results=VALID, name=sc.name)
+    rep = write_run_reports(out)
+    return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
+
+
+def _merge_job(work: Path, *steps: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Runs merge-job steps (by name) in ``work`` as the runner would, with the checkout's
+    .ci and a .venv/bin/kchaos that is this checkout's."""
+    merge = _nightly()["jobs"]["merge"]
+    script = "\n".join(_step(merge, name=name)["run"] for name in steps)
+    full = {**os.environ, "OUT": "runs/nightly", "BROKER_CONFIG": "", "SHARD_RESULT": "success"}
+    return subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=work,
+        env={**full, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """The merge job's checkout, after its download step: two shards of a three-scenario
+    suite as artifacts, shard 2 in two attempts, the first of them cut short."""
+    work = tmp_path / "workspace"
+    (work / ".venv" / "bin").mkdir(parents=True)
+    kchaos = shutil.which("kchaos")
+    assert kchaos, "kchaos is not on PATH"
+    (work / ".venv" / "bin" / "kchaos").symlink_to(kchaos)
+    (work / ".ci").symlink_to(REPO_ROOT / ".ci")
+    durations = work / "runs" / "durations.json"
+    durations.parent.mkdir()
+    durations.write_text('{"format": 1, "cells": {}}\n')  # the plan job's first night
+    files = [library.resolve(n) for n in ("smoke", "txn-smoke", "leader-cut-from-followers")]
+    for k, attempt in ((1, 1), (2, 1), (2, 2)):
+        out = work / "shard-artifacts" / f"kchaos-shard-{k}-57-{attempt}"
+        spec = ShardSpec(k, 2)
+        kw: dict[str, Any] = {"kafka_version": "4.4.0", "durations": durations}
+        assert run_suite("nightly", files, out=out, shard=spec, run=_valid_run, **kw) == 0
+    cut = work / "shard-artifacts" / "kchaos-shard-2-57-1" / "shard.json"
+    record = json.loads(cut.read_text())
+    cut.write_text(json.dumps({**record, "complete": False, "done": {}}))
+    return work
+
+
+ARRANGE = "Each shard's newest attempt as runs/shard-K"
+MERGE = "Merge the shards"
+
+
+def test_the_merge_job_joins_the_newest_attempts_as_one_suite(workspace: Path) -> None:
+    done = _merge_job(workspace, ARRANGE, MERGE, SHARD_RESULT="failure")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((workspace / "runs" / "nightly" / "summary.json").read_text())
+    assert (summary["title"], summary["passed"], summary["total"]) == ("kchaos suite nightly", 3, 3)
+    assert summary["failures"] == []
+    assert [r["scenario"] for r in summary["runs"]] == [
+        "smoke",
+        "txn-smoke",
+        "leader-cut-from-followers",
+    ]
+    # what the shards measured is folded into the file the next night's plan hands out
+    cells = json.loads((workspace / "runs" / "durations.json").read_text())["cells"]
+    assert sorted(cells) == [
+        "leader-cut-from-followers@4.4.0",
+        "smoke@4.4.0",
+        "txn-smoke@4.4.0",
+    ]
+    assert all(c["runs"] == 1 for c in cells.values())
+
+
+def test_a_shard_that_never_uploaded_fails_the_merge_job(workspace: Path) -> None:
+    for attempt in (1, 2):
+        shutil.rmtree(workspace / "shard-artifacts" / f"kchaos-shard-2-57-{attempt}")
+    done = _merge_job(workspace, ARRANGE, MERGE)
+    assert done.returncode == 4, done.stdout + done.stderr
+    summary = json.loads((workspace / "runs" / "nightly" / "summary.json").read_text())
+    assert summary["total"] == 3
+    assert any("shard 2/2 missing" in f["error"] for f in summary["failures"])
+
+
+def test_no_shard_at_all_fails_the_merge_job(workspace: Path) -> None:
+    shutil.rmtree(workspace / "shard-artifacts")
+    arranged = _merge_job(workspace, ARRANGE)
+    assert arranged.returncode == 1
+    done = _merge_job(workspace, MERGE)
+    assert done.returncode == 4
+    assert "no shard uploaded its runs" in done.stdout
+
+
+@pytest.mark.parametrize(("result", "code"), [("success", 0), ("failure", 1)])
+def test_sre_validation_is_its_one_jobs_page(workspace: Path, result: str, code: int) -> None:
+    # one unsharded job: its directory becomes the night's, its verdict the merge's
+    shutil.rmtree(workspace / "shard-artifacts" / "kchaos-shard-2-57-1")
+    shutil.rmtree(workspace / "shard-artifacts" / "kchaos-shard-2-57-2")
+    assert _merge_job(workspace, ARRANGE).returncode == 0
+    done = _merge_job(workspace, MERGE, BROKER_CONFIG="prod.properties", SHARD_RESULT=result)
+    assert done.returncode == code, done.stdout + done.stderr
+    assert (workspace / "runs" / "nightly" / "shard.json").is_file()
+    assert not (workspace / "runs" / "shard-1").exists()
