@@ -14,9 +14,14 @@ KNOWN_BUG_SEEDS ?= 5
 # `make soak`: seeded random schedules on a safe config, counting false alarms (~30 min)
 SOAK_RUNS ?= 20
 SOAK_SEED_BASE ?= 1
+# `make nightly-rehearsal`: the nightly workflow's fan-out on one machine (docs/ci.md):
+# two shards of a small plan one after the other, then their merge
+KAFKA ?= 4.4.0
+REHEARSAL := runs/rehearsal
+REHEARSAL_PLAN := smoke txn-smoke --kafka-version $(KAFKA) --seeds 2
 INCIDENTS := $(sort $(basename $(notdir $(wildcard harness/scenarios/*.yaml))))
 
-.PHONY: setup run test unit lint typecheck nightly incidents known-bugs txn-releases soak cleanup clean
+.PHONY: setup run test unit lint typecheck nightly incidents known-bugs txn-releases soak nightly-rehearsal cleanup clean
 
 setup:
 	@bash compose/setup.sh
@@ -55,6 +60,18 @@ txn-releases: setup
 
 soak: setup
 	$(KCHAOS) soak --runs $(SOAK_RUNS) --seed-base $(SOAK_SEED_BASE)
+
+# Both shards read the same durations file (a shard never writes it; the merge adds what
+# they measured), so they split the plan alike. A shard that fails does not stop the
+# merge (`-`), as in the workflow; the merge's exit code is the target's.
+nightly-rehearsal: setup
+	rm -rf $(REHEARSAL)/shard-1 $(REHEARSAL)/shard-2 $(REHEARSAL)/merged
+	-$(KCHAOS) matrix $(REHEARSAL_PLAN) --shard 1/2 --durations $(REHEARSAL)/durations.json \
+	  --out $(REHEARSAL)/shard-1
+	-$(KCHAOS) matrix $(REHEARSAL_PLAN) --shard 2/2 --durations $(REHEARSAL)/durations.json \
+	  --out $(REHEARSAL)/shard-2
+	$(KCHAOS) merge $(REHEARSAL)/merged $(REHEARSAL)/shard-1 $(REHEARSAL)/shard-2 \
+	  --durations $(REHEARSAL)/durations.json
 
 cleanup:
 	$(KCHAOS) cleanup
