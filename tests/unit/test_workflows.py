@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -264,8 +265,9 @@ def workspace(tmp_path: Path) -> Path:
     suite as artifacts, shard 2 in two attempts, the first of them cut short."""
     work = tmp_path / "workspace"
     (work / ".venv" / "bin").mkdir(parents=True)
-    kchaos = shutil.which("kchaos")
-    assert kchaos, "kchaos is not on PATH"
+    # the venv's own command, as the job's `.venv/bin/kchaos` (PATH need not hold it)
+    kchaos = Path(sys.executable).with_name("kchaos")
+    assert kchaos.is_file(), f"no {kchaos}"
     (work / ".venv" / "bin" / "kchaos").symlink_to(kchaos)
     (work / ".ci").symlink_to(REPO_ROOT / ".ci")
     durations = work / "runs" / "durations.json"
