@@ -240,10 +240,10 @@ def ticket_tables(
                 )
                 continue
             outcomes = [ok for ok, _, _ in runs[version]]
-            blind = sum(1 for _, not_judged, _ in runs[version] if not_judged)
+            unjudged_seeds = sum(1 for _, not_judged, _ in runs[version] if not_judged)
             shown = sum(outcomes)
             kinds = [k for _, _, k in runs[version]]
-            status = ticket.status_of_seeds(version, outcomes, kinds, blind)
+            status = ticket.status_of_seeds(version, outcomes, kinds, unjudged_seeds)
             side = "fixed" if ticket.is_fixed(version) else "affected"
             good = status in (AFFECTED, NOT_AFFECTED)
             rows.append(
