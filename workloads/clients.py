@@ -51,6 +51,12 @@ def close_quietly(
 class TxnProducerClient(Protocol):
     """A transactional producer. Every method raises :class:`TxnError` on failure."""
 
+    #: The transaction protocol the client really speaks (format 1.3's
+    #: ``transaction_version`` on ``txn-init`` lines): 2 only for a client that
+    #: implements KIP-890's second part (an epoch bump per transaction), on a cluster
+    #: whose ``transaction.version`` feature is 2; 1 otherwise.
+    transaction_version: int
+
     def init(self, timeout: float) -> tuple[int | None, int | None]:
         """``init_transactions``; (producer id, epoch) where the client reports them."""
         ...

@@ -88,6 +88,11 @@ def txn_error(exc: BaseException) -> TxnError:
 
 
 class ConfluentTxnProducer:
+    # librdkafka does not implement KIP-890's second part (the per-transaction epoch
+    # bump of transaction version 2): it speaks transaction version 1 whatever the
+    # cluster's finalized transaction.version feature is.
+    transaction_version = 1
+
     def __init__(
         self,
         bootstrap_servers: str,

@@ -5,11 +5,16 @@ same code runs in a thread of the harness or in a process of its own
 (:mod:`kchaos.workloads.txn_process`). Lines written (process = the worker's id):
 
 * ``invoke``/``ok txn-init`` with ``transactional_id`` (and ``producer_id`` /
-  ``producer_epoch`` where the client reports them); ``info`` with ``error`` when
-  ``init_transactions`` failed (it is retried with the same id until the worker stops).
+  ``producer_epoch`` where the client reports them); the ``ok`` line also carries
+  ``transaction_version`` (format 1.3: the protocol the client speaks, 1 for
+  librdkafka); ``info`` with ``error`` when ``init_transactions`` failed (it is retried
+  with the same id until the worker stops).
 * ``invoke txn`` with ``txn`` (``"<process>-<n>"``), ``transactional_id`` and ``sends``
   (topic, key, value ``"<process>-<n>-<i>"``); a copier step adds ``consumed``,
-  ``offsets`` and ``copy_of`` on each send. Then one completion:
+  ``offsets`` and ``copy_of`` on each send. Format 1.3: ``invoke txn-end`` with ``txn``
+  and ``action`` (``commit`` or ``abort``) right before the worker first calls
+  ``commit_transaction()`` or ``abort_transaction()`` for it (no completion of its own;
+  a retried commit is the same call, not a new line). Then one completion:
 
   - ``ok``: ``commit_transaction()`` returned; ``sends`` with partition and offset where
     the delivery report gave them;
@@ -41,6 +46,7 @@ from typing import Any, Protocol
 
 from kchaos.harness.cluster.retry import Poll
 from kchaos.harness.errors import SendRefused, TxnClientUnusable, TxnError, TxnFenced
+from kchaos.harness.rundir.history import ACTION_ABORT, ACTION_COMMIT
 from kchaos.workloads.clients import (
     ConsumerClient,
     Record,
@@ -133,6 +139,7 @@ class TxnWorkerBase:
                 ok["producer_id"] = pid
                 if epoch is not None:
                     ok["producer_epoch"] = epoch
+            ok["transaction_version"] = client.transaction_version
             self._line("ok", "txn-init", **ok)
             made.append(client)
             return None
@@ -194,6 +201,7 @@ class TxnWorkerBase:
         if isinstance(error, TxnError) and error.fatal:
             return self._end("info", txn, error=error.name, cause=error)
         if error is not None or planned_abort:
+            self._ending(txn, ACTION_ABORT)
             try:
                 client.abort(self._timeout_s)
             except TxnError as exc:
@@ -205,6 +213,10 @@ class TxnWorkerBase:
             return self._end("fail", txn, aborted=ABORT_ERROR, error=_name(error))
         return self._commit(client, txn, sends)
 
+    def _ending(self, txn: str, action: str) -> None:
+        """``txn-end``: the client is about to be asked to commit or abort ``txn``."""
+        self._line("invoke", "txn-end", txn=txn, action=action)
+
     def _remaining(self) -> float:
         """Seconds left of the transaction's own budget (at least a little)."""
         return max(0.5, self._deadline - time.monotonic())
@@ -212,6 +224,7 @@ class TxnWorkerBase:
     def _commit(self, client: TxnProducerClient, txn: str, sends: list[dict[str, Any]]) -> str:
         # the commit may use the rest of the budget and one more timeout, then it is info
         deadline = self._deadline + self._timeout_s
+        self._ending(txn, ACTION_COMMIT)  # before the first call: a zombie is judged by it
         while True:
             try:
                 client.commit(max(0.5, min(self._timeout_s, deadline - time.monotonic())))
@@ -220,6 +233,7 @@ class TxnWorkerBase:
                 if exc.fatal or exc.fenced:
                     return self._end("info", txn, error=exc.name, cause=exc)
                 if exc.abortable:
+                    self._ending(txn, ACTION_ABORT)
                     try:
                         client.abort(self._timeout_s)
                     except TxnError as exc2:

@@ -2,7 +2,8 @@
 
 Each query returns rows of one shape (``COLUMNS``), one row per counted anomaly:
 - lost-write: one per acknowledged send lost;
-- uncommitted-read: one per value polled but not in its partition's drain;
+- uncommitted-read: one per value polled (or consumed by a copier, format 1.3) but not
+  in its partition's drain;
 - aborted-read: one per failed value that any reader returned;
 - duplicate: one per value read at two or more positions;
 - inconsistent-offset: one per position where two different values were seen, or where
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kchaos.harness.analysis.tables import PART, Tables
+from kchaos.harness.analysis.tables import PART, READERS, Tables
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row
@@ -122,7 +123,7 @@ def uncommitted_read(t: Tables, excused: DataFrame | None = None) -> DataFrame:
     values of fail or info transactions)."""
     from pyspark.sql import functions as F
 
-    polled = t.reads.filter(F.col("src") == "poll")
+    polled = t.reads.filter(F.col("src").isin(*READERS))  # 1.3: a copier's reads too
     if excused is not None:
         polled = polled.join(excused, ["rk", "index", "value"], "left_anti")
     bad = (

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from kchaos.harness.analysis.schema import (
+    ACTIONS,
     ISOLATIONS,
     OPTIONAL,
     RECORD_FIELDS,
@@ -21,7 +22,7 @@ from kchaos.harness.analysis.schema import (
     TYPES,
 )
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.history import F_TXN, INVOKE, numbered
+from kchaos.harness.rundir.history import F_TXN, F_TXN_END, INVOKE, numbered
 
 
 def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
@@ -64,9 +65,17 @@ def event_problem(event: Any) -> tuple[str | None, str] | None:
 
 
 def _txn_problem(event: dict[str, Any]) -> tuple[str | None, str] | None:
-    """The format 1.2 fields: isolation, a txn's sends, the offsets it commits."""
+    """The format 1.2 fields: isolation, a txn's sends, the offsets it commits; 1.3's
+    txn-end line (an invoke naming its txn and a known action)."""
     if event.get("isolation") is not None and event["isolation"] not in ISOLATIONS:
         return "isolation", f"unknown isolation {event['isolation']!r}"
+    if event["f"] == F_TXN_END:
+        if event["type"] != INVOKE:
+            return "type", "a txn-end line is an invoke"
+        if event.get("txn") is None:
+            return "txn", "missing"
+        if event.get("action") not in ACTIONS:
+            return "action", f"unknown action {event.get('action')!r} (commit or abort)"
     invoke = event["f"] == F_TXN and event["type"] == INVOKE
     if invoke and not event.get("sends"):
         return "sends", "a txn invoke without sends"

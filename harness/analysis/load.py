@@ -24,6 +24,7 @@ from kchaos.harness.analysis.lines import (
 )
 from kchaos.harness.analysis.runs import RunInput
 from kchaos.harness.analysis.schema import (
+    ACTIONS,
     CORRUPT,
     ISOLATIONS,
     REQUIRED,
@@ -33,7 +34,14 @@ from kchaos.harness.analysis.schema import (
 )
 from kchaos.harness.analysis.session import spark_errors
 from kchaos.harness.errors import AnalysisError, HistoryError
-from kchaos.harness.rundir.history import F_SEND, F_TXN, INVOKE, ends_with_newline, is_torn
+from kchaos.harness.rundir.history import (
+    F_SEND,
+    F_TXN,
+    F_TXN_END,
+    INVOKE,
+    ends_with_newline,
+    is_torn,
+)
 from kchaos.harness.rundir.parquet import part_files, write_copy
 from kchaos.harness.rundir.rundir import RunDir
 
@@ -72,11 +80,17 @@ def txn_line_bad() -> Column:
     """True on a line whose format 1.2 fields are wrong in a way the schema cannot catch
     (the same rules as :func:`kchaos.harness.analysis.lines.event_problem`, which then
     names the line): an unknown isolation, a txn invoke without sends, a send entry
-    without its value (or topic, on an invoke), a malformed committed position."""
+    without its value (or topic, on an invoke), a malformed committed position, a
+    txn-end line that is no invoke, names no txn or no known action."""
     from pyspark.sql import functions as F
 
     invoke = (F.col("f") == F_TXN) & (F.col("type") == INVOKE)
     iso = F.col("isolation").isNotNull() & ~F.col("isolation").isin(*sorted(ISOLATIONS))
+    end = (F.col("f") == F_TXN_END) & (
+        (F.col("type") != INVOKE)
+        | F.col("txn").isNull()
+        | ~F.coalesce(F.col("action").isin(*ACTIONS), F.lit(False))
+    )
     empty = invoke & (F.col("sends").isNull() | (F.size("sends") == 0))
     entry = F.exists("sends", lambda s: s["value"].isNull() | (invoke & s["topic"].isNull()))
     position = F.exists(
@@ -89,7 +103,7 @@ def txn_line_bad() -> Column:
         ),
     )
     lines = F.coalesce(entry, F.lit(False)) | F.coalesce(position, F.lit(False))
-    return iso | empty | lines
+    return iso | empty | lines | F.coalesce(end, F.lit(False))
 
 
 def _local_path(uri: str) -> str:

@@ -1,4 +1,4 @@
-"""The explicit Spark schema of history format 1.2 (only the fields the analysis reads).
+"""The explicit Spark schema of history format 1.3 (only the fields the analysis reads).
 
 No inference: every line is parsed against this schema. A line whose field does not fit
 its type (an ``index`` that is a string, say) becomes a corrupt record and is reported
@@ -48,6 +48,8 @@ OPTIONAL: dict[str, tuple[type, ...]] = {
     "offsets": (dict, list),
     "isolation": (str,),
     "last_stable_offset": (int,),
+    # version 1.3: a txn-end line's commit or abort
+    "action": (str,),
 }
 RECORD_FIELDS: dict[str, tuple[type, ...]] = {
     "topic": (str,),
@@ -65,6 +67,8 @@ TXN_SEND_OPTIONAL: dict[str, tuple[type, ...]] = {
 TYPES = HISTORY_TYPES
 #: A reader's ``isolation`` (assign and drain-end lines): the history vocabulary's own.
 from kchaos.harness.rundir.history import (  # noqa: E402, F401 - re-exported for the job
+    ACTION_COMMIT,
+    ACTIONS,
     ISOLATIONS,
     READ_COMMITTED,
     READ_UNCOMMITTED,
@@ -141,6 +145,7 @@ def history_schema(with_corrupt: bool = True, *, offsets_text: bool = False) -> 
         StructField("offsets", StringType() if offsets_text else offsets_type()),
         StructField("isolation", StringType()),
         StructField("last_stable_offset", LongType()),
+        StructField("action", StringType()),
     ]
     if with_corrupt:
         fields.append(StructField(CORRUPT, StringType()))

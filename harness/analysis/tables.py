@@ -2,7 +2,9 @@
 
 - sends: one row per sent value: its invoke (time, index) and its completion (outcome
   ok/fail/info or null while in flight, time, index, topic, partition, offset).
-- reads: one row per record a reader returned (``src`` is "poll" or "drain").
+- reads: one row per record a reader returned (``src`` is "poll", "drain", or, format
+  1.3, "consumed": a record a copier's txn invoke lists as consumed, its process the
+  reader).
 - drained: one row per partition with a ``drain-end`` line (log start offset, high
   watermark, isolation, last stable offset, time and index of its last such line).
 """
@@ -14,12 +16,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kchaos.harness.errors import HistoryError
-from kchaos.harness.rundir.history import F_DRAIN, F_DRAIN_END, F_POLL, F_SEND, INVOKE, OK
+from kchaos.harness.rundir.history import (
+    F_DRAIN,
+    F_DRAIN_END,
+    F_POLL,
+    F_SEND,
+    F_TXN,
+    INVOKE,
+    OK,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 PART = ["rk", "topic", "partition"]
+CONSUMED = "consumed"  # ``src`` of a copier's consumed record (format 1.3)
+#: The ``src`` of the reads judged as a consumer's (uncommitted-read, isolation): a
+#: poll's records and a copier's consumed ones.
+READERS = (F_POLL, CONSUMED)
 
 
 @dataclass(frozen=True)
@@ -104,6 +118,16 @@ def build_reads(events: DataFrame) -> DataFrame:
         "process",
         F.explode("records").alias("r"),
     )
+    # format 1.3: a copier's consumed records are reads by its process, on its invoke
+    copier = events.filter((F.col("f") == F_TXN) & (F.col("type") == INVOKE)).select(
+        "rk",
+        F.lit(CONSUMED).alias("src"),
+        "index",
+        "time",
+        "process",
+        F.explode("consumed").alias("r"),
+    )
+    rec = rec.unionByName(copier)
     return rec.select(
         "rk",
         "src",

@@ -2,7 +2,8 @@
 
 - txns: one row per (run, txn): the invoke's process, ``transactional_id`` (``tid``),
   index and time, its number of values; the completion's outcome (ok/fail/info, null
-  while in flight), index and time.
+  while in flight), index and time; ``i_commit``, the index of its first ``txn-end``
+  line with action commit (format 1.3; null where it has none).
 - values: one row per value a transaction's invoke lists: the txn's fields, the value's
   topic and ``copy_of`` (from the invoke), partition and offset (from the completion
   where it names them, else the completed drain's partition that holds the value), and
@@ -10,13 +11,16 @@
   drained completely), ``rc`` (and read_committed), ``present`` (the drain holds it),
   ``below`` (its offset is below the drain's log start offset), ``judged`` (counted for
   torn-transaction and the exactly-once kinds), ``lost`` (lost-write).
-- reads: one row per record of a fail or info transaction's value a reader returned,
-  with ``rc`` true when the reader was read_committed at that moment.
+- reads: one row per record of a fail or info transaction's value a reader returned
+  (a poll, the drain, or a copier's consumed record), with ``rc`` true when the reader
+  was read_committed at that moment.
 - inits: one row per ``txn-init`` completed ``ok``.
 - positions: the group's final committed position per input partition (the last ``ok``
   transaction's ``offsets`` that names it).
 
-The decisions where the format is silent are in docs/analysis.md, "Format 1.2 decisions".
+The decisions where the format is silent are in docs/analysis.md, "Format 1.2 decisions";
+format 1.3's rules (txn-end, a copier's reads, a value whose partition is unknown) are
+the checker's, applied the same way.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kchaos.harness.analysis.schema import READ_COMMITTED, READ_UNCOMMITTED
-from kchaos.harness.analysis.tables import PART, Tables
+from kchaos.harness.analysis.schema import ACTION_COMMIT, READ_COMMITTED, READ_UNCOMMITTED
+from kchaos.harness.analysis.tables import CONSUMED, PART, READERS, Tables
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.history import (
     F_ASSIGN,
     F_METADATA,
     F_TXN,
+    F_TXN_END,
     F_TXN_INIT,
     FAIL,
     INFO,
@@ -63,10 +68,13 @@ def rc_drain(isolation: Column) -> Column:
 def build_txns(events: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    tx = events.filter(F.col("f") == F_TXN)
-    inv = F.col("type") == INVOKE
+    tx = events.filter(F.col("f").isin(F_TXN, F_TXN_END))
+    line = F.col("f") == F_TXN
+    inv = line & (F.col("type") == INVOKE)
     at_inv = F.when(inv, F.col("index"))
-    at_done = F.when(~inv, F.col("index"))
+    at_done = F.when(line & (F.col("type") != INVOKE), F.col("index"))
+    at_end = F.when(~line, F.col("index"))
+    at_commit = F.when(~line & (F.col("action") == ACTION_COMMIT), F.col("index"))
     return tx.groupBy("rk", "txn").agg(
         F.min(at_inv).alias("i_invoke"),
         F.min_by("time", at_inv).alias("t_invoke"),
@@ -79,6 +87,9 @@ def build_txns(events: DataFrame) -> DataFrame:
         F.min_by("type", at_done).alias("outcome"),
         F.min_by("time", at_done).alias("t_done"),
         F.count(at_done).alias("n_done"),
+        F.min(at_commit).alias("i_commit"),
+        F.min(at_end).alias("i_end_first"),
+        F.max(at_end).alias("i_end_last"),
     )
 
 
@@ -97,16 +108,25 @@ def _known_partitions(events: DataFrame, t: Tables, completed: DataFrame) -> Dat
 
 
 def _topics(known: DataFrame, t: Tables) -> DataFrame:
+    """Per (run, topic): ``fully``, every partition the history names drained completely
+    (format 1.3: log start 0, last stable offset, where stated, equal to the high
+    watermark), so a value of it whose partition is unknown can be judged missing; and
+    ``fully_rc``, all of them read_committed too."""
     from pyspark.sql import functions as F
 
-    drained = t.drained.select(*PART, F.lit(1).alias("d"), rc_drain(F.col("isolation")).alias("c"))
+    whole = (F.col("lso") == 0) & (F.coalesce(F.col("last_stable"), F.col("hwm")) == F.col("hwm"))
+    drained = t.drained.select(
+        *PART,
+        whole.cast("int").alias("d"),
+        (whole & rc_drain(F.col("isolation"))).cast("int").alias("c"),
+    )
     return (
         known.join(drained, PART, "left")
         .groupBy("rk", "topic")
         .agg(
             F.count(F.lit(1)).alias("n"),
-            F.count("d").alias("n_drained"),
-            F.sum(F.coalesce(F.col("c").cast("int"), F.lit(0))).alias("n_rc"),
+            F.sum(F.coalesce(F.col("d"), F.lit(0))).alias("n_drained"),
+            F.sum(F.coalesce(F.col("c"), F.lit(0))).alias("n_rc"),
         )
         .select(
             "rk",
@@ -160,7 +180,9 @@ def _values(events: DataFrame, t: Tables, txns: DataFrame) -> DataFrame:
     marked = completed.select(*PART, "value", F.lit(True).alias("in_drain"))
     placed = (
         listed.join(done, ["rk", "txn", "value"], "left")
-        .join(txns.drop("n_invoke", "n_done"), ["rk", "txn"])
+        .join(
+            txns.drop("n_invoke", "n_done", "i_commit", "i_end_first", "i_end_last"), ["rk", "txn"]
+        )
         .join(found, ["rk", "topic", "value"], "left")
         .withColumn("known_partition", F.col("partition").isNotNull())
         .withColumn("partition", F.coalesce("partition", "found_partition"))
@@ -220,14 +242,18 @@ def _reads(events: DataFrame, t: Tables, values: DataFrame) -> DataFrame:
         F.col("index").alias("i_assign"),
         F.coalesce("isolation", F.lit(READ_UNCOMMITTED)).alias("iso"),
     )
-    polls = reads.filter(F.col("src") == "poll")
+    polls = reads.filter(F.col("src").isin(*READERS))
     key = list(polls.columns)
-    # a poll's isolation: that of its process's last assign before it (none: uncommitted)
+    # a poll's isolation: that of its process's last assign before it (none: uncommitted);
+    # a copier's consumed record's (1.3): the same, but read_committed where none
     a = assigns.alias("a")
     on = (
         (F.col("p.rk") == F.col("a.rk"))
         & (F.col("p.process") == F.col("a.process"))
         & (F.col("a.i_assign") < F.col("p.index"))
+    )
+    unstated = F.when(F.col("src") == CONSUMED, F.lit(READ_COMMITTED)).otherwise(
+        F.lit(READ_UNCOMMITTED)
     )
     polled = (
         polls.alias("p")
@@ -235,12 +261,12 @@ def _reads(events: DataFrame, t: Tables, values: DataFrame) -> DataFrame:
         .select("p.*", "a.i_assign", "a.iso")
         .groupBy(*key)
         .agg(F.max_by("iso", "i_assign").alias("iso"))
-        .withColumn("rc", F.coalesce(F.col("iso") == READ_COMMITTED, F.lit(False)))
+        .withColumn("rc", F.coalesce(F.col("iso"), unstated) == READ_COMMITTED)
         .drop("iso")
     )
     ends = t.drained.select(*PART, rc_drain(F.col("isolation")).alias("end_rc"))
     drained = (
-        reads.filter(F.col("src") != "poll")
+        reads.filter(~F.col("src").isin(*READERS))
         .join(F.broadcast(ends), PART, "left")
         .withColumn("rc", F.coalesce("end_rc", F.lit(True)))
         .drop("end_rc")
@@ -292,6 +318,26 @@ def _check(events: DataFrame, txns: DataFrame, files: dict[int, str]) -> None:
         row = orphan[0]
         raise HistoryError(
             f"a txn completion (index {row['i_done']}) without an invoke of txn {row['txn']!r}",
+            file=files.get(row["rk"]),
+            field="txn",
+        )
+    # 1.3: a txn-end line belongs between its transaction's invoke and its completion
+    stray_end = (
+        txns.filter(
+            F.col("i_end_first").isNotNull()
+            & (
+                F.col("i_invoke").isNull()
+                | (F.col("i_end_first") < F.col("i_invoke"))
+                | F.coalesce(F.col("i_end_last") > F.col("i_done"), F.lit(False))
+            )
+        )
+        .limit(1)
+        .collect()
+    )
+    if stray_end:
+        row = stray_end[0]
+        raise HistoryError(
+            f"a txn-end line of txn {row['txn']!r} outside its open transaction",
             file=files.get(row["rk"]),
             field="txn",
         )

@@ -5,7 +5,8 @@ Counting units (the checker's, see docs/analysis.md "Format 1.2 decisions"):
 - aborted-read (extended): one per value of a fail transaction that a read_committed
   reader (a poll in a read_committed stretch, or the drain) returned;
 - torn-transaction: one per transaction;
-- zombie-commit: one per ok transaction of a fenced producer;
+- zombie-commit: one per ok transaction of a fenced producer (its commit called after
+  another process's init of its id completed ok: format 1.3);
 - hanging-transaction: one per partition;
 - eos-duplicate, eos-lost: one per input value.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kchaos.harness.analysis.anomalies import shape
-from kchaos.harness.analysis.tables import PART, Tables
+from kchaos.harness.analysis.tables import PART, READERS, Tables
 from kchaos.harness.rundir.history import FAIL, OK
 
 if TYPE_CHECKING:
@@ -27,16 +28,16 @@ _FIRST = 5  # values listed in an example's detail
 
 
 def excused_reads(x: TxnTables) -> DataFrame:
-    """(rk, index, value) of polls that are no uncommitted-read: any poll of a fail
-    transaction's value (read_committed: it is an aborted-read instead; one value, one
-    kind), and a read_uncommitted poll of an info or open transaction's value (such a
-    reader may see aborted data)."""
+    """(rk, index, value) of polls (and, format 1.3, a copier's consumed records) that
+    are no uncommitted-read: any poll of a fail transaction's value (read_committed: it
+    is an aborted-read instead; one value, one kind), and a read_uncommitted poll of an
+    info or open transaction's value (such a reader may see aborted data)."""
     from pyspark.sql import functions as F
 
     doubtful = (F.col("outcome") == FAIL) | (
         ~F.col("rc") & ~F.coalesce(F.col("outcome") == OK, F.lit(False))
     )
-    ok_to_see = (F.col("src") == "poll") & doubtful
+    ok_to_see = F.col("src").isin(*READERS) & doubtful
     return x.reads.filter(ok_to_see).select("rk", "index", "value").distinct()
 
 
@@ -155,11 +156,15 @@ def torn_transaction(x: TxnTables) -> DataFrame:
 def zombie_commit(x: TxnTables) -> DataFrame:
     from pyspark.sql import functions as F
 
-    committed = x.txns.filter((F.col("outcome") == OK) & F.col("tid").isNotNull())
+    # format 1.3: the commit was called at the first txn-end with action commit, or at
+    # the invoke where there is none; an init completed before that call fences it
+    committed = x.txns.filter((F.col("outcome") == OK) & F.col("tid").isNotNull()).withColumn(
+        "i_called", F.coalesce("i_commit", "i_invoke")
+    )
     fenced = (
         committed.join(x.inits, ["rk", "tid"])
-        .filter(F.col("i_init") < F.col("i_invoke"))
-        .groupBy("rk", "txn", "tid", "process", "i_invoke", "i_done", "t_done")
+        .filter(F.col("i_init") < F.col("i_called"))
+        .groupBy("rk", "txn", "tid", "process", "i_invoke", "i_called", "i_done", "t_done")
         .agg(
             F.max_by("p_init", "i_init").alias("holder"),
             F.max("i_init").alias("i_fence"),
@@ -180,6 +185,7 @@ def zombie_commit(x: TxnTables) -> DataFrame:
         F.col("tid"),
         process=F.col("process"),
         invoke_index=F.col("i_invoke"),
+        commit_called_index=F.col("i_called"),
         fenced_by_process=F.col("holder"),
         fencing_init_index=F.col("i_fence"),
         values=F.col("values"),

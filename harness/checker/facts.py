@@ -52,6 +52,14 @@ class DrainEnd:
             return self.high_watermark
         return min(stable, self.high_watermark)
 
+    @property
+    def whole(self) -> bool:
+        """Drained completely (format 1.3's rule for a value whose partition is unknown):
+        from log start 0, its last stable offset (where stated) equal to the high
+        watermark."""
+        stable = self.last_stable_offset
+        return self.log_start_offset == 0 and (stable is None or stable == self.high_watermark)
+
 
 @dataclass
 class Observations:
@@ -234,6 +242,25 @@ class Facts:
             self.first[vid] = packed
         elif r != packed:
             self.extra.setdefault(vid, set()).add(packed)
+
+    def read_at(self, tp: int, off: int, vid: int) -> None:
+        """A reader other than a poll (a copier's consumed record, format 1.3) got value
+        ``vid`` at offset ``off`` of ``tp``: kept as a polled record is (the history
+        pass's poll loop does the same inline), so uncommitted-read, aborted-read,
+        duplicate and inconsistent-offset see it; it starts no stretch of polling."""
+        m = self.polled[tp]
+        old = m.get(off)
+        packed = (off << TP_BITS) | tp
+        if old is None:
+            m[off] = vid
+            self.place(vid, packed)
+            other = self.drained[tp].get(off)
+            if other is not None and other != vid:
+                self.read_conflicts.setdefault(packed, {other}).add(vid)
+        elif old != vid:
+            self.read_conflicts.setdefault(packed, {old}).add(vid)
+            self.poll_conflicts.append((tp, off, vid))
+            self.place(vid, packed)
 
     def drained_in(self, vid: int, tp: int) -> None:
         d = self.drained_tp[vid]

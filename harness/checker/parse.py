@@ -26,7 +26,7 @@ from kchaos.harness.checker.facts import (
 )
 from kchaos.harness.checker.nogc import paused_gc
 from kchaos.harness.checker.txnfacts import READ_COMMITTED
-from kchaos.harness.checker.txnparse import isolation, txn, txn_init
+from kchaos.harness.checker.txnparse import isolation, txn, txn_end, txn_init
 from kchaos.harness.checker.validate import bad_record, metadata, record_fault
 from kchaos.harness.errors import shown
 from kchaos.harness.rundir.history import (
@@ -38,6 +38,7 @@ from kchaos.harness.rundir.history import (
     F_POLL,
     F_SEND,
     F_TXN,
+    F_TXN_END,
     F_TXN_INIT,
     INVOKE,
     TYPES,
@@ -329,6 +330,8 @@ def _read(path: str | Path, name: str, where: LineCursor) -> Facts:  # noqa: C90
                         drained_in(vid, tp)
             elif f == F_TXN_INIT:
                 txn_init(facts, where.at(no), ev, proc, typ)
+            elif f == F_TXN_END:  # 1.3: one per transaction, before its commit or abort
+                txn_end(facts, where.at(no), ev, proc, typ)
             elif f == F_METADATA:
                 if typ != "ok":
                     continue
@@ -348,7 +351,9 @@ def _read(path: str | Path, name: str, where: LineCursor) -> Facts:  # noqa: C90
                     ):
                         where.fail(f"expected [topic, partition], got {shown(pair)}", "partitions")
                 stretches[proc] = {}  # a new stretch of reading for every partition
-                if isolation(where, ev) == READ_COMMITTED:
+                stated = isolation(where, ev)
+                facts.txn.isolation_of[proc] = stated
+                if stated == READ_COMMITTED:
                     read_committed.add(proc)
                 else:
                     read_committed.discard(proc)

@@ -1,4 +1,4 @@
-"""Transactions and exactly-once (history format 1.2).
+"""Transactions and exactly-once (history format 1.2, and 1.3's "Transactions in full").
 
 Judges ``torn-transaction``, ``zombie-commit``, ``hanging-transaction``, ``eos-duplicate``
 and ``eos-lost``, and the parts of ``lost-write``, ``unseen`` and ``aborted-read`` that
@@ -11,8 +11,9 @@ only a transaction has:
 
 Where a value is: in a completed drain (IN), certainly not (OUT), or not known (its
 partition was not drained completely, or its offset lies below the drain's log start).
-A value with no partition reported is OUT only when every partition of its topic named
-in the history was drained completely from offset 0 and none held it.
+A value with no partition reported (format 1.3's rule) is OUT only when every partition
+of its topic named in the history was drained completely (log start 0, last stable
+offset equal to the high watermark) and none held it; the Spark job applies the same.
 """
 
 from __future__ import annotations
@@ -84,16 +85,10 @@ class Places:
         for tp, (topic, _) in enumerate(facts.tps):
             parts[topic].append(tp)
         ends = facts.drain_ends
-        # topics every one of whose partitions was drained completely, from offset 0
+        # topics every one of whose partitions (named in the history) was drained
+        # completely: a value of theirs whose partition is unknown can be judged missing
         self.whole = {
-            t
-            for t, tps in parts.items()
-            if all(
-                tp in ends
-                and ends[tp].log_start_offset == 0
-                and ends[tp].readable_end == ends[tp].high_watermark
-                for tp in tps
-            )
+            t for t, tps in parts.items() if all(tp in ends and ends[tp].whole for tp in tps)
         }
 
     def of(self, vid: int) -> str:
@@ -193,7 +188,9 @@ def _torn(facts: Facts, log: TxnLog, places: Places, found: Found) -> None:
 
 
 def _zombies(log: TxnLog, outcome_of: list[str], found: Found) -> None:
-    """zombie-commit: committed although another process's init of its id came first."""
+    """zombie-commit: committed although its commit was called (its ``txn-end``, or its
+    invoke where it has none) after another process's init of its id had completed ok.
+    A commit called before that init and acknowledged after it is not one."""
     inits: dict[str, tuple[list[int], list[Any]]] = {}
     for init in log.inits:  # in history order: indexes ascending
         at, who = inits.setdefault(init.transactional_id, ([], []))
@@ -203,10 +200,13 @@ def _zombies(log: TxnLog, outcome_of: list[str], found: Found) -> None:
         if outcome_of[pos] != OK or t.transactional_id not in inits:
             continue
         at, who = inits[t.transactional_id]
-        k = bisect_left(at, t.invoke_index) - 1  # the latest init before the invoke
+        called = log.commit_index(pos)
+        k = bisect_left(at, called) - 1  # the latest init before the commit was called
         if k >= 0 and who[k] != t.process:
             ex = _example(t, log, pos, fenced_by={"process": who[k], "index": at[k]})
-            ex["index"] = sorted([at[k], *ex["index"]])
+            if called != t.invoke_index:
+                ex["commit_called"] = called
+            ex["index"] = sorted({at[k], called, *ex["index"]})
             found("zombie-commit", t, ex)
 
 

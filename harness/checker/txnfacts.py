@@ -1,10 +1,11 @@
-"""What the history pass keeps of transactions (history format 1.2).
+"""What the history pass keeps of transactions (history format 1.2 and 1.3).
 
 A transaction's values live in the per-value arrays of :class:`~.facts.Facts` like sent
 values (invoke and completion indexes, topic, status, and partition and offset where the
 ``ok`` line reported them); this module holds what belongs to the transaction as a whole:
-its id, its producer, its values, what it consumed and the positions it committed, and
-the ``txn-init`` calls that fence producers.
+its id, its producer, its values, what it consumed and the positions it committed, when
+its commit was called (1.3's ``txn-end``), and the ``txn-init`` calls that fence
+producers.
 """
 
 from __future__ import annotations
@@ -82,10 +83,16 @@ class TxnLog:
     txn_of: dict[int, int] = field(default_factory=dict)  # value id -> position in txns
     copy_of: dict[int, str] = field(default_factory=dict)  # value id -> input value
     consumed: set[str] = field(default_factory=set)  # every input value any txn consumed
-    rc_read: set[int] = field(default_factory=set)  # txn value ids a read_committed poll got
+    # txn value ids a read_committed reader (a poll, or a copier's consumed record) got
+    rc_read: set[int] = field(default_factory=set)
     inits: list[TxnInit] = field(default_factory=list)
     init_ids: dict[int | str, str] = field(default_factory=dict)  # process -> its last id
     last_time: int = -1  # time of the last txn or txn-init line
+    # 1.3: position in txns -> index of its first ``txn-end`` with action commit
+    commit_called: dict[int, int] = field(default_factory=dict)
+    # process -> the isolation its latest assign line states (a copier's consumed
+    # records are read at it; read_committed for a process that has none)
+    isolation_of: dict[int | str, str] = field(default_factory=dict)
     drain_isolation: set[str] = field(default_factory=set)  # what drain-end lines state
 
     def __bool__(self) -> bool:
@@ -102,6 +109,16 @@ class TxnLog:
         for pos, end in self.ends.items():
             out[pos] = end.outcome
         return out
+
+    def commit_index(self, pos: int) -> int:
+        """Where the transaction's commit was called: its first ``txn-end`` with action
+        commit, or its invoke where it has none (format 1.3)."""
+        return self.commit_called.get(pos, self.txns[pos].invoke_index)
+
+    def reads_committed(self, proc: int | str) -> bool:
+        """Whether ``proc``'s consumed records were read ``read_committed``: as its
+        latest assign line says, read_committed where none does (format 1.3)."""
+        return self.isolation_of.get(proc, READ_COMMITTED) == READ_COMMITTED
 
     def value_outcome(self, vid: int) -> str | None:
         """The outcome of the transaction ``vid`` belongs to (None: not a txn value)."""

@@ -1,4 +1,5 @@
-"""The history pass's reading of version 1.2 lines: ``txn-init``, ``txn``, isolation.
+"""The history pass's reading of transaction lines: ``txn-init``, ``txn``, isolation
+(format 1.2), ``txn-end`` and a copier's reads (1.3).
 
 Each function validates one line and records it in :class:`~.facts.Facts`; bad input
 raises HistoryError naming file, line and field, like the rest of the pass. In a
@@ -22,7 +23,7 @@ from kchaos.harness.checker.txnfacts import (
     TxnInit,
 )
 from kchaos.harness.errors import shown
-from kchaos.harness.rundir.history import FAIL, INFO, INVOKE, OK
+from kchaos.harness.rundir.history import ACTION_COMMIT, ACTIONS, FAIL, INFO, INVOKE, OK
 from kchaos.harness.rundir.where import LineCursor
 
 _STATUS = {OK: fx.OK, FAIL: fx.FAIL, INFO: fx.INFO}
@@ -80,6 +81,25 @@ def txn(facts: Facts, where: LineCursor, ev: dict[str, Any], proc: Any, typ: str
         _complete(facts, where, ev, typ, txn_id)
 
 
+def txn_end(facts: Facts, where: LineCursor, ev: dict[str, Any], proc: Any, typ: str) -> None:
+    """``txn-end`` (1.3): the client is about to call commit or abort of an open
+    transaction. The first one with action commit is where its commit was called."""
+    if typ != INVOKE:
+        where.fail(f"a txn-end line is an invoke, got type {shown(typ)}", "type")
+    txn_id = ev.get("txn")
+    if type(txn_id) is not str:
+        txn_id = str(where.expect(ev, "txn", (str, int)))
+    action = where.expect(ev, "action", str)
+    if action not in ACTIONS:
+        where.fail(f"unknown action {shown(action)} (commit or abort)", "action")
+    log = facts.txn
+    pos = log.pending.get(txn_id)
+    if pos is None:
+        where.fail(f"txn-end of a transaction that is not open ({shown(txn_id)})", "txn")
+    if action == ACTION_COMMIT:
+        log.commit_called.setdefault(pos, ev["index"])
+
+
 def _invoke(facts: Facts, where: LineCursor, ev: dict[str, Any], proc: Any, txn_id: str) -> None:
     # Written flat, with locals, like the history pass's loop: a transactional history
     # has one of these per transaction and one turn of the inner loop per value sent.
@@ -94,7 +114,7 @@ def _invoke(facts: Facts, where: LineCursor, ev: dict[str, Any], proc: Any, txn_
         if proc not in log.init_ids:
             where.fail("missing field (and the process has no txn-init before)", "transactional_id")
         tid = log.init_ids[proc]
-    consumed = _consumed(where, ev, log.consumed) if "consumed" in ev else ()
+    consumed = _consumed(facts, where, ev, proc) if "consumed" in ev else ()
     group, positions = _offsets(where, ev) if "offsets" in ev else (None, ())
     sends = ev.get("sends")
     if type(sends) is not list:
@@ -232,8 +252,13 @@ def _field(where: LineCursor, obj: dict[str, Any], key: str, kind: type) -> Any:
     return value
 
 
-def _consumed(where: LineCursor, ev: dict[str, Any], seen: set[str]) -> list[Consumed]:
-    """A copying step's input records; their values are added to ``seen``."""
+def _consumed(facts: Facts, where: LineCursor, ev: dict[str, Any], proc: Any) -> list[Consumed]:
+    """A copying step's input records. Their values are added to the log's consumed
+    ones, and (1.3) each is a read by ``proc`` at the isolation of its latest assign
+    line (read_committed where none), judged as a poll's records are."""
+    seen = facts.txn.consumed
+    rc = facts.txn.reads_committed(proc)
+    txn_of, rc_read = facts.txn.txn_of, facts.txn.rc_read
     out = []
     for rec in where.expect(ev, "consumed", list):
         try:
@@ -247,6 +272,12 @@ def _consumed(where: LineCursor, ev: dict[str, Any], seen: set[str]) -> list[Con
             _bad_consumed(where, rec)
         out.append(Consumed(t, p, o, v))
         seen.add(v)
+        vid = facts.values.get(v)
+        if vid is None:
+            vid = facts.new_value(v)
+        if rc and vid in txn_of:
+            rc_read.add(vid)
+        facts.read_at(facts.tp(t, p), o, vid)
     return out
 
 

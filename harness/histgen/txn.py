@@ -1,4 +1,5 @@
-"""Transactional histories (format 1.2) over a simulated log, for tests and benchmarks.
+"""Transactional histories (format 1.2, with 1.3's ``txn-end`` lines) over a simulated
+log, for tests and benchmarks.
 
 The simulation keeps each partition's log as Kafka holds it: every transaction's records
 (committed or aborted) followed by one control marker per partition it wrote to. The
@@ -17,7 +18,9 @@ reads past it and the last stable offset is the log end between operations:
 - a ``read_committed`` and a ``read_uncommitted`` reader, each assigned every partition,
   poll as the logs grow (the second may see aborted values: no anomaly);
 - the drain reads ``read_committed`` to each partition's high watermark and reports the
-  last stable offset.
+  last stable offset;
+- every transaction's completion follows a ``txn-end`` line (format 1.3: ``abort``
+  before ``fail``, ``commit`` otherwise), as the workers write it.
 
 A clean history is valid by construction. Each kind named in ``inject`` (see
 :data:`TXN_INJECTABLE`) adds exactly one instance of that anomaly; :func:`generate_txn`
@@ -38,6 +41,8 @@ import orjson
 from kchaos.harness.histgen.model import GeneratedHistory, Injection
 from kchaos.harness.rundir.anomalies import TXN_EXTENDED, TXN_KINDS
 from kchaos.harness.rundir.history import (
+    ACTION_ABORT,
+    ACTION_COMMIT,
     DRAIN,
     F_ASSIGN,
     F_DRAIN,
@@ -45,6 +50,7 @@ from kchaos.harness.rundir.history import (
     F_POLL,
     F_SEND,
     F_TXN,
+    F_TXN_END,
     F_TXN_INIT,
     FAIL,
     INFO,
@@ -168,13 +174,16 @@ class TxnSim:
         hide: int = -1,
         rc_visible: bool = False,
         report: bool = False,
+        fenced_by: int | None = None,
     ) -> tuple[int, list[int]]:
         """One transaction of ``values`` (topic, partition, value). ``landed``: an
         ``info`` one that committed; ``hide``: the index of a value lost after it was
         written; ``consumed`` / ``position``: a copying step's input (offset, value) and
         the group position it commits; ``report``: the ``ok`` line gives every value's
-        partition and offset (otherwise 70% of them, at random). Returns the completion's
-        index and the values' offsets."""
+        partition and offset (otherwise 70% of them, at random); ``fenced_by``: that
+        process initialises ``tid`` while the transaction is open, before its commit is
+        called (the producer paused inside it). Returns the completion's index and the
+        values' offsets."""
         self.n += 1
         name = f"{process}-{self.n}"
         sends: list[dict[str, Any]] = []
@@ -197,6 +206,11 @@ class TxnSim:
             ]
             invoke["offsets"] = {"group": COPIER_GROUP, "positions": [[self.input, 0, position]]}
         self.emit(invoke)
+        if fenced_by is not None:
+            self.init(fenced_by, tid)
+        action = ACTION_ABORT if outcome == FAIL else ACTION_COMMIT
+        self.emit({"process": process, "type": INVOKE, "f": F_TXN_END, "txn": name,
+                   "action": action})  # fmt: skip
         committed = outcome == OK or (outcome == INFO and landed)
         offsets = []
         touched: set[tuple[str, int]] = set()
@@ -447,11 +461,11 @@ def _inject(g: TxnSim, kind: str) -> None:
         vs = [(t, p, f"{who}-{g.n + 1}-torn-0"), (t, q, f"{who}-{g.n + 1}-torn-1")]
         i, offs = g.txn(who, tid, INFO, vs, landed=True, hide=1)
         g.injected.append(Injection(kind, t, q, vs[1][2], offs[1], i))
-    elif kind == ZOMBIE:  # another process takes the id; the old one commits anyway
+    elif kind == ZOMBIE:  # another process takes the id while the old one is inside a
+        # transaction (paused); the old one then calls commit, and it succeeds
         fencer = max(r.process for r in g.readers) + 1
-        g.init(fencer, tid)
         v = f"{who}-{g.n + 1}-zombie"
-        i, offs = g.txn(who, tid, OK, [(t, p, v)])
+        i, offs = g.txn(who, tid, OK, [(t, p, v)], fenced_by=fencer)
         g.injected.append(Injection(kind, t, p, v, offs[0], i))
         g.init(who, tid)  # restarted, it takes its id back: its next commits are its own
     elif kind == EOS_DUPLICATE:  # an input copied and committed a second time

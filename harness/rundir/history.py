@@ -41,9 +41,27 @@ F_METADATA = "metadata"
 # version 1.2: a transactional producer's init_transactions(), and one whole transaction
 F_TXN_INIT = "txn-init"
 F_TXN = "txn"
+# version 1.3: an invoke with no completion of its own, written right before the client
+# calls commit_transaction() or abort_transaction(); ``action`` says which
+F_TXN_END = "txn-end"
 FS: frozenset[str] = frozenset(
-    (F_SEND, F_POLL, F_ASSIGN, F_DRAIN, F_DRAIN_END, F_FAULT, F_METADATA, F_TXN_INIT, F_TXN)
+    (
+        F_SEND,
+        F_POLL,
+        F_ASSIGN,
+        F_DRAIN,
+        F_DRAIN_END,
+        F_FAULT,
+        F_METADATA,
+        F_TXN_INIT,
+        F_TXN,
+        F_TXN_END,
+    )
 )
+# A ``txn-end`` line's ``action``.
+ACTION_COMMIT: Final = "commit"
+ACTION_ABORT: Final = "abort"
+ACTIONS: tuple[str, ...] = (ACTION_COMMIT, ACTION_ABORT)
 
 # ``isolation`` on assign and drain-end lines (version 1.2); absent on an assign line:
 # read_uncommitted

@@ -60,6 +60,7 @@ COLUMNS: dict[str, str] = {
     "offsets": 'STRUCT("group" VARCHAR, positions VARCHAR[][])',
     "isolation": "VARCHAR",
     "last_stable_offset": "BIGINT",
+    "action": "VARCHAR",
 }
 
 

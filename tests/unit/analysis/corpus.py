@@ -1,7 +1,8 @@
 """The histories the agreement tests run through Spark, with the counts expected of them.
 
 Three sources, all analysed in ONE Spark job (one session, every run unioned):
-- hand-written histories (tests/unit/analysis/hist.py);
+- hand-written histories (tests/unit/analysis/hist.py, and the transactional ones of
+  tests/unit/fixtures/txn);
 - histories from the shared generator (harness.histgen), clean and with each injection,
   plain (format 1.1) and transactional (1.2);
 - every history the checker's own unit tests write (captured by wrapping their
@@ -29,6 +30,10 @@ CHECKER_MODULES = (
     "test_checker_isr",
     "test_checker_availability",
 )
+# Transactional ones (format 1.3): for the Spark job only (the DuckDB baseline of
+# bench_duck_kinds counts format v1's kinds, not transactions)
+TXN_CHECKER_MODULES = ("test_checker_txn13",)
+TXN_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "txn"
 
 
 @dataclass
@@ -74,8 +79,36 @@ def histgen_cases(root: Path) -> list[Case]:
     return cases
 
 
-def checker_test_histories(root: Path) -> list[Case]:
-    """Run the checker's own unit tests that take only tmp_path; keep what they write."""
+def txn_fixture_cases(root: Path) -> list[Case]:
+    """The hand-written transactional histories of tests/unit/fixtures/txn (formats 1.2
+    and 1.3), with the counts their expected.json gives."""
+    import json
+
+    expected = json.loads((TXN_FIXTURES / "expected.json").read_text())
+    cases = []
+    for name, want in sorted(expected.items()):
+        run = root / f"txn-{Path(name).stem}"
+        run.mkdir(parents=True)
+        shutil.copy(TXN_FIXTURES / name, run / "history.jsonl")
+        cases.append(Case(f"txn-{Path(name).stem}", run, want["anomalies"], want["valid"]))
+    return cases
+
+
+def _checker_reads(path: Path) -> bool:
+    """Whether the checker takes ``path`` as a history (not bad input)."""
+    from kchaos.harness.checker import check_history
+    from kchaos.harness.errors import HistoryError
+
+    try:
+        check_history(path)
+    except HistoryError:
+        return False
+    return True
+
+
+def checker_test_histories(root: Path, modules: tuple[str, ...] = CHECKER_MODULES) -> list[Case]:
+    """Run the checker's own unit tests (of ``modules``) that take only tmp_path; keep
+    what they write."""
     if not CHECKER_TESTS.is_dir():
         return []
     sys.path.insert(0, str(CHECKER_TESTS))
@@ -94,7 +127,7 @@ def checker_test_histories(root: Path) -> list[Case]:
     cases: list[Case] = []
     checker_hist.H.write = recording_write  # type: ignore[method-assign]
     try:
-        for module_name in CHECKER_MODULES:
+        for module_name in modules:
             try:
                 module = __import__(module_name)
             except ImportError:
@@ -111,6 +144,8 @@ def checker_test_histories(root: Path) -> list[Case]:
                 with contextlib.suppress(Exception):
                     fn(work)
                 for i, path in enumerate(list(written)):
+                    if not _checker_reads(path):
+                        continue  # bad input: not comparable, and it would stop the job
                     run = root / f"{module_name[13:]}-{name[5:]}-{i}"
                     run.mkdir()
                     shutil.copy(path, run / "history.jsonl")

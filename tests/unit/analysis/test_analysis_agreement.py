@@ -14,7 +14,15 @@ from kchaos.harness.analysis.job import JobResult, run_job
 from kchaos.harness.checker import check_history
 from kchaos.harness.errors import HistoryError
 
-from corpus import Case, checker_test_histories, data_counts, histgen_cases  # isort: skip
+from corpus import (  # isort: skip
+    CHECKER_MODULES,
+    TXN_CHECKER_MODULES,
+    Case,
+    checker_test_histories,
+    data_counts,
+    histgen_cases,
+    txn_fixture_cases,
+)
 from hist import every_kind, near_misses  # isort: skip
 
 pytestmark = pytest.mark.spark
@@ -32,7 +40,8 @@ def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     near_misses().write(torn_dir, tail=b'{"index":99,"time":9')
     cases.append(Case("hand-torn", torn_dir, {}, True))
     cases += histgen_cases(root / "gen")
-    cases += checker_test_histories(root / "checker")
+    cases += txn_fixture_cases(root / "txn")  # format 1.2 and 1.3's transactions
+    cases += checker_test_histories(root / "checker", CHECKER_MODULES + TXN_CHECKER_MODULES)
     result: JobResult = run_job([c.run_dir for c in cases], spark=spark, write=False)
     by_path = {rs.run.path: rs for rs in result.runs}
     return {"cases": cases, "runs": {c.name: by_path[c.run_dir.resolve()] for c in cases}}
@@ -76,6 +85,8 @@ def test_spark_counts_equal_the_checkers_on_every_history(analysed: dict[str, An
 def test_checker_test_histories_were_captured(analysed: dict[str, Any]) -> None:
     captured = [c for c in analysed["cases"] if c.name.startswith("checker:")]
     assert len(captured) >= 15
+    assert any(c.name.startswith("checker:txn13-") for c in captured)  # format 1.3's
+    assert any(c.name == "txn-v13" for c in analysed["cases"])
 
 
 def test_every_kind_examples_name_value_position_and_line(analysed: dict[str, Any]) -> None:

@@ -1,6 +1,7 @@
-"""History format 1.2 in the Spark job: the hand-written histories of
-tests/unit/fixtures/txn (every transactional kind with its near misses, and a clean
-run) give the counts in their expected.json, from JSON lines and from the Parquet export.
+"""History format 1.2 and 1.3 in the Spark job: the hand-written histories of
+tests/unit/fixtures/txn (every transactional kind with its near misses, a clean run, and
+1.3's txn-end, copier reads and unknown partitions) give the counts in their
+expected.json, from JSON lines and from the Parquet export.
 
 All three runs go through ONE run_job call on the shared session.
 """
@@ -57,7 +58,7 @@ def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     root = tmp_path_factory.mktemp("txn")
     runs = {
         name: _run_dir(root, name, (FIXTURES / f"{name}.jsonl").read_text())
-        for name in ("many", "clean")
+        for name in ("many", "clean", "v13")
     }
     parquet = _run_dir(root, "many-parquet", (FIXTURES / "many.jsonl").read_text())
     export_parquet([parquet], spark=spark)
@@ -76,7 +77,12 @@ def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 @pytest.mark.spark
 @pytest.mark.parametrize(
     ("run", "fixture"),
-    [("many", "many.jsonl"), ("clean", "clean.jsonl"), ("many-parquet", "many.jsonl")],
+    [
+        ("many", "many.jsonl"),
+        ("clean", "clean.jsonl"),
+        ("many-parquet", "many.jsonl"),
+        ("v13", "v13.jsonl"),
+    ],
 )
 def test_counts_per_kind_are_the_expected_ones(
     analysed: dict[str, Any], run: str, fixture: str
@@ -124,6 +130,23 @@ def test_examples_name_the_transaction_and_its_values(analysed: dict[str, Any]) 
 
 
 @pytest.mark.spark
+def test_format_1_3_examples(analysed: dict[str, Any]) -> None:
+    """v13.jsonl: the zombie dated by its txn-end, the copier's reads, and the values
+    whose partition is unknown (build.py says why each is what it is)."""
+    anomalies = analysed["v13"].summary["anomalies"]
+    (zombie,) = anomalies["zombie-commit"]["examples"]
+    assert (zombie["txn"], zombie["fenced_by_process"]) == ("T20", "2")
+    assert zombie["commit_called_index"] > zombie["fencing_init_index"] > zombie["invoke_index"]
+    (aborted,) = anomalies["aborted-read"]["examples"]
+    assert (aborted["value"], aborted["reader"], aborted["txn"]) == ("x1", "consumed", "IN1")
+    assert [e["value"] for e in anomalies["uncommitted-read"]["examples"]] == ["x3"]
+    lost = sorted(e["value"] for e in anomalies["lost-write"]["examples"])
+    assert lost == ["c-y1", "q2"]
+    unseen = sorted(e["value"] for e in anomalies["unseen"]["examples"])
+    assert unseen == ["c-y2", "r2", "s2"]
+
+
+@pytest.mark.spark
 def test_transaction_stats(analysed: dict[str, Any]) -> None:
     tx = analysed["many"].summary["stats"]["transactions"]
     assert (tx["ok"], tx["fail"], tx["info"], tx["in_flight"]) == (15, 3, 1, 0)
@@ -155,7 +178,12 @@ def _bad_lines() -> list[tuple[str, dict[str, Any], str]]:
     events = _lines((FIXTURES / "many.jsonl").read_text())
     assign = next(e for e in events if e["f"] == "assign")
     invoke = next(e for e in events if e["f"] == "txn" and e.get("offsets"))
+    end = {"index": 0, "time": 0, "process": 1, "type": "invoke", "f": "txn-end", "txn": "T1"}
     return [
+        ("txn-end-action", {**end, "action": "rollback"}, "action"),
+        ("txn-end-no-action", end, "action"),
+        ("txn-end-no-txn", {**end, "action": "commit", "txn": None}, "txn"),
+        ("txn-end-not-invoke", {**end, "action": "commit", "type": "ok"}, "type"),
         ("isolation", {**assign, "isolation": "serializable"}, "isolation"),
         ("no-sends", {**invoke, "sends": []}, "sends"),
         ("send-without-value", {**invoke, "sends": [{"topic": "t"}]}, "sends[0].value"),
@@ -189,6 +217,12 @@ def _spoil_orphan(ev: list[dict[str, Any]]) -> None:
     ev[first]["txn"] = "T-renamed"  # its completion is now without an invoke
 
 
+def _spoil_txn_end(ev: list[dict[str, Any]]) -> None:
+    last = ev[-1]
+    ev.append({"index": last["index"] + 1, "time": last["time"], "process": 1,
+               "type": "invoke", "f": "txn-end", "txn": "T1", "action": "commit"})  # fmt: skip
+
+
 def _spoil_copy(ev: list[dict[str, Any]]) -> None:
     sends = next(e for e in ev if e["f"] == "txn" and e.get("consumed"))["sends"]
     sends[0]["copy_of"] = "never-consumed"
@@ -197,7 +231,11 @@ def _spoil_copy(ev: list[dict[str, Any]]) -> None:
 @pytest.mark.spark
 @pytest.mark.parametrize(
     ("name", "spoil", "field"),
-    [("orphan", _spoil_orphan, "txn"), ("stray-copy", _spoil_copy, "copy_of")],
+    [
+        ("orphan", _spoil_orphan, "txn"),
+        ("stray-copy", _spoil_copy, "copy_of"),
+        ("txn-end-after-completion", _spoil_txn_end, "txn"),
+    ],
 )
 def test_bad_transactional_input_is_named(
     spark: Any, tmp_path: Path, name: str, spoil: Any, field: str
@@ -213,5 +251,5 @@ def test_bad_transactional_input_is_named(
 
 def test_fixtures_readme_lists_every_file() -> None:
     readme = (FIXTURES / "README.md").read_text()
-    for name in ("many.jsonl", "clean.jsonl", "expected.json", "build.py"):
+    for name in ("many.jsonl", "clean.jsonl", "v13.jsonl", "expected.json", "build.py"):
         assert name in readme

@@ -1,4 +1,4 @@
-"""Hand-written transactional histories (format 1.2) for the checker tests."""
+"""Hand-written transactional histories (format 1.2 and 1.3) for the checker tests."""
 
 from __future__ import annotations
 
@@ -49,6 +49,10 @@ class TH(H):
         if group is not None:
             event["offsets"] = {"group": group, "positions": [list(x) for x in positions or []]}
         return self.add(**event)
+
+    def txn_end(self, process: int, txn: str, action: str = "commit") -> int:
+        """Format 1.3: the client is about to call commit (or abort) of ``txn``."""
+        return self.add(process=process, type="invoke", f="txn-end", txn=txn, action=action)
 
     def end(
         self, process: int, txn: str, typ: str, *acks: tuple[str, int | None, int | None, str]

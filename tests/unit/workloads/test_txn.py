@@ -1,17 +1,21 @@
-"""The transactional workers' lines (format 1.2) for each way a transaction can end,
-with a scripted fake client: commit, planned abort, abortable / retriable / fatal errors,
-fencing, a refused begin, and the copier's consumed offsets and rewind."""
+"""The transactional workers' lines (format 1.2, and 1.3's ``txn-end`` and
+``transaction_version``) for each way a transaction can end, with a scripted fake client:
+commit, planned abort, abortable / retriable / fatal errors, fencing, a refused begin,
+and the copier's consumed offsets and rewind."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 from workload_fakes import FakeConsumer
 
+from kchaos.harness.checker import check_history
 from kchaos.harness.errors import TxnError
 from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.clients import SendCallback, SendResult
@@ -26,6 +30,8 @@ class FakeTxnClient:
     """Delivers every send at once (partition 0, offsets counting up); ``script`` maps a
     method name to the errors its next calls raise (None: succeed)."""
 
+    transaction_version = 1
+
     def __init__(self, on_done: SendCallback, script: dict[str, list[TxnError | None]],
                  pid: tuple[int | None, int | None]) -> None:  # fmt: skip
         self.on_done = on_done
@@ -35,9 +41,13 @@ class FakeTxnClient:
         self.offset = 100
         self.offsets_sent: list[Sequence[tuple[str, int, int]]] = []
         self.closed = False
+        self.events: list[dict[str, Any]] | None = None  # the sink's lines, to look back at
+        self.last_line_at_call: list[tuple[str, dict[str, Any]]] = []
 
     def _step(self, name: str) -> None:
         self.calls.append(name)
+        if self.events is not None and name in ("commit", "abort"):
+            self.last_line_at_call.append((name, dict(self.events[-1])))
         queue = self.script.get(name)
         if queue:
             error = queue.pop(0)
@@ -105,6 +115,7 @@ class Harness:
 
     def _factory(self, on_done: SendCallback) -> FakeTxnClient:
         client = FakeTxnClient(on_done, self.script, self.pid)
+        client.events = self.sink.events
         self.clients.append(client)
         return client
 
@@ -305,3 +316,110 @@ def test_a_copier_needs_its_spec() -> None:
     with pytest.raises(ValueError, match="copier"):
         TxnCopier(1, "t", TxnSpec(), ListSink(), lambda d: None,  # type: ignore[arg-type,return-value]
                   consumer_factory=lambda: None)  # type: ignore[arg-type,return-value]  # fmt: skip
+
+
+# ------------------------------------------------------------- format 1.3: txn-end, version
+def _ends_of(events: list[dict[str, Any]], txn: str) -> list[str]:
+    """The ``action`` of each txn-end line of ``txn``, in order."""
+    return [e["action"] for e in lines(events, "txn-end") if e["txn"] == txn]
+
+
+def test_a_txn_end_commit_line_comes_right_before_the_commit_call() -> None:
+    h = Harness(3)
+    events = h.run()
+    for inv in lines(events, "txn", "invoke"):
+        mine = [e for e in events if e.get("txn") == inv["txn"]]
+        assert [(e["type"], e["f"]) for e in mine] == [
+            ("invoke", "txn"), ("invoke", "txn-end"), ("ok", "txn")
+        ]  # fmt: skip
+        assert mine[1]["action"] == "commit" and mine[1]["process"] == 7
+        assert set(mine[1]) == {"index", "time", "process", "type", "f", "txn", "action"}
+    at_call = h.clients[0].last_line_at_call
+    assert [name for name, _ in at_call] == ["commit"] * 3
+    assert all(line["f"] == "txn-end" and line["action"] == "commit" for _, line in at_call)
+
+
+def test_a_planned_abort_is_announced_by_a_txn_end_abort_line() -> None:
+    h = Harness(2, abort_ratio=1.0)
+    events = h.run()
+    assert [_ends_of(events, e["txn"]) for e in lines(events, "txn", "invoke")] == [
+        ["abort"], ["abort"]
+    ]  # fmt: skip
+    at_call = h.clients[0].last_line_at_call
+    assert [(n, line["f"], line["action"]) for n, line in at_call] == [
+        ("abort", "txn-end", "abort")
+    ] * 2
+
+
+def test_an_abortable_commit_error_gives_a_commit_then_an_abort_txn_end() -> None:
+    h = Harness(1, {"commit": [TxnError("NOT_ENOUGH_REPLICAS", abortable=True)]})
+    events = h.run()
+    assert _ends_of(events, "7-0") == ["commit", "abort"]
+    ends = [e for e in events if e.get("txn") == "7-0" and e["type"] != "invoke"]
+    assert [e["type"] for e in ends] == ["fail"]  # txn-end has no completion of its own
+
+
+def test_a_retried_commit_is_one_txn_end_before_the_first_call() -> None:
+    h = Harness(1, {"commit": [TxnError("COORDINATOR_LOAD_IN_PROGRESS", retriable=True)]})
+    events = h.run()
+    assert h.clients[0].calls.count("commit") == 2
+    assert _ends_of(events, "7-0") == ["commit"]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        {"begin": [TxnError("STATE", "not ready")]},  # never begun
+        {"flush": [TxnError("PRODUCER_FENCED", fatal=True)]},  # fenced: neither called
+        {"flush": [TxnError("FATAL", fatal=True)]},
+    ],
+)  # fmt: skip
+def test_no_txn_end_where_neither_commit_nor_abort_is_called(
+    script: dict[str, list[TxnError | None]],
+) -> None:
+    h = Harness(1, script)
+    events = h.run()
+    assert "commit" not in h.clients[0].calls and "abort" not in h.clients[0].calls
+    assert lines(events, "txn-end") == []
+
+
+def test_an_ok_init_states_transaction_version_1_and_a_failed_one_none() -> None:
+    h = Harness(1, {"init": [TxnError("COORDINATOR_NOT_AVAILABLE", retriable=True)]})
+    events = h.run()
+    assert [e["transaction_version"] for e in lines(events, "txn-init", "ok")] == [1]
+    assert all("transaction_version" not in e for e in lines(events, "txn-init", "info"))
+
+
+def test_librdkafka_speaks_transaction_version_1() -> None:
+    pytest.importorskip("confluent_kafka")
+    from kchaos.workloads.confluent_txn import ConfluentTxnProducer
+
+    assert ConfluentTxnProducer.transaction_version == 1
+
+
+def test_the_copier_announces_its_commits_and_aborts_too() -> None:
+    copier, _, sink, clients = _copier({"commit": [TxnError("X", abortable=True)]}, 0.0)
+    copier._client = copier._connect()
+    clients[0].events = sink.events
+    copier.step()
+    copier.step()
+    first, second = [e["txn"] for e in lines(sink.events, "txn", "invoke")]
+    assert _ends_of(sink.events, first) == ["commit", "abort"]
+    assert _ends_of(sink.events, second) == ["commit"]
+    assert [n for n, line in clients[0].last_line_at_call if line["f"] == "txn-end"] == [
+        "commit", "abort", "commit"
+    ]  # fmt: skip
+
+
+def test_the_workers_lines_are_read_by_the_checker(tmp_path: Path) -> None:
+    """A worker's history (commits, aborts, a fenced restart) is format 1.3 the checker
+    reads: no bad input, no zombie-commit for a producer's own commits."""
+    h = Harness(6, {"commit": [None, TxnError("X", abortable=True), None,
+                               TxnError("TIMED_OUT", retriable=False)]},
+                abort_ratio=0.3)  # fmt: skip
+    events = h.run()
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    results = check_history(path)
+    assert "zombie-commit" not in results.anomalies
+    assert results.stats["transactions"]["inits"] == len(lines(events, "txn-init", "ok"))
