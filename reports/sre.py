@@ -41,8 +41,11 @@ def relied_on(r: RunReport) -> list[str]:
 
 
 def cell_state(summary: Mapping[str, Any]) -> str:
-    """GO, NO-GO, UNKNOWN or NOT JUDGED for a finished run (``sre_unjudged``: the kinds
+    """GO, NO-GO, UNKNOWN, NOT JUDGED or NOT EXERCISED for a finished run (``sre_unjudged``: the kinds
     :func:`relied_on` found unjudged)."""
+    if outcome_label(summary) == "not exercised":
+        # a fault whose effect was not seen: the run says nothing of the config
+        return "NOT EXERCISED"
     if summary.get("expected") and not summary.get("sre_unjudged"):
         return "GO"
     if summary.get("expected") or outcome_label(summary) == "not judged":
@@ -58,7 +61,26 @@ def not_judged(reports: Sequence[RunReport]) -> int:
     return sum(1 for r in runs if cell_state(r.summary) == "NOT JUDGED")
 
 
-_CLASS = {"GO": "ok", "NO-GO": "bad", "UNKNOWN": "warn", "NOT JUDGED": "warn", "ERROR": "bad"}
+_CLASS = {
+    "GO": "ok",
+    "NO-GO": "bad",
+    "UNKNOWN": "warn",
+    "NOT JUDGED": "warn",
+    "NOT EXERCISED": "warn",
+    "ERROR": "bad",
+}
+
+
+def decision(states: Sequence[str]) -> str:
+    """The page's banner from its cells' states: GO only when every cell is; NO-GO when
+    any cell lost or broke data (or did not run); otherwise what kept the rest from GO
+    (a fault that did not bite, a kind that could not be judged, an unknown verdict)."""
+    if states and all(s == "GO" for s in states):
+        return "GO"
+    for state in ("NO-GO", "ERROR", "NOT EXERCISED", "NOT JUDGED", "UNKNOWN"):
+        if state in states:
+            return "NO-GO" if state == "ERROR" else state
+    return "NO-GO"
 
 
 def labelled(
@@ -187,7 +209,10 @@ EXPLAIN = (
     "report, not red: what an election loses is counted as lost writes. "
     "<b>UNKNOWN</b>: the checker could not decide (e.g. a partition never drained). "
     "<b>NOT JUDGED</b>: a kind GO rests on could not be looked for, its source was not "
-    f"read (e.g. no {REPLICAS_JSONL} for replica-divergence): never a GO.</p>"
+    f"read (e.g. no {REPLICAS_JSONL} for replica-divergence): never a GO. "
+    "<b>NOT EXERCISED</b>: a fault of the scenario did not show its own effect in the run "
+    "(results.json's evidence: not seen, not measured, or never started), so the run "
+    "says nothing about the config: never a GO.</p>"
 )
 
 
@@ -203,11 +228,12 @@ def write_validation(
     """report.html (the grid above the suite's table), junit.xml, summary.json."""
     runs, fails = labelled(reports, failures)
     labels = [c.label for c in configs]
-    go = sum(1 for r in runs if cell_state(r.summary) == "GO")
-    total = len(runs) + len(fails)
-    verdict = "GO" if go == total and total else "NO-GO"
+    states = [cell_state(r.summary) for r in runs] + ["ERROR"] * len(fails)
+    go = states.count("GO")
+    total = len(states)
+    verdict = decision(states)
     sections = [
-        f"<div class='banner {'ok' if verdict == 'GO' else 'bad'}' id='decision'>"
+        f"<div class='banner {_CLASS.get(verdict, 'bad')}' id='decision'>"
         f"{verdict}: {go}/{total} cells go</div>",
         EXPLAIN,
         grid(runs, fails, labels, out_dir),

@@ -329,6 +329,9 @@ def sre_scenario(
             anomalies=(),
             allowed=(*SRE_ALLOWED, *prof.allowed),
             allowed_causes=SRE_ALLOWED_CAUSES,
+            # a GO needs every fault's own effect seen (history format 1.3): a cell whose
+            # fault did not bite ends "not exercised"
+            effects=fault_names(original),
         ),
         tags=(*original.tags, "sre-validation"),
     )
@@ -386,6 +389,14 @@ def transactional(
         consumers=consumers,
         transactions=txn,
     )
+
+
+def fault_names(sc: Scenario) -> tuple[str, ...]:
+    """Every fault the scenario's nemesis runs, by name (an ``expect.effects`` entry by
+    name covers every fault of that name in the run)."""
+    rnd = sc.nemesis.random
+    names = {step.fault for step in sc.nemesis.steps} | set(rnd.faults if rnd else ())
+    return tuple(sorted(names))
 
 
 def check_min_isr(sc: Scenario, config: SreConfig) -> None:

@@ -19,6 +19,7 @@ from kchaos.harness.rundir.expect import EXIT_NOT_JUDGED
 from kchaos.harness.scenario import library
 from kchaos.reports.build import write_run_reports
 from kchaos.reports.sample import LOST, VALID, make_run
+from kchaos.reports.sre import decision
 
 SAFE = "min.insync.replicas=2\nunclean.leader.election.enable=false\n"
 UNSAFE = "min.insync.replicas=1\nunclean.leader.election.enable=true\n"
@@ -254,7 +255,7 @@ def test_no_go_where_a_kind_the_profile_relies_on_is_unjudged(tmp_path: Path) ->
     )
     assert code == EXIT_NOT_JUDGED  # every run as expected, yet no GO
     page = (out / "report.html").read_text()
-    assert "NO-GO: 1/2 cells go" in page
+    assert "id='decision'>NOT JUDGED: 1/2 cells go" in page  # not a GO, and why
     grid = page[page.index("id='go-no-go'") :].split("</table>")[0]
     assert grid.count("<b>NOT JUDGED</b>") == 1 and grid.count("<b>GO</b>") == 1
     assert "not judged: replica-divergence" in grid
@@ -452,3 +453,45 @@ def test_an_sre_config_that_turns_transaction_verification_off_keeps_it(tmp_path
     cfg = config(tmp_path, "risky", SAFE + f"{key}=false\n")
     sc, _ = sre.sre_scenario(library.load("txn-smoke"), cfg, sre.PROFILES["safe"])
     assert sc.cluster.server_properties[key] == "false"
+
+
+def harmless_run(sc: Any, *, out: Path, extra: dict[str, Any], **_: Any) -> RunResult:
+    """Valid under every config, with each fault's effect as results.json's evidence
+    gives it: seen under the config labelled ``safe``, not seen under the other (as with
+    a latency toxic of 0 ms)."""
+    seen_here = extra["sre"]["label"] == "safe"
+    faults = [
+        {"name": f"f-{i}", "family": name, "started": True,
+         "effect": "seen" if seen_here else "not-seen", "observed": "measured"}
+        for i, name in enumerate(sc.expect.effects, 1)
+    ]  # fmt: skip
+    results = {**VALID, "evidence": {"faults": faults}}
+    e = sc.expect
+    expect = {"valid": True, "allowed": list(e.allowed), "effects": list(e.effects)}
+    make_run(out, results=results, expect=expect, name=sc.name)
+    run = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**run, **extra}))
+    rep = write_run_reports(out)
+    return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
+
+
+def test_a_go_needs_every_faults_effect_seen(tmp_path: Path) -> None:
+    original = library.load("smoke")
+    cfg = config(tmp_path, "safe", SAFE)
+    sc, _ = sre.sre_scenario(original, cfg, sre.PROFILES["safe"])
+    assert sc.expect.effects == tuple(sorted({s.fault for s in original.nemesis.steps}))
+    assert sc.expect.effects  # smoke has faults: the test below means something
+    safe, harmless = tmp_path / "safe.properties", tmp_path / "harmless.properties"
+    safe.write_text(SAFE)
+    harmless.write_text(SAFE)
+    out = tmp_path / "out"
+    files = [library.resolve("smoke")]
+    code = sre.run_validation("mine", files, [safe, harmless], out=out, run=harmless_run)
+    assert code == 6  # not exercised
+    page = (out / "report.html").read_text()
+    assert "id='decision'>NOT EXERCISED: 1/2 cells go" in page
+    grid = page[page.index("id='go-no-go'") :].split("</table>")[0]
+    assert grid.count("class='ok'") == 1 and "<b>NOT EXERCISED</b>" in grid
+    # the same runs with every effect seen are GO
+    assert decision(["GO", "GO"]) == "GO"
+    assert decision(["GO", "NOT EXERCISED", "NO-GO"]) == "NO-GO"
