@@ -29,6 +29,7 @@ from typing import Any
 
 from kchaos.harness.errors import ConfigError, HistoryError, KchaosError
 from kchaos.harness.run.shard import cell_key, record_durations
+from kchaos.harness.rundir.expect import worst_exit
 from kchaos.harness.rundir.files import read_object
 from kchaos.harness.rundir.names import SHARD_JSON
 from kchaos.harness.rundir.rundir import RunDir
@@ -184,7 +185,7 @@ def merge(
         record_durations(durations, measured)
     if problems:
         codes.append(KchaosError.exit_code)
-    return 0 if all(c == 0 for c in codes) else max(codes)
+    return worst_exit(codes)
 
 
 def _problems_html(problems: Sequence[str]) -> str:

@@ -16,6 +16,7 @@ from kchaos.harness.run import shard as shards
 from kchaos.harness.run.orchestrate import run_scenario
 from kchaos.harness.run.progress import Batch, each, run_guess
 from kchaos.harness.run.shard import BatchLog, ShardSpec
+from kchaos.harness.rundir.expect import worst_exit
 from kchaos.harness.scenario.loader import load_scenario
 from kchaos.harness.scenario.model import Scenario
 from kchaos.reports.build import RunReport
@@ -157,7 +158,7 @@ def run_entries(
             error = failures[-1].error if len(failures) > gone else None
             log.ran(entry, time.monotonic() - started, codes[-1], error)
     write(reports, failures)
-    code = 0 if all(c == 0 for c in codes) else max(codes)
+    code = worst_exit(codes)
     if log is not None:
         log.end(code)
     return code

@@ -29,7 +29,7 @@ its own label (:data:`LABELS`): "as expected", "NOT as expected", "not judged", 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,33 @@ LABELS: dict[int, str] = {
     EXIT_NOT_EXERCISED: "not exercised",
 }
 NOT_EXPECTED = "NOT as expected"
+
+#: A batch's exit code from its runs' (:func:`worst_exit`), most telling first: an
+#: interruption, a run that failed (4), a red run (1), then the runs that prove nothing
+#: (not exercised, not judged, unknown). A red run is never hidden behind a blind one.
+SEVERITY: tuple[int, ...] = (
+    130,
+    4,
+    3,
+    EXIT_UNEXPECTED,
+    EXIT_NOT_EXERCISED,
+    EXIT_NOT_JUDGED,
+    EXIT_UNKNOWN,
+)
+
+
+def worst_exit(codes: Sequence[int]) -> int:
+    """The exit code of a batch (suite, matrix, soak, merge, SRE validation): 0 when every
+    run's is, else the first of :data:`SEVERITY` among them (an unknown code counts as
+    the most severe)."""
+    bad = {c for c in codes if c != EXIT_EXPECTED}
+    if not bad:
+        return EXIT_EXPECTED
+    unknown = bad - set(SEVERITY)
+    if unknown:
+        return max(unknown)
+    return next(c for c in SEVERITY if c in bad)
+
 
 # Reported, never a correctness failure: availability is judged by SLO thresholds, and a
 # last-known-leader election is Kafka's designed recovery (its losses are lost writes).
