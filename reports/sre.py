@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.harness.rundir.anomalies import INVALIDATING, anomaly_text
-from kchaos.harness.rundir.names import REPLICAS_JSONL
+from kchaos.harness.rundir.names import REPLICAS_JSONL, RESULTS_JSON
 from kchaos.reports.build import RunReport
 from kchaos.reports.console import outcome_label
 from kchaos.reports.suite import SuiteFailure, write_suite_reports
@@ -211,7 +211,7 @@ EXPLAIN = (
     "<b>NOT JUDGED</b>: a kind GO rests on could not be looked for, its source was not "
     f"read (e.g. no {REPLICAS_JSONL} for replica-divergence): never a GO. "
     "<b>NOT EXERCISED</b>: a fault of the scenario did not show its own effect in the run "
-    "(results.json's evidence: not seen, not measured, or never started), so the run "
+    f"({RESULTS_JSON}'s evidence: not seen, not measured, or never started), so the run "
     "says nothing about the config: never a GO.</p>"
 )
 
