@@ -41,8 +41,8 @@ def relied_on(r: RunReport) -> list[str]:
 
 
 def cell_state(summary: Mapping[str, Any]) -> str:
-    """GO, NO-GO, UNKNOWN, NOT JUDGED or NOT EXERCISED for a finished run (``sre_unjudged``: the kinds
-    :func:`relied_on` found unjudged)."""
+    """GO, NO-GO, UNKNOWN, NOT JUDGED or NOT EXERCISED for a finished run
+    (``sre_unjudged``: the kinds :func:`relied_on` found unjudged)."""
     if outcome_label(summary) == "not exercised":
         # a fault whose effect was not seen: the run says nothing of the config
         return "NOT EXERCISED"
