@@ -35,7 +35,6 @@ from kchaos.harness.errors import ConfigError
 from kchaos.harness.paths import runs_dir
 from kchaos.harness.run.progress import run_guess
 from kchaos.harness.rundir.files import read_object, write_json
-from kchaos.harness.rundir.names import DURATIONS_JSON
 from kchaos.harness.rundir.rundir import RunDir
 
 SHARD_FORMAT = 1
@@ -67,7 +66,7 @@ def parse_shard(text: str) -> ShardSpec:
 
 
 def default_durations() -> Path:
-    return runs_dir() / DURATIONS_JSON
+    return RunDir(runs_dir()).durations_json
 
 
 def cell_key(scenario: str, release: str | None) -> str:

@@ -199,6 +199,12 @@ class RunDir:
         return self._file(names.SHARD_JSON)
 
     @property
+    def durations_json(self) -> Path:
+        """The measured run times a sharded batch splits by (``runs/durations.json`` by
+        default: the runs folder's own file)."""
+        return self._file(names.DURATIONS_JSON)
+
+    @property
     def shrink_json(self) -> Path:
         return self._file(names.SHRINK_JSON)
 
