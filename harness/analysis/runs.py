@@ -64,11 +64,11 @@ def resolve_runs(args: list[Path], prefer: str = "auto") -> list[RunInput]:
             raise HistoryError("no such directory", file=str(arg))
         if not arg.is_dir():
             raise HistoryError("not a directory (give the run directory)", file=str(arg))
-        given = RunDir(arg.resolve())
+        # the argument first, then the folders in it
+        given, *inside = (RunDir(d.resolve()) for d in [arg, *arg.iterdir()] if d.is_dir())
         if _is_run(given):
             found.append(given)
             continue
-        inside = (RunDir(c.resolve()) for c in arg.iterdir() if c.is_dir())
         children = sorted((rd for rd in inside if _is_run(rd)), key=lambda rd: rd.path)
         if not children:
             raise HistoryError(

@@ -199,12 +199,6 @@ class RunDir:
         return self._file(names.SHARD_JSON)
 
     @property
-    def durations_json(self) -> Path:
-        """The measured run times a sharded batch splits by (``runs/durations.json`` by
-        default: the runs folder's own file)."""
-        return self._file(names.DURATIONS_JSON)
-
-    @property
     def shrink_json(self) -> Path:
         return self._file(names.SHRINK_JSON)
 
@@ -332,3 +326,9 @@ class RunDir:
 
     def write_summary(self, data: Any) -> None:
         write_json(self.summary_json, data)
+
+
+def durations_file(runs: Path) -> Path:
+    """``runs/durations.json``: the measured run times sharded batches split by, kept in
+    the folder of runs (no run directory of its own)."""
+    return runs / names.DURATIONS_JSON
