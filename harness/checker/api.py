@@ -241,18 +241,18 @@ def check_history(
     history, where there is one. The cyclic garbage collector is paused meanwhile (see
     :mod:`.nogc`)."""
     with paused_gc():
-        return _check_history(path, run_config, checkers, controller)
+        return _check_history(path, RunDir(Path(path).parent), run_config, checkers, controller)
 
 
 def _check_history(
     path: str | Path,
+    rd: RunDir,  # the run directory the history is in: its other files are read from it
     run_config: RunSettings | None,
     checkers: Sequence[str] | None,
     controller: str | Path | None,
 ) -> Results:
     started = time.perf_counter()
     facts = read_history(path)
-    rd = RunDir(Path(path).parent)
     if controller is None:
         facts.controller = load_controller(rd)
     else:
@@ -350,7 +350,9 @@ def check_run(run_dir: RunDir | str | Path, *, write: bool = True) -> Results:
         raise HistoryError("is not a regular file", file=str(history))
     if write and rd.results.is_dir():
         raise HistoryError("is in the way: not a regular file", file=str(rd.results))
-    results = check_history(history, RunSettings.load(rd.path))
+    settings = RunSettings.load(rd.path)
+    with paused_gc():  # as check_history, with the run's own RunDir
+        results = _check_history(history, rd, settings, None, None)
     if write:
         write_results(rd, results)
     return results
