@@ -45,14 +45,13 @@ def job_counts(summary: dict[str, Any]) -> dict[str, int]:
     return {kind: int(found.get(kind, {}).get("count", 0)) for kind in KINDS}
 
 
-def _parquet_copy(run: Path, threads: int) -> float:
+def _parquet_copy(rd: RunDir, threads: int) -> float:
     """The run's history.parquet, written as the runner writes it at the end of a run;
     the seconds it took (0 when a copy at least as new as the history is there)."""
     from kchaos.harness.analysis.runs import resolve_runs
 
-    if resolve_runs([run])[0].fmt == "parquet":  # the job's own freshness rule
+    if resolve_runs([rd.path])[0].fmt == "parquet":  # the job's own freshness rule
         return 0.0
-    rd = RunDir(run)
     made, secs = _timed(lambda: rd.write_history_parquet(threads))
     if not made:
         raise AnalysisError(f"DuckDB could not write {rd.history_parquet} from {rd.history}")
@@ -84,7 +83,7 @@ def run_bench(
         meta.write_text(json.dumps({"events": gen.events, "expected": gen.expected}))
         log(f"  generated in {secs:.1f}s")
     info = json.loads(meta.read_text())
-    copy_s = _parquet_copy(run, threads)
+    copy_s = _parquet_copy(rd, threads)
     fmt = resolve_runs([run])[0].fmt
     if fmt != "parquet":
         raise AnalysisError(f"the job would read {fmt}, not the Parquet copy, in {run}")

@@ -65,8 +65,9 @@ def check_cmd(run_dir: Path, quiet: bool) -> int:
     Exit code: 0 valid, 1 invalid, 2 unknown, 3 unreadable input. Kinds that could not
     be judged (their source was not read) are listed and leave the exit code alone.
     """
-    results = check_run(run_dir)
+    rd = RunDir(run_dir)
+    results = check_run(rd)
     lines = summary_lines(results)
     click.echo("\n".join(lines[:1] if quiet else lines))
-    click.echo(f"results: {RunDir(run_dir).results}")
+    click.echo(f"results: {rd.results}")
     return results.exit_code

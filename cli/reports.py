@@ -15,15 +15,14 @@ from kchaos.reports.console import make_console, print_batch, print_run
 from kchaos.reports.suite import write_suite_reports
 
 
-def ensure_results(run_dir: Path, console: Console) -> None:
+def ensure_results(rd: RunDir, console: Console) -> None:
     """Judge the history first when results.json is missing."""
-    rd = RunDir(run_dir)
     if rd.results.is_file() or not rd.history.is_file():
         return
     from kchaos.harness.checker import check_run
 
-    console.print(f"{run_dir}: no {RESULTS_JSON} yet, running the checker")
-    check_run(run_dir)
+    console.print(f"{rd}: no {RESULTS_JSON} yet, running the checker")
+    check_run(rd)
 
 
 @click.command("report")
@@ -50,8 +49,9 @@ def report_cmd(run_dirs: tuple[Path, ...], out: Path | None, title: str) -> int:
                 "not a directory" if run_dir.exists() else "no such run directory",
                 file=str(run_dir),
             )
-        ensure_results(run_dir, console)
-        rep = write_run_reports(run_dir)
+        rd = RunDir(run_dir)  # the one this command hands down
+        ensure_results(rd, console)
+        rep = write_run_reports(rd)
         print_run(rep.summary, rep.paths, console)
         reports.append(rep)
     if out is not None:

@@ -10,6 +10,7 @@ that needs them. Fixtures:
                          ``--kchaos-cluster-factory module:callable`` swaps in your own
                          (e.g. a fake for unit tests of your test code).
 ``kchaos_run_dir``       this test's run directory (holds history.jsonl, run.json, results).
+``kchaos_rundir``        the same directory as a ``RunDir`` (its files by name).
 ``kchaos_history``       a history writer (format v1) into that directory.
 ``kchaos_nemesis``       ``kchaos_nemesis(schedule)`` -> a started Nemesis on the cluster
                          recording into the history; stopped and healed after the test.
@@ -36,9 +37,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from kchaos.harness.rundir.rundir import RunDir
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -137,10 +141,17 @@ def kchaos_run_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def kchaos_history(kchaos_run_dir: Path) -> Iterator[Any]:
+def kchaos_rundir(kchaos_run_dir: Path) -> RunDir:
+    """``kchaos_run_dir`` as a :class:`~kchaos.harness.rundir.rundir.RunDir`, the one the
+    other fixtures hand down."""
     from kchaos.harness.rundir.rundir import RunDir
 
-    writer = RunDir(kchaos_run_dir).history_writer()
+    return RunDir(kchaos_run_dir)
+
+
+@pytest.fixture
+def kchaos_history(kchaos_rundir: RunDir) -> Iterator[Any]:
+    writer = kchaos_rundir.history_writer()
     try:
         yield writer
     finally:
@@ -178,7 +189,7 @@ def kchaos_nemesis(kchaos_cluster: Any, kchaos_history: Any) -> Iterator[Callabl
 
 @pytest.fixture
 def kchaos_workload(
-    kchaos_cluster: Any, kchaos_history: Any, kchaos_run_dir: Path
+    kchaos_cluster: Any, kchaos_history: Any, kchaos_rundir: RunDir
 ) -> Iterator[Callable[..., Any]]:
     """``kchaos_workload(**WorkloadSpec fields)`` -> a Workload (start it yourself)."""
     made: list[Any] = []
@@ -190,7 +201,7 @@ def kchaos_workload(
         if "topics" in fields:
             fields["topics"] = tuple(fields["topics"])
         workload = Workload.for_cluster(
-            WorkloadSpec(**fields), kchaos_cluster, kchaos_history, run_dir=kchaos_run_dir
+            WorkloadSpec(**fields), kchaos_cluster, kchaos_history, run_dir=kchaos_rundir
         )
         made.append(workload)
         return workload
@@ -201,7 +212,7 @@ def kchaos_workload(
 
 
 @pytest.fixture
-def kchaos_check(kchaos_history: Any, kchaos_run_dir: Path) -> Callable[..., Any]:
+def kchaos_check(kchaos_history: Any, kchaos_rundir: RunDir) -> Callable[..., Any]:
     """``kchaos_check(expect_valid=True, run_json=None)`` -> checker Results (asserted)."""
 
     def check(
@@ -209,19 +220,18 @@ def kchaos_check(kchaos_history: Any, kchaos_run_dir: Path) -> Callable[..., Any
     ) -> Any:
         from kchaos.harness.checker import check_run
         from kchaos.harness.run.orchestrate import write_history_parquet
-        from kchaos.harness.rundir.rundir import RunDir
 
         kchaos_history.close()
         if run_json is not None:
-            RunDir(kchaos_run_dir).write_run(run_json)
-        results = check_run(kchaos_run_dir)
+            kchaos_rundir.write_run(run_json)
+        results = check_run(kchaos_rundir)
         # the columnar copy a `kchaos run` leaves too (never fails the test)
-        write_history_parquet(RunDir(kchaos_run_dir))
+        write_history_parquet(kchaos_rundir)
         if expect_valid is not None and results.valid != expect_valid:
             found = {k: a.count for k, a in results.anomalies.items()}
             pytest.fail(
                 f"kchaos verdict {results.valid!r}, expected {expect_valid!r}; anomalies {found}; "
-                f"run directory {kchaos_run_dir}",
+                f"run directory {kchaos_rundir}",
                 pytrace=False,
             )
         return results

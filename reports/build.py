@@ -43,21 +43,21 @@ def with_fault_errors(outcome: Outcome, data: RunData) -> Outcome:
     )
 
 
-def read_run_report(run_dir: str | Path) -> RunReport:
+def read_run_report(run_dir: RunDir | str | Path) -> RunReport:
     """A run's outcome and summary, its reports' paths, nothing written (a batch page
     over runs whose reports exist: ``kchaos merge``)."""
     data = load_run_data(run_dir)
     outcome = with_fault_errors(evaluate(data.expect, data.results), data)
-    out = RunDir(run_dir)
+    out = data.run_dir
     paths = {"html": out.report_html, "junit": out.junit_xml, "summary": out.summary_json}
     return RunReport(data, outcome, summarize(data, outcome), {k: str(v) for k, v in paths.items()})
 
 
-def write_run_reports(run_dir: str | Path) -> RunReport:
+def write_run_reports(run_dir: RunDir | str | Path) -> RunReport:
     """report.html, junit.xml and summary.json into ``run_dir``."""
     report = read_run_report(run_dir)
     paths = report.paths
     write_bytes(paths["html"], html.render_run(report.data, report.outcome).encode("utf-8"))
     write_bytes(paths["junit"], junit.document([junit.run_suite(report.data, report.outcome)]))
-    RunDir(run_dir).write_summary(report.summary)
+    report.data.run_dir.write_summary(report.summary)
     return report

@@ -6,7 +6,6 @@ import functools
 import json
 from collections.abc import Iterable, Sequence
 from html import escape
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -231,11 +230,10 @@ def _to_full_isr(r: FullIsr | None) -> str:
     return "unknown" if r.unknown else "never"
 
 
-def files_section(run_dir: Path) -> str:
+def files_section(rd: RunDir) -> str:
     """Links to what Kafka itself recorded: controller.jsonl and each node's logs
     (relative links: the report sits in the run directory)."""
     links = []
-    rd = RunDir(run_dir)
     if rd.controller.is_file():
         links.append(
             f"<li><a href='{CONTROLLER_JSONL}'>{CONTROLLER_JSONL}</a> (KRaft metadata log)</li>"

@@ -8,7 +8,6 @@ per series ``name``, one line per label set.
 from __future__ import annotations
 
 from html import escape
-from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
@@ -19,9 +18,9 @@ from kchaos.reports import plots
 from kchaos.reports.rundata import RunData
 
 
-def load(run_dir: str | Path) -> dict[str, Any] | None:
+def load(run_dir: RunDir) -> dict[str, Any] | None:
     """prometheus.json of a run (:meth:`RunDir.load_prometheus`)."""
-    return RunDir(run_dir).load_prometheus()
+    return run_dir.load_prometheus()
 
 
 def _label(labels: dict[str, Any]) -> str:

@@ -56,7 +56,7 @@ class Marker:
 
 @dataclass
 class RunData:
-    run_dir: Path
+    run_dir: RunDir
     run: RunJson
     results: dict[str, Any] | None
     analysis: dict[str, Any] | None
@@ -84,7 +84,7 @@ class RunData:
 
     @property
     def run_id(self) -> str:
-        return str(self.run.run_id or self.run_dir.name)
+        return str(self.run.run_id or self.run_dir.path.name)
 
     @property
     def scenario_name(self) -> str:
@@ -200,14 +200,14 @@ class _Scanner:
             b.latencies.append(max(0.0, t - started))
 
 
-def load_run_data(run_dir: str | Path) -> RunData:
+def load_run_data(run_dir: RunDir | str | Path) -> RunData:
     """Read a run directory; HistoryError when it is not one."""
-    path = Path(run_dir)
+    rd = RunDir.of(run_dir)
+    path = rd.path
     if not path.is_dir():
         raise HistoryError(
             "not a directory" if path.exists() else "no such run directory", file=str(path)
         )
-    rd = RunDir(path)
     history = rd.history
     run = rd.load_run(missing_ok=True)
     if not run.present and not history.is_file():
@@ -216,7 +216,7 @@ def load_run_data(run_dir: str | Path) -> RunData:
         )
     checked = rd.load_results()
     data = RunData(
-        run_dir=path,
+        run_dir=rd,
         run=run,
         results=None if checked is None else dict(checked.raw),
         analysis=rd.read_analysis_summary(),

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
-from pathlib import Path
 
 from kchaos.harness.checker.controller import (
     BrokerState,
@@ -37,9 +36,9 @@ class Row:
     css: str = ""
 
 
-def load(run_dir: Path) -> ControllerRecord | None | str:
+def load(run_dir: RunDir) -> ControllerRecord | None | str:
     """The record, None when the run has none, or the reason it cannot be read."""
-    path = RunDir(run_dir).controller
+    path = run_dir.controller
     if not path.is_file():
         return None
     try:
@@ -113,7 +112,7 @@ def fault_rows(faults: Sequence[FaultWindow]) -> list[Row]:
     return rows
 
 
-def render(run_dir: Path, faults: Sequence[FaultWindow]) -> str:
+def render(run_dir: RunDir, faults: Sequence[FaultWindow]) -> str:
     """The "Controller timeline" section of report.html ("" when there is no record)."""
     from kchaos.reports.html import table  # the page's own table helper
 

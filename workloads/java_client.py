@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kchaos.harness.cluster.topology import host_ip, network_name
@@ -63,13 +62,13 @@ class JavaRuntime:
     run_dir: RunDir | None = None  # keeps the raw stdout of every client (None: not kept)
 
     @classmethod
-    def for_cluster(cls, cluster: ToolHost, run_dir: Path | None) -> JavaRuntime:
+    def for_cluster(cls, cluster: ToolHost, run_dir: RunDir | None) -> JavaRuntime:
         return cls(
             docker=cluster.client,
             image=cluster.kafka_image,
             run_id=cluster.run_id,
             subnet=cluster.subnet,
-            run_dir=None if run_dir is None else RunDir(run_dir),
+            run_dir=run_dir,
         )
 
 

@@ -1,6 +1,6 @@
 """The facade the runner uses: start every client, stop them, drain, all into one sink.
 
-    with RunDir(run_dir).history_writer() as history:
+    with run_dir.history_writer() as history:  # run_dir: the run's RunDir
         with Workload.for_cluster(spec, cluster, history, run_dir=run_dir) as workload:
             workload.start()
             ...                      # faults come and go
@@ -76,7 +76,7 @@ class Workload:
         *,
         metrics: HarnessMetrics | None = None,
         metrics_urls: Mapping[int, str] | None = None,
-        run_dir: Path | None = None,
+        run_dir: RunDir | None = None,
         monitor: bool = True,
         metrics_port: int | None = None,
         pushgateway: str | None = None,
@@ -101,7 +101,7 @@ class Workload:
         self.consumers: list[Any]
         self.transactional: list[TxnProcessWorker | TxnThreadWorker] = []
         self._txn_lock = threading.Lock()  # replacements join self.transactional live
-        self._run_dir = None if run_dir is None else Path(run_dir)
+        self._run_dir = run_dir
         if spec.client == "java":
             if java is None:
                 raise WorkloadError("client java runs in containers: use Workload.for_cluster")
@@ -118,14 +118,14 @@ class Workload:
                 sink,
                 interval=spec.monitor_interval_s,
                 metrics_urls=metrics_urls,
-                metrics_path=None if run_dir is None else RunDir(run_dir).broker_metrics,
+                metrics_path=None if run_dir is None else run_dir.broker_metrics,
                 metrics_interval=spec.metrics_interval_s,
                 stable_offsets=self._stable_offset_sampling(),
             )
         self._started = False
         self._stopped = False
         # librdkafka's `debug` log, when a client config asks for one
-        self._client_log_path = None if run_dir is None else RunDir(run_dir).librdkafka_log
+        self._client_log_path = None if run_dir is None else run_dir.librdkafka_log
         self._client_log: logging.Handler | None = None
 
     def _stable_offset_sampling(self) -> StableOffsetSampling | None:
@@ -149,7 +149,7 @@ class Workload:
 
         return StableOffsetSampling(
             source_factory=lambda: ConsumerStableOffsetSource(consumer, topics),
-            writer=RunDir(self._run_dir).stable_offsets_writer(),
+            writer=self._run_dir.stable_offsets_writer(),
             clock=clock,
         )
 
@@ -252,7 +252,7 @@ class Workload:
 
     def _txn_log(self, process: int | str) -> Path | None:
         """Where a transactional child process's stderr goes (None: not kept)."""
-        return None if self._run_dir is None else RunDir(self._run_dir).txn_log(process)
+        return None if self._run_dir is None else self._run_dir.txn_log(process)
 
     def _next_process(self) -> int:
         """One more than every integer process id the workload uses."""
@@ -282,7 +282,7 @@ class Workload:
         cluster: ToolHost,
         sink: HistorySink,
         *,
-        run_dir: Path | None = None,
+        run_dir: RunDir | None = None,
         metrics: HarnessMetrics | None = None,
         monitor: bool = True,
         metrics_port: int | None = None,

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from kchaos.harness.analysis.load import load_events
 from kchaos.harness.analysis.runs import resolve_runs
 from kchaos.harness.analysis.session import spark_errors, start_session
-from kchaos.harness.rundir.rundir import RunDir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,7 +33,7 @@ def export_parquet(
                 from pyspark.sql import functions as F
 
                 for run in runs:
-                    target = RunDir(run.path).history_parquet
+                    target = run.rundir.history_parquet
                     (
                         loaded.events.filter(F.col("rk") == run.key)
                         .drop("rk")

@@ -154,7 +154,7 @@ def _with_run_key(spark: SparkSession, df: DataFrame, dirs: list[tuple[Path, int
     return out.drop("_file", "_f")
 
 
-def _ingest(spark: SparkSession, runs: list[RunInput], scratch: Path) -> dict[int, Path]:
+def _ingest(spark: SparkSession, runs: list[RunInput], scratch: Path) -> dict[int, RunDir]:
     """JSON lines to Parquet with DuckDB before Spark reads them, when the master is local:
     the run directory's own conversion (:mod:`kchaos.harness.rundir.parquet`), into
     ``scratch/run-KEY/history.parquet``; returns the scratch run directory per run key.
@@ -168,13 +168,13 @@ def _ingest(spark: SparkSession, runs: list[RunInput], scratch: Path) -> dict[in
     if not (spark.sparkContext.master or "").startswith("local"):
         return {}
     threads = max(1, spark.sparkContext.defaultParallelism)
-    made: dict[int, Path] = {}
+    made: dict[int, RunDir] = {}
     for run in runs:
         if run.fmt == "jsonl":
             copy = RunDir(scratch / f"run-{run.key}")
             copy.create()
             if write_copy(run.history, copy.history_parquet, threads):
-                made[run.key] = copy.path
+                made[run.key] = copy
     return made
 
 
@@ -196,14 +196,15 @@ def _read(spark: SparkSession, runs: list[RunInput], scratch: Path) -> tuple[Dat
     parts: list[DataFrame] = []
     copies = _ingest(spark, runs, scratch)
     jsonl = [r for r in runs if r.fmt == "jsonl" and r.key not in copies]
-    keyed: list[tuple[Path, int]] = [(copies[key], key) for key in sorted(copies)]
-    keyed += [(r.path, r.key) for r in runs if r.fmt == "parquet"]
+    folders = [(copies[key], key) for key in sorted(copies)]
+    folders += [(r.rundir, r.key) for r in runs if r.fmt == "parquet"]
+    keyed: list[tuple[Path, int]] = [(rd.path, key) for rd, key in folders]
     for run in runs:
         if run.fmt == "parquet":
             check_parquet_schema(spark, run.history)
     files: list[str] = []
-    for folder, _ in keyed:
-        copy = RunDir(folder).history_parquet
+    for folder, _ in folders:
+        copy = folder.history_parquet
         found = part_files(copy) + sorted(copy.glob("f=*/*.parquet"))
         if not found:
             raise HistoryError("no Parquet file in the copy", file=str(copy))
@@ -362,7 +363,7 @@ def _validated(
             if run.fmt != "jsonl":
                 # A Parquet copy has no line numbers: name the line from the JSON lines it
                 # was made from when they are still there.
-                jsonl = RunDir(run.path).history
+                jsonl = run.rundir.history
                 if jsonl.is_file():
                     raise first_bad_line(jsonl, skip_last=not ends_with_newline(jsonl))
                 raise HistoryError("rows missing required fields", file=str(run.history))

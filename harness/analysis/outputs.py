@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kchaos.harness.rundir.rundir import RunDir
-
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -51,7 +49,7 @@ def window_rows(windows: list[dict[str, Any]]) -> list[list[Any]]:
 def write_run_outputs(spark: SparkSession, results: list[RunSummary]) -> None:
     """summary.json, windows.json and windows.parquet under each RUN_DIR/analysis/."""
     for rs in results:
-        rd = RunDir(rs.run.path)
+        rd = rs.run.rundir
         rd.write_analysis_json(rd.analysis_summary, rs.summary)
         windows = [{k: v for k, v in w.items() if k != "rk"} for w in rs.windows]
         rd.write_analysis_json(rd.analysis_windows_json, {"run": rs.run.name, "windows": windows})

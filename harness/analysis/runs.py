@@ -17,12 +17,16 @@ class RunInput:
     """One run directory to analyse; ``key`` is its small integer id inside the job."""
 
     key: int
-    path: Path
+    rundir: RunDir
     fmt: str  # "jsonl" or "parquet"
 
     @property
+    def path(self) -> Path:
+        return self.rundir.path
+
+    @property
     def history(self) -> Path:
-        rd = RunDir(self.path)
+        rd = self.rundir
         return rd.history if self.fmt == "jsonl" else rd.history_parquet
 
     @property
@@ -30,16 +34,15 @@ class RunInput:
         return self.path.name
 
 
-def _is_run(path: Path) -> bool:
-    rd = RunDir(path)
+def _is_run(rd: RunDir) -> bool:
     return rd.history.is_file() or rd.history_parquet.is_dir()
 
 
-def _format_of(path: Path, prefer: str) -> str:
-    jsonl, parquet = RunDir(path).history, RunDir(path).history_parquet
+def _format_of(rd: RunDir, prefer: str) -> str:
+    jsonl, parquet = rd.history, rd.history_parquet
     if prefer == "jsonl" or not parquet.is_dir():
         if not jsonl.is_file():
-            raise HistoryError(f"no {HISTORY_JSONL} here", file=str(path))
+            raise HistoryError(f"no {HISTORY_JSONL} here", file=str(rd))
         return "jsonl"
     if prefer == "parquet" or not jsonl.is_file():
         return "parquet"
@@ -55,16 +58,18 @@ def resolve_runs(args: list[Path], prefer: str = "auto") -> list[RunInput]:
     """
     if not args:
         raise HistoryError("no run directory given")
-    found: list[Path] = []
+    found: list[RunDir] = []
     for arg in args:
         if not arg.exists():
             raise HistoryError("no such directory", file=str(arg))
         if not arg.is_dir():
             raise HistoryError("not a directory (give the run directory)", file=str(arg))
-        if _is_run(arg):
-            found.append(arg.resolve())
+        # the argument first, then the folders in it
+        given, *inside = (RunDir(d.resolve()) for d in [arg, *arg.iterdir()] if d.is_dir())
+        if _is_run(given):
+            found.append(given)
             continue
-        children = sorted(c.resolve() for c in arg.iterdir() if c.is_dir() and _is_run(c))
+        children = sorted((rd for rd in inside if _is_run(rd)), key=lambda rd: rd.path)
         if not children:
             raise HistoryError(
                 f"neither a run directory (no {HISTORY_JSONL}) nor a directory of runs",
@@ -72,7 +77,7 @@ def resolve_runs(args: list[Path], prefer: str = "auto") -> list[RunInput]:
             )
         found.extend(children)
     unique = list(dict.fromkeys(found))
-    return [RunInput(i, p, _format_of(p, prefer)) for i, p in enumerate(unique)]
+    return [RunInput(i, rd, _format_of(rd, prefer)) for i, rd in enumerate(unique)]
 
 
 # Settings the cross-run table shows, by the names Kafka gives them.

@@ -241,11 +241,12 @@ def check_history(
     history, where there is one. The cyclic garbage collector is paused meanwhile (see
     :mod:`.nogc`)."""
     with paused_gc():
-        return _check_history(path, run_config, checkers, controller)
+        return _check_history(path, RunDir(Path(path).parent), run_config, checkers, controller)
 
 
 def _check_history(
     path: str | Path,
+    rd: RunDir,  # the run directory the history is in: its other files are read from it
     run_config: RunSettings | None,
     checkers: Sequence[str] | None,
     controller: str | Path | None,
@@ -253,17 +254,17 @@ def _check_history(
     started = time.perf_counter()
     facts = read_history(path)
     if controller is None:
-        facts.controller = load_controller(Path(path).parent)
+        facts.controller = load_controller(rd)
     else:
         facts.controller = read_controller(controller)
     if facts.controller is not None:
         facts.warnings.extend(facts.controller.warnings)
-    facts.leader_log = leader_log(Path(path).parent, facts.warnings)
-    facts.start_log = load_start_log(Path(path).parent)
+    facts.leader_log = leader_log(rd, facts.warnings)
+    facts.start_log = load_start_log(rd)
     parsed = time.perf_counter() - started
     results = check_facts(facts, run_config, checkers)
     results.stats["read_seconds"] = round(parsed, 3)
-    disagreement = compare_reread(facts, RunDir(Path(path).parent).reread)
+    disagreement = compare_reread(facts, rd.reread)
     absent = Reading(False, f"no {REREAD} beside the history")
     reread = {REREAD: absent if disagreement is None else Reading(True)}
     if disagreement is not None:
@@ -276,21 +277,21 @@ def _check_history(
             )
             if results.valid is True:
                 results.valid = "unknown"
-    replicas = judge_replicas(results, facts, RunDir(Path(path).parent).replicas)
+    replicas = judge_replicas(results, facts, rd.replicas)
     extra = [("reread", reread)]
     if replicas is not None:
         extra.append(("replicas", replicas))
     settle_evidence(results, extra)
-    results.evidence["faults"] = [e.to_json() for e in fault_effects(facts, Path(path).parent)]
+    results.evidence["faults"] = [e.to_json() for e in fault_effects(facts, rd.path)]
     return results
 
 
-def leader_log(run_dir: Path, warnings: list[str]) -> LeaderLog | None:
+def leader_log(rd: RunDir, warnings: list[str]) -> LeaderLog | None:
     """The leaders' ``Shrinking ISR`` and ``ISR updated`` lines of the nodes' logs beside
     the history, where the run kept them; what could not be read goes to ``warnings``."""
-    log = load_leader_log(run_dir)
+    log = load_leader_log(rd)
     if log is None:
-        if RunDir(run_dir).node_logs():
+        if rd.node_logs():
             warnings.append(
                 f"the nodes' logs are kept but {RUN_JSON} has no history_start_unix_ns:"
                 " ISR shrink causes are by elimination, and acked-below-min-isr does not"
@@ -336,21 +337,22 @@ def controller_reading(facts: Facts) -> Reading:
     return Reading(True)
 
 
-def check_run(run_dir: str | Path, *, write: bool = True) -> Results:
+def check_run(run_dir: RunDir | str | Path, *, write: bool = True) -> Results:
     """Check ``run_dir/history.jsonl`` with ``run_dir/run.json``; write results.json."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        what = "not a directory" if run_dir.exists() else "no such run directory"
-        raise HistoryError(what, file=str(run_dir))
-    rd = RunDir(run_dir)
+    rd = RunDir.of(run_dir)
+    if not rd.path.is_dir():
+        what = "not a directory" if rd.path.exists() else "no such run directory"
+        raise HistoryError(what, file=str(rd))
     history = rd.history
     if not history.exists():
-        raise HistoryError(f"no {HISTORY_JSONL} in the run directory", file=str(run_dir))
+        raise HistoryError(f"no {HISTORY_JSONL} in the run directory", file=str(rd))
     if not history.is_file():
         raise HistoryError("is not a regular file", file=str(history))
     if write and rd.results.is_dir():
         raise HistoryError("is in the way: not a regular file", file=str(rd.results))
-    results = check_history(history, RunSettings.load(run_dir))
+    settings = RunSettings.load(rd.path)
+    with paused_gc():  # as check_history, with the run's own RunDir
+        results = _check_history(history, rd, settings, None, None)
     if write:
         write_results(rd, results)
     return results

@@ -267,9 +267,9 @@ def _window(
     }
 
 
-def load_controller(run_dir: str | Path) -> ControllerRecord | None:
-    """``run_dir/controller.jsonl`` when it is there, else None."""
-    path = RunDir(run_dir).controller
+def load_controller(rd: RunDir) -> ControllerRecord | None:
+    """The run's controller.jsonl when it is there, else None."""
+    path = rd.controller
     if not path.exists():
         return None
     return read_controller(path)

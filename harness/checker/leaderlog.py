@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from kchaos.harness.checker.controller import PartitionState, Shrink, ShrinkEvidence
 from kchaos.harness.rundir.nodelogs import (
@@ -293,12 +292,12 @@ def read_node_log(node: NodeLog, origin_unix_ns: int, into: LeaderLog) -> None:
             into.add_update(IsrUpdate(where, time, update))
 
 
-def load_leader_log(run_dir: str | Path, origin_unix_ns: int | None = None) -> LeaderLog | None:
+def load_leader_log(rd: RunDir, origin_unix_ns: int | None = None) -> LeaderLog | None:
     """The ``Shrinking ISR`` and ``ISR updated`` lines of every node log the run kept;
     None when it kept none (old runs, fixtures). ``origin_unix_ns`` defaults to run.json's
     ``history_start_unix_ns``; without one the lines cannot be put on the history's time
     base, and the answer is None too (the caller says why)."""
-    found = timed_node_logs(RunDir(run_dir), origin_unix_ns)
+    found = timed_node_logs(rd, origin_unix_ns)
     if found is None:
         return None
     log = LeaderLog(nodes=len(found.nodes))

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kchaos.harness.checker.facts import Facts, Fault
@@ -171,10 +170,10 @@ def read_start_log(node: NodeLog, origin_unix_ns: int) -> list[LogEvent]:
     return events
 
 
-def load_start_log(run_dir: str | Path, origin_unix_ns: int | None = None) -> StartLog | None:
+def load_start_log(rd: RunDir, origin_unix_ns: int | None = None) -> StartLog | None:
     """Every broker log the run kept; None when it kept none or run.json has no
     ``history_start_unix_ns`` (the lines cannot be put on the history's time base)."""
-    found = timed_node_logs(RunDir(run_dir), origin_unix_ns, role="broker")
+    found = timed_node_logs(rd, origin_unix_ns, role="broker")
     if found is None:
         return None
     out = StartLog()

@@ -103,18 +103,17 @@ def generate(
     )
 
 
-def generate_run(run_dir: str | Path, **kwargs: Any) -> GeneratedHistory:
+def generate_run(run_dir: RunDir | str | Path, **kwargs: Any) -> GeneratedHistory:
     """``generate`` (``transactional=True``: ``generate_txn``) into
     ``run_dir/history.jsonl`` and write a matching ``run.json``."""
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    rd = RunDir.of(run_dir).create()
     run_json = kwargs.pop("run_json", None)
     if kwargs.pop("transactional", False):
-        gen = generate_txn(RunDir(run_dir).history, **kwargs)
+        gen = generate_txn(rd.history, **kwargs)
         names = [(gen.topic, gen.partitions), (f"{gen.topic}-in", 1)]
         names.append((f"{gen.topic}-out", gen.partitions))
     else:
-        gen = generate(RunDir(run_dir).history, **kwargs)
+        gen = generate(rd.history, **kwargs)
         names = [(gen.topic, gen.partitions)]
     min_insync = str(kwargs.get("min_insync", 2))
     config: dict[str, Any] = {
@@ -128,5 +127,5 @@ def generate_run(run_dir: str | Path, **kwargs: Any) -> GeneratedHistory:
     }
     if run_json:
         config.update(run_json)
-    RunDir(run_dir).write_run(config)
+    rd.write_run(config)
     return gen

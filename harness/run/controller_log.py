@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from kchaos.harness.cluster.api import NodeAccess, NodeHandle, Topology
@@ -101,16 +100,15 @@ def read_metadata_log(cluster: NodeAccess) -> tuple[str, str]:
 
 
 def write_controller_log(
-    cluster: NodeAccess, run_dir: Path, *, topics: Sequence[str], origin_unix_ns: int
+    cluster: NodeAccess, run_dir: RunDir, *, topics: Sequence[str], origin_unix_ns: int
 ) -> dict[str, Any]:
     """Write ``run_dir/controller.jsonl``; returns what run.json records about it.
     Raises on failure (the caller records it); never leaves a partial file."""
     node, text = read_metadata_log(cluster)
-    rd = RunDir(run_dir)
-    rd.write_metadata_dump(text)
+    run_dir.write_metadata_dump(text)
     source = f"kafka-dump-log.sh output on {node} ({LOGS_DIR}/{METADATA_DUMP_TXT})"
     result = convert(parse_dump(text, source=source), origin_unix_ns=origin_unix_ns, topics=topics)
-    rd.write_controller(result.jsonl())
+    run_dir.write_controller(result.jsonl())
     return {
         "status": "written",
         "file": CONTROLLER_JSONL,
@@ -155,7 +153,7 @@ def split_log(text: str) -> dict[str, str]:
     }
 
 
-def copy_logs(cluster: NodeAccess, run_dir: Path) -> dict[str, Any]:
+def copy_logs(cluster: NodeAccess, run_dir: RunDir) -> dict[str, Any]:
     """Every node's log into ``run_dir/logs/<container-name>/``; per node what was
     written, or why not."""
     out: dict[str, Any] = {}
@@ -164,7 +162,7 @@ def copy_logs(cluster: NodeAccess, run_dir: Path) -> dict[str, Any]:
             raw = cluster.full_log(node)
             text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
             logs = split_log(text)
-            RunDir(run_dir).write_node_logs(node.container_name, logs)
+            run_dir.write_node_logs(node.container_name, logs)
             sizes = {name: len(body) for name, body in logs.items()}
             out[node.container_name] = {"node": node.name, "files": sizes}
         except Exception as exc:  # noqa: BLE001 - one node's log must not stop the others
@@ -174,7 +172,7 @@ def copy_logs(cluster: NodeAccess, run_dir: Path) -> dict[str, Any]:
 
 
 def collect_after_run(
-    cluster: NodeAccess, run_dir: Path, rec: RunRecord, topics: Sequence[str]
+    cluster: NodeAccess, run_dir: RunDir, rec: RunRecord, topics: Sequence[str]
 ) -> dict[str, Any]:
     """Both steps, each on its own; the outcome goes to run.json's ``after_run``
     (through :func:`~kchaos.harness.run.record.record_step`, as every after-run step).
@@ -188,7 +186,7 @@ def collect_after_run(
 
 
 def _after_run(
-    cluster: NodeAccess, run_dir: Path, rec: RunRecord, topics: Sequence[str]
+    cluster: NodeAccess, run_dir: RunDir, rec: RunRecord, topics: Sequence[str]
 ) -> dict[str, Any]:
     after: dict[str, Any] = {}
     try:

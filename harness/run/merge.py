@@ -53,9 +53,9 @@ _CELL_FIELDS: dict[str, type | tuple[type, ...]] = {
 KINDS = ("matrix", "suite", "soak")
 
 
-def read_shard(path: Path) -> dict[str, Any] | None:
+def read_shard(shard: RunDir) -> dict[str, Any] | None:
     """A shard directory's shard.json, checked; None when it has none."""
-    file = RunDir(path).shard_json
+    file = shard.shard_json
     data = read_object(file)
     if data is None:
         return None
@@ -94,22 +94,23 @@ def merge(
     console = console or make_console()
     if not shard_dirs:
         raise ConfigError("name at least one shard directory", field="SHARD_DIR")
-    found: list[tuple[Path, dict[str, Any]]] = []
+    found: list[tuple[RunDir, dict[str, Any]]] = []
     problems: list[str] = []
     for d in shard_dirs:
         if not d.is_dir():
             problems.append(f"{d}: no such directory")
             continue
-        record = read_shard(d)
+        shard = RunDir(d)
+        record = read_shard(shard)
         if record is None:
             problems.append(f"{d}: no {SHARD_JSON} (its batch never started, or it is not one)")
             continue
-        found.append((d, record))
+        found.append((shard, record))
     if not found:
         raise ConfigError("no shard directory to merge: " + "; ".join(problems), field="SHARD_DIR")
     first_dir, first = found[0]
-    shards: dict[int, tuple[Path, dict[str, Any]]] = {}
-    for d, record in found:
+    shards: dict[int, tuple[RunDir, dict[str, Any]]] = {}
+    for shard, record in found:
         if (record["kind"], record["plan"], record["of"]) != (
             first["kind"],
             first["plan"],
@@ -120,15 +121,15 @@ def merge(
                 f"{record['plan']}, but {first_dir} one of {first['kind']} plan "
                 f"{first['plan']} in {first['of']} shards (another command, other cells, "
                 "or a split by another durations file)",
-                file=str(RunDir(d).shard_json),
+                file=str(shard.shard_json),
             )
         if record["shard"] in shards:
             raise ConfigError(
                 f"shard {record['shard']}/{record['of']} is given twice: "
-                f"{shards[record['shard']][0]} and {d}",
+                f"{shards[record['shard']][0]} and {shard}",
                 field="SHARD_DIR",
             )
-        shards[record["shard"]] = (d, record)
+        shards[record["shard"]] = (shard, record)
     count = first["of"]
     for k in range(1, count + 1):
         if k not in shards:
@@ -156,7 +157,7 @@ def merge(
                 )
             )
             continue
-        run_dir = where[0] / label
+        run_dir = where[0].path / label
         codes.append(int(done.get("exit_code") or 0))
         if done.get("error"):
             failures.append(

@@ -136,14 +136,14 @@ def _drive(ctx: RunContext) -> None:
     from kchaos.workloads.workload import Workload
 
     sc, cluster, rec = ctx.scenario, ctx.cluster, ctx.record
-    progress, metrics, run_dir = ctx.progress, ctx.metrics, ctx.run_dir.path
+    progress, metrics, run_dir = ctx.progress, ctx.metrics, ctx.run_dir
     with progress.phase("topics"):
         create_topics(cluster.bootstrap_servers, sc.topics)
         # history format 1.3: the feature levels the cluster finalized (transaction.version)
         rec.update(features=read_features(cluster.bootstrap_servers))
     live = _Live()
     nemesis = None
-    with ctx.run_dir.history_writer() as history:
+    with run_dir.history_writer() as history:
         # the wall clock of the history's time 0, to align controller.jsonl with it
         rec.update(history_start_unix_ns=time.time_ns() - history.elapsed_ns())
         plan = plan_of(sc)
@@ -213,11 +213,12 @@ def run_scenario(
     console = console or make_console()
     progress = RunProgress(console, quiet=quiet)
     run_id = new_run_id()
-    run_dir = resolve_run_dir(out, run_id)
+    # the run's one RunDir: every phase below is handed it
+    run_dir = RunDir(resolve_run_dir(out, run_id))
     plan = plan_of(sc)
     kafka_version = plan.cluster.kafka_version
     rec = record.RunRecord(
-        RunDir(run_dir).run_json,
+        run_dir.run_json,
         {**record.initial(sc, run_id, kafka_version, command), **(extra or {})},
     )
     rec.write()
@@ -233,7 +234,7 @@ def run_scenario(
             rec.update(image={"kafka": images.kafka, "toxiproxy": images.toxiproxy})
             spec = dataclasses.replace(plan.cluster, images=images, run_id=run_id)
             cluster = Cluster(spec)
-            ctx = RunContext(sc, cluster, RunDir(run_dir), progress, rec)
+            ctx = RunContext(sc, cluster, run_dir, progress, rec)
             started = False
             try:
                 with progress.phase(f"cluster ({sc.cluster.brokers} brokers)"):
@@ -261,7 +262,7 @@ def run_scenario(
         rec.update(
             status=status, end=record.utc_now(), wall_seconds=round(time.monotonic() - began, 1)
         )
-        if RunDir(run_dir).history.is_file():
+        if run_dir.history.is_file():
             report = _judge(run_dir, progress, console)
     if report is None:
         raise KchaosError(f"the run left no readable history in {run_dir}")
@@ -269,7 +270,7 @@ def run_scenario(
 
     print_run(report.summary, report.paths, console)
     return RunResult(
-        run_id, run_dir, report.outcome.exit_code, report.summary, report.paths, report
+        run_id, run_dir.path, report.outcome.exit_code, report.summary, report.paths, report
     )
 
 
@@ -279,7 +280,7 @@ def _collect(ctx: RunContext) -> None:
     from kchaos.harness.run import replicas
     from kchaos.harness.run.controller_log import collect_after_run, describe
 
-    cluster, run_dir, rec, progress = ctx.cluster, ctx.run_dir.path, ctx.record, ctx.progress
+    cluster, run_dir, rec, progress = ctx.cluster, ctx.run_dir, ctx.record, ctx.progress
     topics = [t.name for t in ctx.scenario.topics]
     with progress.phase("controller log and broker logs"):
         after = collect_after_run(cluster, run_dir, rec, topics)
@@ -289,7 +290,7 @@ def _collect(ctx: RunContext) -> None:
     progress.note(replicas.describe(dumped))
 
 
-def _judge(run_dir: Path, progress: RunProgress, console: Console) -> RunReport | None:
+def _judge(run_dir: RunDir, progress: RunProgress, console: Console) -> RunReport | None:
     """Check the history and write the reports (also for a run cut short)."""
     try:
         from kchaos.harness.checker import check_run
@@ -306,7 +307,7 @@ def _judge(run_dir: Path, progress: RunProgress, console: Console) -> RunReport 
             report = write_run_reports(run_dir)
     except KchaosError as exc:
         console.print(f"[red]reports failed: {exc}[/]")
-    write_history_parquet(RunDir(run_dir))
+    write_history_parquet(run_dir)
     return report
 
 

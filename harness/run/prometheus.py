@@ -18,7 +18,6 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from kchaos.harness.cluster.api import Topology
@@ -72,7 +71,7 @@ SERIES: tuple[tuple[str, str, str, str], ...] = (
 
 @contextlib.contextmanager
 def observe_run(
-    cluster: Topology, run_dir: Path, rec: RunRecord, *, server: bool
+    cluster: Topology, run_dir: RunDir, rec: RunRecord, *, server: bool
 ) -> Iterator[HarnessMetrics | None]:
     """The run's HarnessMetrics (None when neither ``server`` nor KCHAOS_METRICS_PORT asks
     for metrics), served on /metrics; with ``server``, a Prometheus scraping it and the
@@ -87,7 +86,7 @@ def observe_run(
     port = metrics.serve(int(env_port), "0.0.0.0") if env_port else metrics.serve(0, "127.0.0.1")
     brokers = {n.node_id: n.ip for n in cluster.brokers}
     config = render_config(cluster.run_id, brokers, [f"127.0.0.1:{port}"], SCRAPE_INTERVAL_S)
-    RunDir(run_dir).write_prometheus_config(config)
+    run_dir.write_prometheus_config(config)
     info: dict[str, Any] = {"harness_metrics": f"http://127.0.0.1:{port}/metrics"}
     prom: PrometheusServer | None = None
     running = False  # the run went on with the server scraping
@@ -119,7 +118,7 @@ def observe_run(
 
 
 def store_series(
-    prom: PrometheusServer, run_dir: Path, start_unix: float, run: dict[str, Any]
+    prom: PrometheusServer, run_dir: RunDir, start_unix: float, run: dict[str, Any]
 ) -> dict[str, Any]:
     """Query every series in SERIES from ``start_unix`` to now into prometheus.json;
     a summary for run.json."""
@@ -157,5 +156,5 @@ def store_series(
         series=series,
         errors=errors,
     )
-    RunDir(run_dir).write_prometheus(doc)
+    run_dir.write_prometheus(doc)
     return {"file": PROMETHEUS_JSON, "series": len(series), "errors": errors}

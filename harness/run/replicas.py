@@ -158,11 +158,11 @@ def _broker_lines(
     }
 
 
-def write_replicas(cluster: NodeAccess, run_dir: Path, topics: Sequence[str]) -> dict[str, Any]:
+def write_replicas(cluster: NodeAccess, run_dir: RunDir, topics: Sequence[str]) -> dict[str, Any]:
     """Write ``run_dir/replicas.jsonl``; returns what run.json records about it."""
     started = time.monotonic()
     summary: dict[str, Any] = {"file": REPLICAS_JSONL, "brokers": {}}
-    with RunDir(run_dir).write_replicas() as put:
+    with run_dir.write_replicas() as put:
         put({"type": "reader", "reader": TOOL, "format": FORMAT})
         for node in cluster.brokers:
             began = time.monotonic()
@@ -195,7 +195,7 @@ def write_replicas(cluster: NodeAccess, run_dir: Path, topics: Sequence[str]) ->
 
 
 def collect(
-    cluster: NodeAccess, run_dir: Path, rec: RunRecord, topics: Sequence[str]
+    cluster: NodeAccess, run_dir: RunDir, rec: RunRecord, topics: Sequence[str]
 ) -> dict[str, Any]:
     """Write replicas.jsonl and record the outcome in run.json; never raises."""
     return record_step(

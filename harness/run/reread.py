@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kchaos.harness.cluster.api import NodeAccess
@@ -83,13 +82,13 @@ def parse_output(topic: str, text: str) -> Iterable[dict[str, Any]]:
 
 
 def reread(
-    cluster: NodeAccess, run_dir: Path, topics: Sequence[str], expected: dict[str, int]
+    cluster: NodeAccess, run_dir: RunDir, topics: Sequence[str], expected: dict[str, int]
 ) -> dict[str, Any]:
     """Read every topic with the console consumer; write reread.jsonl; a summary."""
     broker = next(n for n in cluster.brokers)
     started = time.monotonic()
     counts: dict[str, int] = {}
-    with RunDir(run_dir).write_reread() as put:
+    with run_dir.write_reread() as put:
         put({"reader": TOOL, "node": broker.name})
         for topic in topics:
             code, text = cluster.exec(
@@ -115,7 +114,9 @@ def expected_counts(drain: DrainResult | None) -> dict[str, int]:
     return counts
 
 
-def collect(cluster: NodeAccess, run_dir: Path, rec: RunRecord, drain: DrainResult | None) -> None:
+def collect(
+    cluster: NodeAccess, run_dir: RunDir, rec: RunRecord, drain: DrainResult | None
+) -> None:
     """Read the topics the drain read; never raise (the verdict does not need it)."""
     topics = sorted({tp[0] for tp in getattr(drain, "drained", {})})
     record_step(

@@ -35,8 +35,7 @@ from kchaos.harness.errors import ConfigError
 from kchaos.harness.paths import runs_dir
 from kchaos.harness.run.progress import run_guess
 from kchaos.harness.rundir.files import read_object, write_json
-from kchaos.harness.rundir.names import DURATIONS_JSON
-from kchaos.harness.rundir.rundir import RunDir
+from kchaos.harness.rundir.rundir import RunDir, durations_file
 
 SHARD_FORMAT = 1
 # a cell's record follows its last few runs: a mean over at most this many
@@ -67,7 +66,7 @@ def parse_shard(text: str) -> ShardSpec:
 
 
 def default_durations() -> Path:
-    return runs_dir() / DURATIONS_JSON
+    return durations_file(runs_dir())
 
 
 def cell_key(scenario: str, release: str | None) -> str:

@@ -80,8 +80,8 @@ def describe(step: Step) -> str:
 # ------------------------------------------------------------------------ the original
 
 
-def read_results(run_dir: Path) -> dict[str, Any]:
-    data = RunDir(run_dir).read_results()
+def read_results(run_dir: RunDir) -> dict[str, Any]:
+    data = run_dir.read_results()
     if data is None:
         raise HistoryError(
             f"no {RESULTS_JSON}: judge the run first (kchaos check {run_dir})", file=str(run_dir)
@@ -101,9 +101,9 @@ def invalidating_kinds(results: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def fault_targets(run_dir: Path) -> dict[str, list[str]]:
+def fault_targets(run_dir: RunDir) -> dict[str, list[str]]:
     """Fault id -> the nodes its start line in history.jsonl names."""
-    path = RunDir(run_dir).history
+    path = run_dir.history
     out: dict[str, list[str]] = {}
     if not path.is_file():
         return out
@@ -134,23 +134,24 @@ class Original:
     found: tuple[str, ...]  # every kind the original found
 
 
-def read_original(run_dir: Path) -> Original:
+def read_original(run_dir: RunDir | Path) -> Original:
     """The run to shrink; HistoryError (exit 3) when it cannot be shrunk."""
-    run = read_run_json(run_dir)
-    results = read_results(run_dir)
+    rd = RunDir.of(run_dir)
+    run = read_run_json(rd.path)
+    results = read_results(rd)
     file = run.source
     if results.get("valid") is not False:
         verdict = {True: "valid", "unknown": "unknown"}.get(results.get("valid"), "missing")
         raise HistoryError(
             f"the run's verdict is {verdict}: shrink needs a run whose verdict was invalid",
-            file=str(RunDir(run_dir).results),
+            file=str(rd.results),
             field="valid",
         )
     kinds = invalidating_kinds(results)
     if not kinds:
         raise HistoryError(
             "the run is invalid but lists no invalidating anomaly kind to reproduce",
-            file=str(RunDir(run_dir).results),
+            file=str(rd.results),
             field="anomalies",
         )
     data = scenario_data(run, file)
@@ -159,7 +160,7 @@ def read_original(run_dir: Path) -> Original:
         raise HistoryError(
             "the run has no concrete fault schedule to shrink", file=file, field="schedule"
         )
-    drawn = fault_targets(run_dir)
+    drawn = fault_targets(rd)
     schedule = run.schedule or ()
     steps = []
     for i, step in enumerate(raw_steps):
@@ -169,7 +170,7 @@ def read_original(run_dir: Path) -> Original:
         steps.append(_step(step))
     load_data({**data, "nemesis": {"steps": [_data(s) for s in steps]}}, file)
     found = tuple(sorted((results.get("anomalies") or {}).keys()))
-    return Original(run_dir, run, data, tuple(steps), kinds, found)
+    return Original(rd.path, run, data, tuple(steps), kinds, found)
 
 
 # ------------------------------------------------------------------------ candidates
@@ -264,7 +265,7 @@ class Search:
         sc = self.scenario(candidate)
         assert sc is not None  # admissible() ran first
         number = len(self.attempts) + 1
-        run_dir = self.out / f"attempt-{number:02d}"
+        run_dir = RunDir(self.out / f"attempt-{number:02d}")
         self.console.rule(
             f"attempt {number} ({self.phase}): {len(candidate)} step(s): {self.batch.times()}"
         )
@@ -276,7 +277,7 @@ class Search:
             with progress.item(self.batch, number, f"{self.phase}, {len(candidate)} step(s)"):
                 result = self.run(
                     sc,
-                    out=run_dir,
+                    out=run_dir.path,
                     console=self.console,
                     quiet=True,
                     command=self.command,
@@ -344,7 +345,7 @@ def _workload_seconds(data: Mapping[str, Any]) -> float:
 
 
 def shrink_run(
-    run_dir: Path,
+    run_dir: RunDir | Path,
     *,
     budget: int,
     repeats: int = 1,
@@ -365,7 +366,7 @@ def shrink_run(
         from kchaos.harness.run.orchestrate import run_scenario
 
         run = run_scenario
-    out_dir = suite_dir_for(str(original.run.run_id or run_dir.name), out, "shrink")
+    out_dir = suite_dir_for(str(original.run.run_id or original.run_dir.name), out, "shrink")
     out_dir.mkdir(parents=True, exist_ok=True)
     guess = progress.run_guess(_workload_seconds(original.data))
     runs = progress.Batch(budget, noun="attempt", expected=[guess] * budget, at_most=True)
@@ -419,7 +420,8 @@ def _write(state: Search, best: Candidate, budget: int, repeats: int) -> dict[st
     }
     order = ("name", "description", "tags", "seed", "cluster", "topics", "workload", "nemesis")
     data = {**{k: data[k] for k in order if k in data}, **data}  # the file's usual order
-    shrunk = RunDir(state.out).shrunk_yaml
+    out = RunDir(state.out)
+    shrunk = out.shrunk_yaml
     header = (
         f"kchaos shrink {original.run_dir} (budget {budget}, repeat {repeats}): "
         f"{len(original.steps)} -> {len(best)} step(s)"
@@ -451,7 +453,7 @@ def _write(state: Search, best: Candidate, budget: int, repeats: int) -> dict[st
         "report": paths["html"],
         "attempts": [a.to_json() for a in state.attempts],
     }
-    write_json(RunDir(state.out).shrink_json, summary)
+    write_json(out.shrink_json, summary)
     rows = [
         {
             "scenario": f"attempt {a.number} ({a.phase}, {len(a.steps)} steps)",

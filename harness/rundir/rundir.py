@@ -57,6 +57,13 @@ class RunDir:
     def __str__(self) -> str:
         return str(self.path)
 
+    @classmethod
+    def of(cls, where: RunDir | str | Path) -> RunDir:
+        """``where`` itself when it is a RunDir, else a RunDir on that path: for entry
+        points that users and tests call with a path, converting once at the boundary
+        (inside, a run's RunDir is handed down, not rebuilt)."""
+        return where if isinstance(where, RunDir) else cls(where)
+
     def create(self) -> RunDir:
         """Make the directory (and its parents); returns self."""
         self.path.mkdir(parents=True, exist_ok=True)
@@ -319,3 +326,9 @@ class RunDir:
 
     def write_summary(self, data: Any) -> None:
         write_json(self.summary_json, data)
+
+
+def durations_file(runs: Path) -> Path:
+    """``runs/durations.json``: the measured run times sharded batches split by, kept in
+    the folder of runs (no run directory of its own)."""
+    return runs / names.DURATIONS_JSON

@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from sample_runs import LOST, VALID, make_run
 
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.sample import LOST, VALID, make_run
 from kchaos.reports.suite import write_suite_reports
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the source tree, not the package

@@ -24,6 +24,7 @@ import pytest
 
 from kchaos.harness.cluster.wait import Until
 from kchaos.harness.rundir.history_writer import HistoryWriter, read_history, wait_for_writer
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
 from kchaos.workloads.topics import ensure_topics
 from kchaos.workloads.workload import Workload
@@ -120,7 +121,7 @@ def test_no_fault_run_every_acknowledged_send_is_drained(
     )
     with (
         HistoryWriter(tmp_path / "history.jsonl") as history,
-        Workload.for_cluster(spec, cluster, history, run_dir=tmp_path) as workload,
+        Workload.for_cluster(spec, cluster, history, run_dir=RunDir(tmp_path)) as workload,
     ):
         workload.start()
         time.sleep(min(15.0, DURATION / 2))
@@ -167,7 +168,7 @@ def test_broker_killed_mid_run_gives_info_never_fail(
     victim = cluster.node(1)
     with (
         HistoryWriter(tmp_path / "history.jsonl") as history,
-        Workload.for_cluster(spec, cluster, history, run_dir=tmp_path) as workload,
+        Workload.for_cluster(spec, cluster, history, run_dir=RunDir(tmp_path)) as workload,
     ):
         workload.start()
         time.sleep(5)
@@ -275,7 +276,7 @@ def test_incremental_group_protocols_record_full_assignments(
     )
     with (
         HistoryWriter(tmp_path / "history.jsonl") as history,
-        Workload.for_cluster(spec, healthy_cluster, history, run_dir=tmp_path) as workload,
+        Workload.for_cluster(spec, healthy_cluster, history, run_dir=RunDir(tmp_path)) as workload,
     ):
         workload.start()
         # wait for the outcome, not for a time: the two members split the partitions, then

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
+from sample_runs import VALID, make_run
 
 from kchaos.harness.paths import cache_dir
 from kchaos.harness.run.orchestrate import RunResult
@@ -27,7 +28,6 @@ from kchaos.harness.run.shard import ShardSpec
 from kchaos.harness.run.suite import run_suite
 from kchaos.harness.scenario import library
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.sample import VALID, make_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((REPO_ROOT / ".github" / "workflows").glob("*.yml"))

@@ -18,6 +18,7 @@ from kchaos.harness.checker.leaderlog import (
     parse_shrink,
 )
 from kchaos.harness.rundir import names
+from kchaos.harness.rundir.rundir import RunDir
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -285,7 +286,7 @@ def test_a_mangled_line_is_a_warning_naming_file_and_line(tmp_path: Path) -> Non
 def test_logs_without_a_time_origin_fall_back_to_elimination(tmp_path: Path) -> None:
     _run(tmp_path, {1: [_line(5 * S - 20 * MS, 1, [1, 2, 3], [1, 3], {2: 7})]})
     (tmp_path / names.RUN_JSON).write_text("{}")
-    assert load_leader_log(tmp_path) is None
+    assert load_leader_log(RunDir(tmp_path)) is None
     result = check_with(_history(), _record(), tmp_path)
     assert result.stats["isr"]["shrinks"]["cause_source"] == "elimination"
     assert any("history_start_unix_ns" in w for w in result.warnings)

@@ -1,8 +1,7 @@
 from pathlib import Path
 
 import pytest
-
-from kchaos.reports.sample import LOST, VALID, make_run
+from sample_runs import LOST, VALID, make_run
 
 
 @pytest.fixture

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from sample_runs import make_run
 
 from kchaos.harness.checker import check_run
 from kchaos.harness.rundir import RunDir
 from kchaos.harness.rundir.expect import EXIT_EXPECTED, EXIT_NOT_JUDGED
 from kchaos.reports.build import write_run_reports
 from kchaos.reports.console import print_run
-from kchaos.reports.sample import make_run
 from kchaos.reports.suite import version_grid, write_suite_reports
 
 STALL = "broker-stalled"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+from sample_runs import VALID, make_run
 
 from kchaos.harness.rundir.names import PROMETHEUS_JSON
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.sample import VALID, make_run
 
 
 def _series(name: str, labels: dict[str, str], points: list[list[float]]) -> dict:

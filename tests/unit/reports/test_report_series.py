@@ -9,6 +9,7 @@ from pathlib import Path
 from kchaos.harness.checker import check_run
 from kchaos.harness.histgen import generate_run
 from kchaos.harness.rundir.history import F_FAULT, PHASE_START, PHASE_STOP, read_events
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.reports.build import write_run_reports
 
 
@@ -85,8 +86,9 @@ def test_timeline_shows_an_incomplete_partition_marked(tmp_path: Path) -> None:
         },
         {"offset": 4, "time": 6, "partition": 1, **part, "isr": [1], "incomplete": True},
     ]
-    (tmp_path / "controller.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    html = timeline.render(tmp_path, [])
+    rd = RunDir(tmp_path)
+    rd.controller.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    html = timeline.render(rd, [])
     assert "<h3>t/0</h3>" in html and "<h3>t/1</h3>" in html
     assert html.count("Incomplete: a metadata record could not be decoded") == 1
     assert html.index("<h3>t/1</h3>") < html.index("Incomplete:")

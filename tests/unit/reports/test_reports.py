@@ -4,12 +4,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from click.testing import CliRunner
+from sample_runs import LOST, make_run
 
 from kchaos.cli.reports import report_cmd
 from kchaos.harness.checker import check_run
 from kchaos.reports.build import write_run_reports
 from kchaos.reports.rundata import load_run_data, series
-from kchaos.reports.sample import LOST, make_run
 from kchaos.reports.suite import SuiteFailure, write_suite_reports
 
 
@@ -132,7 +132,7 @@ def test_suite_matrix(lost_run: Path, valid_run: Path, tmp_path: Path):
 
 
 def test_a_fault_that_did_not_start_fails_the_run(tmp_path: Path):
-    from kchaos.reports.sample import VALID
+    from sample_runs import VALID
 
     run = make_run(tmp_path / "r", results=VALID)
     history = run / "history.jsonl"

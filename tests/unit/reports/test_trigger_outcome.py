@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sample_runs import VALID, make_run
+
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.sample import VALID, make_run
 
 
 def test_a_trigger_that_never_held_makes_the_run_unexpected(tmp_path: Path) -> None:

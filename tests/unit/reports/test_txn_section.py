@@ -73,7 +73,7 @@ def test_a_run_of_transactions_only_has_no_empty_send_plots(tmp_path: Path) -> N
 
 
 def test_a_plain_run_has_no_transactions_section(tmp_path: Path) -> None:
-    from kchaos.reports.sample import VALID, make_run
+    from sample_runs import VALID, make_run
 
     make_run(tmp_path, results=VALID)
     reports = write_run_reports(tmp_path)

@@ -16,6 +16,7 @@ from kchaos.harness.run.controller_log import (
     split_log,
 )
 from kchaos.harness.run.record import RunRecord
+from kchaos.harness.rundir.rundir import RunDir
 
 FIXTURE = Path(__file__).parent / "fixtures" / "kafka-4.4.0-leader-kill.dump.txt"
 ORIGIN = 1795432376690597314
@@ -115,7 +116,7 @@ def test_dump_files_and_metadata_dir():
 def test_collect_writes_controller_jsonl_and_logs(tmp_path: Path):
     cluster = FakeCluster(dump=FIXTURE.read_text(), down={1})  # node 1 stopped: node 2 it is
     rec = record(tmp_path, history_start_unix_ns=ORIGIN)
-    after = collect_after_run(cluster, tmp_path, rec, ["ctl"])
+    after = collect_after_run(cluster, RunDir(tmp_path), rec, ["ctl"])
     ctl = after["controller_log"]
     assert ctl["status"] == "written" and ctl["node"] == "broker-2" and ctl["lines"] == 16
     lines = [json.loads(x) for x in (tmp_path / "controller.jsonl").read_text().splitlines()]
@@ -136,20 +137,20 @@ def test_failures_are_recorded_not_raised(tmp_path: Path):
     # the tool fails everywhere
     cluster = FakeCluster(dump="exit code 1\nError: boom", dump_code=1)
     rec = record(tmp_path, history_start_unix_ns=ORIGIN)
-    after = collect_after_run(cluster, tmp_path, rec, ["ctl"])
+    after = collect_after_run(cluster, RunDir(tmp_path), rec, ["ctl"])
     assert after["controller_log"]["status"] == "failed"
     assert "kafka-dump-log.sh failed" in after["controller_log"]["error"]
     assert not (tmp_path / "controller.jsonl").exists()
     assert "not written" in describe(after)
     # a malformed dump: a clear error naming the line, no file
     bad = FIXTURE.read_text().replace('"isr":[2,3]', '"isr":"2,3"')
-    after = collect_after_run(FakeCluster(dump=bad), tmp_path, rec, ["ctl"])
+    after = collect_after_run(FakeCluster(dump=bad), RunDir(tmp_path), rec, ["ctl"])
     assert after["controller_log"]["status"] == "failed"
     assert "metadata-dump.txt" in after["controller_log"]["error"]
     assert ":105: isr:" in after["controller_log"]["error"]
     assert not (tmp_path / "controller.jsonl").exists()
     # no history time origin: skipped; a cluster without nodes: logs not copied
-    after = collect_after_run(object(), tmp_path, record(tmp_path), ["ctl"])
+    after = collect_after_run(object(), RunDir(tmp_path), record(tmp_path), ["ctl"])
     assert after["controller_log"]["status"] == "skipped"
     assert "error" in after["logs"]
 
@@ -157,12 +158,12 @@ def test_failures_are_recorded_not_raised(tmp_path: Path):
 def test_report_links_the_controller_record_and_logs(tmp_path: Path):
     from kchaos.reports.html import files_section
 
-    assert files_section(tmp_path) == ""
+    assert files_section(RunDir(tmp_path)) == ""
     (tmp_path / "controller.jsonl").write_text("")
     node = tmp_path / "logs" / "kchaos-r-broker-1"
     node.mkdir(parents=True)
     for name in ("server.log", "state-change.log"):
         (node / name).write_text("x")
-    html = files_section(tmp_path)
+    html = files_section(RunDir(tmp_path))
     assert "href='controller.jsonl'" in html
     assert "href='logs/kchaos-r-broker-1/state-change.log'" in html

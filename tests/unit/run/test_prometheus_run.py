@@ -12,6 +12,7 @@ import pytest
 
 from kchaos.harness.run import prometheus as run_prometheus
 from kchaos.harness.run.record import RunRecord
+from kchaos.harness.rundir.rundir import RunDir
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +26,7 @@ def test_a_run_with_a_server_stores_the_harness_series(tmp_path: Path) -> None:
     run_dir.mkdir()
     rec = RunRecord(run_dir / "run.json", {})
     cluster = SimpleNamespace(run_id="r9", brokers=[])
-    with run_prometheus.observe_run(cluster, run_dir, rec, server=True) as metrics:
+    with run_prometheus.observe_run(cluster, RunDir(run_dir), rec, server=True) as metrics:
         assert metrics is not None
         url = rec.data["prometheus"]["url"]
         time.sleep(1.5)
@@ -54,6 +55,6 @@ def test_a_run_with_a_server_stores_the_harness_series(tmp_path: Path) -> None:
 def test_without_a_server_or_a_port_there_are_no_metrics(tmp_path: Path) -> None:
     rec = RunRecord(tmp_path / "run.json", {})
     cluster = SimpleNamespace(run_id="r10", brokers=[])
-    with run_prometheus.observe_run(cluster, tmp_path, rec, server=False) as metrics:
+    with run_prometheus.observe_run(cluster, RunDir(tmp_path), rec, server=False) as metrics:
         assert metrics is None
     assert not (tmp_path / "prometheus.yml").exists() and "prometheus" not in rec.data

@@ -200,11 +200,12 @@ def test_read_run_json_accepts_what_the_runner_writes(tmp_path: Path) -> None:
 def test_prometheus_reaches_the_replay(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flag: list[str]
 ) -> None:
+    from sample_runs import VALID, make_run
+
     import kchaos.harness.run
     from kchaos.cli.batch import replay_cmd
     from kchaos.harness.run.orchestrate import RunResult
     from kchaos.reports.build import write_run_reports
-    from kchaos.reports.sample import VALID, make_run
 
     asked: list[object] = []
 

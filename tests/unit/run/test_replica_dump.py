@@ -20,6 +20,7 @@ import pytest
 from kchaos.harness.errors import InputError
 from kchaos.harness.run import replicas
 from kchaos.harness.run.replica_dump import parse_segments, partition_of
+from kchaos.harness.rundir.rundir import RunDir
 
 FIXTURE = Path(__file__).parent / "fixtures" / "kafka-4.4.0-replica-leader-kill.dump.txt"
 
@@ -142,7 +143,7 @@ def test_log_dirs_are_the_ones_the_harness_gives_the_broker() -> None:
 
 def test_replicas_jsonl_has_a_line_per_broker_and_batch(tmp_path: Path) -> None:
     cluster = FakeCluster()
-    summary = replicas.write_replicas(cluster, tmp_path, ["ctl"])
+    summary = replicas.write_replicas(cluster, RunDir(tmp_path), ["ctl"])
     lines: list[dict[str, Any]] = [
         orjson.loads(x) for x in (tmp_path / "replicas.jsonl").read_bytes().splitlines()
     ]
@@ -172,5 +173,5 @@ def test_collect_never_raises_and_records_the_error(tmp_path: Path) -> None:
             self.data.update(kw)
 
     rec = Rec()
-    summary = replicas.collect(object(), tmp_path / "missing-dir", rec, ["ctl"])
+    summary = replicas.collect(object(), RunDir(tmp_path / "missing-dir"), rec, ["ctl"])
     assert "error" in summary and rec.data["replicas"] == summary

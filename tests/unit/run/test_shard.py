@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from sample_runs import LOST, VALID, make_run
 
 from kchaos.cli.main import cli
 from kchaos.harness.errors import ClusterError, ConfigError, HistoryError
@@ -21,7 +22,6 @@ from kchaos.harness.run.suite import SuiteEntry, run_suite
 from kchaos.harness.scenario import library
 from kchaos.harness.scenario.loader import load_scenario
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.sample import LOST, VALID, make_run
 
 
 def no_mvn(version: str) -> None:

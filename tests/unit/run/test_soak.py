@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sample_runs import LOST, VALID, make_run
 
 from kchaos.cli import main as cli
 from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.run import soak
 from kchaos.harness.run.orchestrate import RunResult
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.sample import LOST, VALID, make_run
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from sample_runs import LOST, VALID, make_run
 
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.run import sre
@@ -18,7 +19,6 @@ from kchaos.harness.run.orchestrate import RunResult
 from kchaos.harness.rundir.expect import EXIT_NOT_JUDGED
 from kchaos.harness.scenario import library
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.sample import LOST, VALID, make_run
 from kchaos.reports.sre import decision
 
 SAFE = "min.insync.replicas=2\nunclean.leader.election.enable=false\n"

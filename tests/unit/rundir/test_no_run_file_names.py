@@ -143,6 +143,117 @@ def test_the_scan_finds_a_planted_name_and_only_that(tmp_path: Path) -> None:
     ]
 
 
+# -- joins: a name constant used to build a run directory's path ----------------------
+# The literal scan above cannot see ``run_dir / HISTORY_JSONL``: the constant is spelled
+# once, in names.py, yet the path is built outside kchaos.harness.rundir. These shapes
+# join a path: ``a / NAME``, ``a.joinpath(NAME)``, ``Path(a, NAME)``, ``os.path.join(a,
+# NAME)``, ``a.with_name(NAME)``. A join counts when it names a run (``run`` in the
+# expression, as for the folders above): Prometheus's own home, the compose folder and
+# the cross-run analysis folder share a file name with a run directory but are none.
+_JOIN_CALLS = {"joinpath", "join", "Path", "with_name"}
+_NAMES_MODULE = "kchaos.harness.rundir.names"
+
+
+def _name_constants(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """The names this module binds to a constant of names.py, and its aliases of names."""
+    constants: set[str] = set()
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == _NAMES_MODULE:
+            constants.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module == "kchaos.harness.rundir":
+            modules.update(a.asname or a.name for a in node.names if a.name == "names")
+        elif isinstance(node, ast.Import):
+            modules.update(a.asname for a in node.names if a.name == _NAMES_MODULE and a.asname)
+    return constants, modules
+
+
+def _is_constant(node: ast.AST, constants: set[str], modules: set[str]) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in constants
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in modules
+    )
+
+
+def _joined(node: ast.AST, constants: set[str], modules: set[str]) -> bool:
+    """Whether ``node`` joins a names.py constant onto a path (any of the shapes above)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return _is_constant(node.right, constants, modules)
+    if isinstance(node, ast.Call):
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return called in _JOIN_CALLS and any(
+            _is_constant(arg, constants, modules) for arg in node.args
+        )
+    return False
+
+
+def name_joins(root: Path) -> list[str]:
+    """``file:line: expression`` for each run-directory path built from a names.py
+    constant outside kchaos.harness.rundir."""
+    found: list[tuple[Path, int, str]] = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root)
+            if rel.parts[: len(OWNER.parts)] == OWNER.parts:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(rel))
+            constants, modules = _name_constants(tree)
+            if not constants and not modules:
+                continue
+            for node in ast.walk(tree):
+                if _joined(node, constants, modules):
+                    text = ast.unparse(node)
+                    if re.search(r"run", text, re.IGNORECASE):
+                        found.append((rel, getattr(node, "lineno", 0), text))
+    return [f"{rel}:{line}: {text}" for rel, line, text in sorted(found)]
+
+
+def test_no_module_outside_rundir_joins_a_run_file_name_to_a_path() -> None:
+    found = name_joins(ROOT)
+    assert not found, (
+        "a run directory's paths come from RunDir (kchaos.harness.rundir.rundir), not from "
+        "joining a names.py constant:\n" + "\n".join(found)
+    )
+
+
+def test_the_join_scan_finds_each_shape_and_only_runs(tmp_path: Path) -> None:
+    (tmp_path / "harness" / "rundir").mkdir(parents=True)
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "harness" / "rundir" / "own.py").write_text(
+        "from kchaos.harness.rundir.names import RUN_JSON\n"
+        "def f(run_dir):\n"
+        "    return run_dir / RUN_JSON\n"
+    )
+    (tmp_path / "reports" / "bad.py").write_text(
+        "import os\n"
+        "from pathlib import Path\n"
+        "\n"
+        "from kchaos.harness.rundir import names as n\n"
+        "from kchaos.harness.rundir.names import HISTORY_JSONL, RESULTS_JSON as RJ\n"
+        "\n"
+        "\n"
+        "def f(run_dir, run, home):\n"
+        "    a = run_dir / HISTORY_JSONL\n"
+        "    b = Path(run) / RJ\n"
+        "    c = run.path.joinpath(n.RUN_JSON)\n"
+        "    d = os.path.join(run_dir, HISTORY_JSONL)\n"
+        "    e = run_dir.with_name(n.CONTROLLER_JSONL)\n"
+        "    print(f'no {HISTORY_JSONL} in {run_dir}')\n"
+        "    return home / n.PROMETHEUS_YML, home / 'run.json'\n"
+    )
+    assert name_joins(tmp_path) == [
+        "reports/bad.py:9: run_dir / HISTORY_JSONL",
+        "reports/bad.py:10: Path(run) / RJ",
+        "reports/bad.py:11: run.path.joinpath(n.RUN_JSON)",
+        "reports/bad.py:12: os.path.join(run_dir, HISTORY_JSONL)",
+        "reports/bad.py:13: run_dir.with_name(n.CONTROLLER_JSONL)",
+    ]
+
+
 def test_every_name_is_spelled_once_in_names() -> None:
     assert len(set(FILE_NAMES)) == len(FILE_NAMES)
     text = (ROOT / OWNER / "names.py").read_text()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from sample_runs import LOST, VALID, make_run
 
 from kchaos.cli import main as cli
 from kchaos.harness.errors import ConfigError
@@ -19,7 +20,6 @@ from kchaos.harness.run.orchestrate import RunResult
 from kchaos.harness.scenario import library
 from kchaos.harness.scenario.loader import load_scenario
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.sample import LOST, VALID, make_run
 
 TICKET = """ticket:
   id: KAFKA-99999

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sample_runs import LOST, VALID, make_run
 
 from kchaos.cli import main as cli
 from kchaos.harness.errors import ClusterError, ConfigError
@@ -15,7 +16,6 @@ from kchaos.harness.run import matrix
 from kchaos.harness.run.orchestrate import RunResult
 from kchaos.harness.scenario import library
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.sample import LOST, VALID, make_run
 
 KNOWN = {"3.4.1", "3.5.2", "4.4.0"}
 

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sample_runs import make_run
 
 from kchaos.faults.leadership import rotated
 from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.run import orchestrate, record
 from kchaos.harness.run.context import RunContext
 from kchaos.harness.scenario import library
-from kchaos.reports.sample import make_run
 
 
 class FakeCluster:

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sample_runs import LOST, VALID, make_run
 
 from kchaos.harness.errors import ClusterError, ConfigError
 from kchaos.harness.run import suite
 from kchaos.harness.run.orchestrate import RunResult
 from kchaos.harness.scenario import library
 from kchaos.reports.build import write_run_reports
-from kchaos.reports.sample import LOST, VALID, make_run
 
 seen_expect: dict[str, Any] = {}
 

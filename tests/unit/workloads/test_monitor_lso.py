@@ -207,13 +207,13 @@ def test_only_transactional_topics_are_sampled() -> None:
 
 
 def test_the_workload_samples_stable_offsets_only_with_transactions(tmp_path: Path) -> None:
-    plain = wl.Workload(WorkloadSpec(topics=("a",)), "h:1", ListSink(), run_dir=tmp_path)
+    plain = wl.Workload(WorkloadSpec(topics=("a",)), "h:1", ListSink(), run_dir=RunDir(tmp_path))
     assert plain.monitor is not None and plain.monitor.stable_offsets is None
     plain.close()
     assert not RunDir(tmp_path).stable_offsets.exists()
 
     sink = ListSink()
-    txn = wl.Workload(_txn_spec(), "h:1", sink, run_dir=tmp_path / "t")
+    txn = wl.Workload(_txn_spec(), "h:1", sink, run_dir=RunDir(tmp_path / "t"))
     try:
         assert txn.monitor is not None
         sampling = txn.monitor.stable_offsets

@@ -13,6 +13,7 @@ from workload_fakes import FakeConsumer, FakeProducer
 
 import kchaos.workloads.workload as wl
 from kchaos.harness.rundir.history_writer import ListSink
+from kchaos.harness.rundir.rundir import RunDir
 from kchaos.workloads.clients import SendResult
 from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
 from kchaos.workloads.values import payload
@@ -115,7 +116,6 @@ def test_the_drain_consumer_keeps_librdkafka_quiet(
 def test_a_run_points_librdkafkas_log_at_its_file_while_clients_run(
     tmp_path: Path, client: str, attached: bool
 ) -> None:
-    from kchaos.harness.rundir.rundir import RunDir
     from kchaos.workloads.client_log import LIBRDKAFKA_LOG
 
     def ours() -> list[logging.FileHandler]:
@@ -127,7 +127,7 @@ def test_a_run_points_librdkafkas_log_at_its_file_while_clients_run(
 
     # no workers: only the log's setup and teardown are looked at
     spec = WorkloadSpec(topics=("t",), producers=0, consumers=(), client=client)  # type: ignore[arg-type]
-    workload = wl.Workload(spec, "unused:9092", ListSink(), monitor=False, run_dir=tmp_path)
+    workload = wl.Workload(spec, "unused:9092", ListSink(), monitor=False, run_dir=RunDir(tmp_path))
     workload.start()
     try:
         files = [h.baseFilename for h in ours()]
@@ -149,7 +149,7 @@ def test_transactional_workers_follow_the_consumers_and_keep_one_id_each(
         consumers=(ConsumerSpec(isolation="read_committed"),),
         transactions=TxnSpec(producers=2, copier=CopierSpec("a", "out")),
     )  # fmt: skip
-    workload = wl.Workload(spec, "h:1", ListSink(), monitor=False, run_dir=tmp_path)
+    workload = wl.Workload(spec, "h:1", ListSink(), monitor=False, run_dir=RunDir(tmp_path))
     workers = workload.transactional
     assert all(isinstance(w, TxnProcessWorker) for w in workers)
     assert [(w.config.process, w.config.role, w.config.transactional_id) for w in workers] == [
@@ -210,7 +210,7 @@ def test_a_fault_finds_the_worker_of_an_id_and_gets_a_replacement_with_the_same_
     spec = WorkloadSpec(topics=("a",), producers=1, consumers=(ConsumerSpec(),),
                         transactions=TxnSpec(producers=2))  # fmt: skip
     sink = ListSink()
-    workload = wl.Workload(spec, "h:1", sink, monitor=False, run_dir=tmp_path)
+    workload = wl.Workload(spec, "h:1", sink, monitor=False, run_dir=RunDir(tmp_path))
     monkeypatch.setattr(wl, "drain", lambda *args, **kwargs: None)
     with pytest.raises(WorkloadError, match="not running"):
         workload.replace_txn_client("kchaos-t-3")

@@ -1,4 +1,6 @@
-"""A small hand-made run directory, for demos, report tests and the browser test.
+"""A small hand-made run directory, for the report and runner tests, the browser test
+and demos (a test helper: ``pythonpath`` in pyproject.toml makes it importable as
+``sample_runs`` from tests/unit and tests/integration alike).
 
 ``make_run(dir, results=...)`` writes 30 s of history (10 sends/s, one pause fault,
 an ISR dip on both partitions, partition t/1 offline for 2 s, a complete drain: the
@@ -27,7 +29,7 @@ def make_run(
     name: str = "handmade",
     torn: bool = False,
 ) -> Path:
-    run_dir.mkdir(parents=True, exist_ok=True)
+    rd = RunDir(run_dir).create()
     events: list[dict[str, Any]] = []
 
     def add(t: float, **e: Any) -> None:
@@ -104,7 +106,7 @@ def make_run(
     events.sort(key=lambda e: (e["time"], e["index"]))
     for i, e in enumerate(events):
         e["index"] = i
-    with RunDir(run_dir).history.open("w") as fh:
+    with rd.history.open("w") as fh:
         for e in events:
             fh.write(json.dumps(e) + "\n")
         if torn:
@@ -124,9 +126,9 @@ def make_run(
             "checks": {"max_offline_seconds": 5.0},
         },
     }
-    RunDir(run_dir).write_run(run)
+    rd.write_run(run)
     if results is not None:
-        RunDir(run_dir).write_results(with_series(run_dir, results))
+        rd.write_results(with_series(run_dir, results))
     return run_dir
 
 
