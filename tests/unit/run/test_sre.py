@@ -146,16 +146,24 @@ def test_an_unknown_profile_is_refused() -> None:
 seen: dict[str, Any] = {}
 
 
+def finished(
+    out: Path, name: str, results: Any, expect: dict[str, Any], extra: dict[str, Any]
+) -> RunResult:
+    """A hand-made run directory with these results, its run.json carrying the
+    validation's ``extra``, and its reports: what a fake ``run`` of run_validation returns."""
+    make_run(out, results=results, expect=expect, name=name)
+    run = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**run, **extra}))
+    rep = write_run_reports(out)
+    return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
+
+
 def fake_run(sc: Any, *, out: Path, extra: dict[str, Any], **_: Any) -> RunResult:
     """Lost writes under the config labelled ``unsafe``, valid under the others."""
     seen[str(out)] = (sc, extra)
     label = extra["sre"]["label"]
     expect = {"valid": True, "anomalies": [], "allowed": list(sc.expect.allowed)}
-    make_run(out, results=LOST if label == "unsafe" else VALID, expect=expect, name=sc.name)
-    run = json.loads((out / "run.json").read_text())
-    (out / "run.json").write_text(json.dumps({**run, **extra}))
-    rep = write_run_reports(out)
-    return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
+    return finished(out, sc.name, LOST if label == "unsafe" else VALID, expect, extra)
 
 
 def test_the_go_no_go_matrix(tmp_path: Path) -> None:
@@ -203,11 +211,7 @@ def client_duplicates(sc: Any, *, out: Path, extra: dict[str, Any], **_: Any) ->
     }
     e = sc.expect
     expect = {"valid": True, "allowed": list(e.allowed), "allowed_causes": list(e.allowed_causes)}
-    make_run(out, results=results, expect=expect, name=sc.name)
-    run = json.loads((out / "run.json").read_text())
-    (out / "run.json").write_text(json.dumps({**run, **extra}))
-    rep = write_run_reports(out)
-    return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
+    return finished(out, sc.name, results, expect, extra)
 
 
 def test_a_duplicate_pinned_on_the_client_is_not_red(tmp_path: Path) -> None:
@@ -237,11 +241,7 @@ def unjudged_replicas(sc: Any, *, out: Path, extra: dict[str, Any], **_: Any) ->
     results = {**VALID, "unjudged": {kind: "replicas.jsonl not read: no file"}}
     e = sc.expect
     expect = {"valid": True, "allowed": list(e.allowed), "allowed_causes": list(e.allowed_causes)}
-    make_run(out, results=results, expect=expect, name=sc.name)
-    run = json.loads((out / "run.json").read_text())
-    (out / "run.json").write_text(json.dumps({**run, **extra}))
-    rep = write_run_reports(out)
-    return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
+    return finished(out, sc.name, results, expect, extra)
 
 
 def test_no_go_where_a_kind_the_profile_relies_on_is_unjudged(tmp_path: Path) -> None:
@@ -468,11 +468,7 @@ def harmless_run(sc: Any, *, out: Path, extra: dict[str, Any], **_: Any) -> RunR
     results = {**VALID, "evidence": {"faults": faults}}
     e = sc.expect
     expect = {"valid": True, "allowed": list(e.allowed), "effects": list(e.effects)}
-    make_run(out, results=results, expect=expect, name=sc.name)
-    run = json.loads((out / "run.json").read_text())
-    (out / "run.json").write_text(json.dumps({**run, **extra}))
-    rep = write_run_reports(out)
-    return RunResult(out.name, out, rep.outcome.exit_code, rep.summary, rep.paths, rep)
+    return finished(out, sc.name, results, expect, extra)
 
 
 def test_a_go_needs_every_faults_effect_seen(tmp_path: Path) -> None:

@@ -391,7 +391,6 @@ def test_an_ok_init_states_transaction_version_1_and_a_failed_one_none() -> None
 
 
 def test_librdkafka_speaks_transaction_version_1() -> None:
-    pytest.importorskip("confluent_kafka")
     from kchaos.workloads.confluent_txn import ConfluentTxnProducer
 
     assert ConfluentTxnProducer.transaction_version == 1
