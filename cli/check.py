@@ -35,6 +35,13 @@ def summary_lines(results: Results) -> list[str]:
             f"  fault {fault['name']} ({fault['family']}): {fault['effect']}"
             f" - {clip(fault['observed'], 160)}"
         )
+    # Kafka's own lines the scenario names (results.json evidence.lines)
+    for line in results.evidence.get("lines", []):
+        node = "any node" if line.get("node") is None else f"node {line['node']}"
+        lines.append(
+            f"  log line {clip(line['contains'], 60)!r} ({node}): {line['effect']}"
+            f" - {clip(line['observed'], 160)}"
+        )
     for kind, anomaly in results.anomalies.items():
         first = anomaly.examples[0] if anomaly.examples else {}
         where = ", ".join(

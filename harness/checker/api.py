@@ -57,6 +57,7 @@ from kchaos.harness.checker.startlog import check_start_log, load_start_log
 from kchaos.harness.checker.transactions import check_transactions
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.anomalies import KINDS
+from kchaos.harness.rundir.loglines import line_evidence
 from kchaos.harness.rundir.names import CONTROLLER_JSONL, HISTORY_JSONL, REPLICAS_JSONL, RUN_JSON
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.runjson import RunSettings
@@ -283,6 +284,9 @@ def _check_history(
         extra.append(("replicas", replicas))
     settle_evidence(results, extra)
     results.evidence["faults"] = [e.to_json() for e in fault_effects(facts, rd.path)]
+    if run_config is not None and run_config.log_lines:
+        # Kafka's own log of its defence, where the scenario names one (expect.log_lines)
+        results.evidence["lines"] = line_evidence(run_config.log_lines, rd.node_logs())
     return results
 
 

@@ -20,8 +20,9 @@ Exit codes of ``kchaos run`` (and the per-scenario outcome of ``kchaos suite``):
 
     6  not exercised: a fault the scenario lists in ``expect.effects`` did not show its
        own effect (results.json ``evidence.faults``: ``not-seen``, ``not-measured``, or
-       no such fault started), so the run proves nothing either way, whatever the
-       checker found (it wins over every other outcome)
+       no such fault started), or a line of ``expect.log_lines`` (Kafka's own log of
+       its defence) is not in the nodes' logs (``evidence.lines``), so the run proves
+       nothing either way, whatever the checker found (it wins over every other outcome)
 
 (3 is bad input and 4 a harness failure, :mod:`kchaos.harness.errors`.) Each outcome has
 its own label (:data:`LABELS`): "as expected", "NOT as expected", "not judged", "not exercised".
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kchaos.harness.rundir.anomalies import REPORTED_ONLY
+from kchaos.harness.rundir.loglines import unseen_lines
 
 EXIT_EXPECTED = 0
 EXIT_UNEXPECTED = 1
@@ -92,7 +94,8 @@ class Outcome:
     # every kind results.json lists under ``unjudged`` (the reasons name those the
     # expectation needed)
     unjudged: tuple[str, ...] = ()
-    # the ``expect.effects`` entries whose fault did not show its effect
+    # the ``expect.effects`` entries whose fault did not show its effect, and the
+    # ``expect.log_lines`` not seen (``log line '...' in node N's log``)
     not_exercised: tuple[str, ...] = ()
 
     @property
@@ -224,6 +227,11 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
         unknowns += 1
     all_unjudged = tuple(str(k) for k in unjudged)
     idle = not_exercised(expect.get("effects") or (), results)
+    # a defence Kafka logs (expect.log_lines) not in the logs: the mechanism did not
+    # demonstrably run, as with a fault that did not bite
+    idle += [
+        (f"log line {label}", why) for label, why in unseen_lines(expect.get("log_lines"), results)
+    ]
     if idle:
         # over every other reason: a run whose fault did not bite shows nothing about
         # the fault, whether the checker found something or not

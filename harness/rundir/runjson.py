@@ -28,6 +28,7 @@ import jsonschema
 from kchaos.harness.errors import HistoryError, shown
 from kchaos.harness.paths import packaged_schema
 from kchaos.harness.rundir.files import jsonable, read_object, write_json
+from kchaos.harness.rundir.loglines import LogLine, parse_log_lines
 from kchaos.harness.rundir.names import RUN_JSON
 
 __all__ = [
@@ -77,6 +78,9 @@ class RunSettings:
     # the brokers' broker.session.timeout.ms: how long the controller waits for a
     # heartbeat before it fences a broker (the fencing checker's grace after a fault)
     broker_session_timeout_ms: int = KAFKA_DEFAULT_BROKER_SESSION_TIMEOUT_MS
+    # the scenario's expect.log_lines: the lines the checker looks for in the nodes'
+    # logs (results.json evidence.lines)
+    log_lines: tuple[LogLine, ...] = ()
 
     def unclean_for(self, topic: str) -> bool:
         return self.topic_unclean.get(topic, self.unclean_enabled)
@@ -354,6 +358,14 @@ def settings_of(data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
             raise HistoryError(
                 f"must not be negative, got {hit[0]}", file=source, field="checks.min_ok_sends"
             )
+    hit = find("expect.log_lines")
+    if hit is not None:
+
+        def bad(path: tuple[str | int, ...], message: str) -> Exception:
+            where = ".".join(str(p) for p in ("expect", "log_lines", *path))
+            return HistoryError(message, file=source, field=where)
+
+        kwargs["log_lines"] = parse_log_lines(hit[0], bad)
     txn = find("workload.transactions", "transactions")
     if txn is not None and isinstance(txn[0], Mapping):
         timeout = transactions_timeout_ms(txn[0], source)

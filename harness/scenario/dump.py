@@ -143,6 +143,20 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
             out["expect"]["offline_at_least"] = e["offline_at_least"]
         if e.get("effects"):
             out["expect"]["effects"] = list(e["effects"])
+        if e.get("log_lines"):
+            out["expect"]["log_lines"] = [_log_line(line) for line in e["log_lines"]]
+    return out
+
+
+def _log_line(line: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``expect.log_lines`` entry as a file gives it: unset fields left out."""
+    out: dict[str, Any] = {"contains": line["contains"]}
+    if line.get("node") is not None:
+        out["node"] = line["node"]
+    if line.get("why"):
+        out["why"] = line["why"]
+    if line.get("regex"):
+        out["regex"] = True
     return out
 
 

@@ -20,6 +20,7 @@ from kchaos.faults.base import NO_TARGET, takes_no_target
 from kchaos.harness.cluster.spec import mount_options
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.paths import packaged_schema
+from kchaos.harness.rundir.loglines import LogLine, parse_log_lines
 from kchaos.harness.rundir.tickets import KNOWN_BUG_TAG, Ticket
 from kchaos.harness.scenario import plan
 from kchaos.harness.scenario.checks import semantic_checks
@@ -294,6 +295,7 @@ def _build(src: Source, seed: int | None) -> Scenario:
         allowed_causes=tuple(e.get("allowed_causes", ())),
         forbid=tuple(e.get("forbid", ())),
         effects=tuple(e.get("effects", ())),
+        log_lines=_log_lines(src, d, e),
         offline_at_least=_durations(src, ("expect",), e, ("offline_at_least",)).get(
             "offline_at_least"
         ),
@@ -313,6 +315,22 @@ def _build(src: Source, seed: int | None) -> Scenario:
         tags=tuple(d.get("tags", ())),
         ticket=_ticket(src, d, cluster.kafka_version),
     )
+
+
+def _log_lines(src: Source, d: dict[str, Any], e: dict[str, Any]) -> tuple[LogLine, ...]:
+    """``expect.log_lines`` of the section that applies (a ``before`` entry's own, where
+    that entry was chosen), checked with the file and line of a bad entry."""
+    raw = e.get("log_lines")
+    if raw is None:
+        return ()
+    whole = d.get("expect") or {}
+    entry = next((k for k, v in (whole.get("before") or {}).items() if v is e or v == e), None)
+    base: tuple[str | int, ...] = ("expect",) if entry is None else ("expect", "before", entry)
+
+    def error(path: tuple[str | int, ...], message: str) -> Exception:
+        return src.error((*base, "log_lines", *path), message)
+
+    return parse_log_lines(raw, error)
 
 
 def _ticket(src: Source, d: dict[str, Any], kafka_version: str | None) -> Ticket | None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kchaos.harness.rundir.anomalies import KINDS
 from kchaos.harness.rundir.files import jsonable
+from kchaos.harness.rundir.loglines import LogLine
 from kchaos.harness.rundir.names import RESULTS_JSON
 from kchaos.harness.rundir.results import Verdict
 from kchaos.harness.rundir.runjson import transactions_timeout_ms
@@ -418,6 +419,17 @@ class ExpectConfig:
             "items": {"pattern": "^[a-z0-9][a-z0-9-]*$"},
         },
     )
+    # lines Kafka logs when it defends against the bug (results.json evidence.lines)
+    log_lines: tuple[LogLine, ...] = field(
+        default=(),
+        metadata={
+            "description": "Lines the nodes' own logs must have: where Kafka logs its "
+            "defence (a stale ISR request refused, an isolated leader resigning, recovery "
+            "after a failed start), the run shows the mechanism ran only with that line "
+            f"({RESULTS_JSON} 'evidence.lines'). A run in which one is missing ends 'not "
+            "exercised', never as expected."
+        },
+    )
     # The file's whole section when it has per-release entries (``before``, the file's
     # key for this field): kept so that a replay on another release resolves it again
     # (``kchaos replay --kafka-version``); empty when the section has none. Not part of
@@ -429,9 +441,9 @@ class ExpectConfig:
             "file": "before",
             "per_release": True,
             "description": 'Expectations for older Kafka releases: {"3.5.0": {valid, '
-            "anomalies, allowed, forbid, offline_at_least}} applies to every release below "
-            "3.5.0 (the fix's release); with several, the lowest bound above the run's "
-            "release wins.",
+            "anomalies, allowed, forbid, offline_at_least, effects, log_lines}} applies to "
+            "every release below 3.5.0 (the fix's release); with several, the lowest "
+            "bound above the run's release wins.",
         },
     )
 
