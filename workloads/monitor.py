@@ -55,8 +55,11 @@ from kchaos.workloads.lso import StableOffsetSource
 log = logging.getLogger(__name__)
 
 PROCESS = "monitor"
+# replication health, and the log flush (fsync) timer a disk fault's measure reads
+# (harness.checker.flushtimes)
 HEALTH_METRIC = re.compile(
-    r"under_?replicated|under_?min_?isr|at_?min_?isr|offline_?partitions|isr_?shrinks|isr_?expands",
+    r"under_?replicated|under_?min_?isr|at_?min_?isr|offline_?partitions|isr_?shrinks|isr_?expands"
+    r"|logflushstats",
     re.IGNORECASE,
 )
 
@@ -474,7 +477,7 @@ def _close_aside(source: Any) -> None:
 
 
 def health_samples(text: str) -> dict[str, float]:
-    """The replication-health samples of one Prometheus exposition."""
+    """The replication-health and log-flush samples of one Prometheus exposition."""
     found: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         if not HEALTH_METRIC.search(family.name):

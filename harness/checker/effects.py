@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from kchaos.harness.checker.controller import ControllerRecord, Shrink
 from kchaos.harness.checker.facts import OK, Facts, Fault
+from kchaos.harness.checker.flushtimes import FlushSample, read_flush_times
 from kchaos.harness.checker.recovery import node_ids
 from kchaos.harness.rundir.names import BROKER_METRICS_JSONL, CONTROLLER_JSONL, RUN_JSON
 from kchaos.harness.rundir.nodelogs import entry_unix_ms, history_time_ns, timed_node_logs
@@ -53,6 +54,10 @@ LEADERSHIP_LOOKBACK_NS = 60_000_000_000
 BASELINE_MIN_NS = 5_000_000_000
 #: Fewest acknowledged sends in each stretch for a latency comparison.
 MIN_SENDS = 5
+#: A disk fault's effect: a log flush at least this slow (ms) during it ...
+FLUSH_SLOW_MS = 200.0
+#: ... and this many times the slowest before it (a healthy flush takes milliseconds).
+FLUSH_FACTOR = 5.0
 #: How many examples an ``observed`` text names before it counts the rest.
 SHOWN = 3
 #: Kafka's message for ENOSPC (java.io.IOException's text).
@@ -99,6 +104,10 @@ class Context:
     _completed: tuple[list[int], list[int]] | None = field(default=None, repr=False)
     _shrinks: list[Shrink] | None = field(default=None, repr=False)
     _leader: Callable[[int, int], int | None] | None = field(default=None, repr=False)
+    # per broker: its log flush timer's samples (broker-metrics.jsonl); None until read,
+    # {} when the run kept none (flush_note says why)
+    _flushes: dict[int, list[FlushSample]] | None = field(default=None, repr=False)
+    flush_note: str = ""
 
     @property
     def record(self) -> ControllerRecord | None:
@@ -140,6 +149,26 @@ class Context:
         if self._leader is None:
             self._leader = _leader_at(self)
         return self._leader(tp, time)
+
+    def flush_times(self) -> dict[int, list[FlushSample]]:
+        """Every broker's flush-timer samples on the history's time base (empty, with
+        :attr:`flush_note` saying why, when the run kept none or has no time origin)."""
+        if self._flushes is None:
+            self._flushes = {}
+            if self.run_dir is None:
+                self.flush_note = "no run directory"
+                return self._flushes
+            rd = RunDir(self.run_dir)
+            origin = rd.load_run(missing_ok=True).history_start_unix_ns
+            if not rd.broker_metrics.is_file():
+                self.flush_note = f"the run kept no {BROKER_METRICS_JSONL}"
+            elif origin is None:
+                self.flush_note = f"{RUN_JSON} has no history_start_unix_ns"
+            else:
+                self._flushes = read_flush_times(rd.broker_metrics, origin)
+                if not self._flushes:
+                    self.flush_note = f"{BROKER_METRICS_JSONL} has no flush timer"
+        return self._flushes
 
     def broker_log(self, broker: int) -> list[tuple[int, str]] | None:
         """The broker's timed log lines that say ``No space left on device`` (a
@@ -549,6 +578,42 @@ def measure_disk_full(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     return _summed(parts, unmeasured, notes)
 
 
+# -- disk faults: the brokers' own flush times -------------------------------------------
+def measure_flush(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """slow-sync, slow-disk, disk-stall: the target broker's slowest timed log flush
+    during the fault (to 5 s after its stop, when a flush frozen to the heal ends) is at
+    least :data:`FLUSH_SLOW_MS` and :data:`FLUSH_FACTOR` times the slowest before it
+    (:mod:`.flushtimes`). A second disk fault on a broker within minutes of the first
+    may be not-seen: the timer's percentiles still hold the first one's flushes."""
+    brokers, others = broker_targets(fault)
+    if not brokers:
+        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+    series = ctx.flush_times()
+    if not series:
+        return NOT_MEASURED, f"flush times unknown: {ctx.flush_note}"
+    start, end = fault.start_time, _end(fault, ctx.facts)
+    parts: list[tuple[EffectState, str]] = []
+    unmeasured = list(others)
+    for broker in brokers:
+        samples = series.get(broker) or []
+        during = [x for x in samples if start <= x.time <= end]
+        if not during:
+            unmeasured.append(f"broker-{broker} (no flush timer scraped during the fault)")
+            continue
+        before = [x for x in samples if x.time < start]
+        base = max((x.worst_ms for x in before), default=0.0)
+        peak = max(during, key=lambda x: x.worst_ms)
+        timed = during[-1].count - (before[-1].count if before else during[0].count)
+        told = (
+            f"broker {broker}: slowest log flush {peak.worst_ms:.0f} ms during the fault"
+            f" (scraped at {_s(peak.time)}), {base:.0f} ms before it; {timed:.0f} flush(es)"
+            " timed meanwhile"
+        )
+        slow = peak.worst_ms >= FLUSH_SLOW_MS and peak.worst_ms >= FLUSH_FACTOR * max(base, 1.0)
+        parts.append((SEEN if slow else NOT_SEEN, told))
+    return _summed(parts, unmeasured)
+
+
 # -- latency: the sends' acknowledgements slowed ------------------------------------------
 def _leader_at(ctx: Context) -> Callable[[int, int], int | None]:
     """A function (tp id, time) -> leader then, from controller.jsonl where it covers the
@@ -704,10 +769,6 @@ def _not_kept(why: str) -> Measure:
     return measure
 
 
-_NO_DISK_TIMES = (
-    f"a run keeps no write or fsync latency ({BROKER_METRICS_JSONL} holds replication health only)"
-)
-
 #: Every fault family (:func:`kchaos.faults.registry`) and its measure.
 MEASURES: dict[str, Measure] = {
     "latency": measure_latency,
@@ -722,9 +783,9 @@ MEASURES: dict[str, Measure] = {
     "hold-controller-requests": measure_hold,
     "client-cut": measure_ack_gap,
     "pause": measure_pause,
-    "disk-stall": _not_kept(_NO_DISK_TIMES),
-    "slow-disk": _not_kept(_NO_DISK_TIMES),
-    "slow-sync": _not_kept(_NO_DISK_TIMES),
+    "disk-stall": measure_flush,
+    "slow-disk": measure_flush,
+    "slow-sync": measure_flush,
     "disk-full": measure_disk_full,
     "kill": measure_crash,
     "term": measure_crash,

@@ -461,9 +461,95 @@ def test_a_zombie_is_seen_when_its_replacement_initialised(tmp_path: Path) -> No
     assert e["effect"] == "not-seen"
 
 
+# -- disk faults: the broker's own flush timer ---------------------------------------------
+ORIGIN = 1_790_000_000_000_000_000  # run.json's history_start_unix_ns
+TIMER = "kafka_log_logflushstats_logflushrateandtimems"
+
+
+def flush_metrics(
+    tmp_path: Path, by_node: dict[int, list[tuple[float, float, float]]], *, timer: bool = True
+) -> None:
+    """run.json with a time origin, and broker-metrics.jsonl with each node's flush timer
+    scraped at (seconds, 99th percentile ms, max ms); the count goes up by 5 a scrape."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / names.RUN_JSON).write_bytes(
+        orjson.dumps({"format": 1, "history_start_unix_ns": ORIGIN})
+    )
+    lines = []
+    for node, samples in by_node.items():
+        for i, (at, p99, peak) in enumerate(samples):
+            metrics = {"kafka_server_replicamanager_underreplicatedpartitions": 0.0}
+            if timer:
+                metrics |= {f"{TIMER}_99thpercentile": p99, f"{TIMER}_max": peak}
+                metrics[f"{TIMER}_count"] = 5.0 * i
+            wall = (ORIGIN + int(at * S)) / 1e9
+            lines.append(orjson.dumps({"wall": wall, "node": node, "metrics": metrics}))
+    lines.append(b'{"wall": 1790000099.0, "node": 1, "err')  # a torn last line
+    (tmp_path / names.BROKER_METRICS_JSONL).write_bytes(b"\n".join(lines))
+
+
+def steady(ms: float, until: float = 40.0) -> list[tuple[float, float, float]]:
+    return [(t, ms, ms) for t in range(0, int(until), 2)]
+
+
+@pytest.mark.parametrize("fault", ["slow-sync", "disk-stall", "slow-disk"])
+def test_a_disk_fault_is_seen_as_the_brokers_slow_flushes(tmp_path: Path, fault: str) -> None:
+    # flushes of 3 ms, then one of 16 s timed during the fault (fault from 10 s to 20 s)
+    samples = [(t, 3.0, 4.0) for t in range(0, 12, 2)]
+    samples += [(t, 16012.0, 16012.0) for t in range(12, 40, 2)]
+    flush_metrics(tmp_path, {1: steady(3.0), 2: samples})
+    e = evidence(tmp_path, history(fault, ["broker-2"]))
+    assert e["effect"] == "seen", e
+    assert "broker 2: slowest log flush 16012 ms during the fault" in e["observed"]
+    assert "4 ms before it" in e["observed"]
+
+
+def test_a_flush_frozen_to_the_heal_counts_when_it_ends_just_after(tmp_path: Path) -> None:
+    # disk-stall: nothing completes while frozen; the stuck flush is timed at 22 s
+    samples = [(t, 3.0, 3.0) for t in range(0, 22, 2)] + [(22.0, 10500.0, 10500.0)]
+    flush_metrics(tmp_path, {2: samples})
+    assert evidence(tmp_path, history("disk-stall", ["broker-2"]))["effect"] == "seen"
+
+
 @pytest.mark.parametrize(
-    "fault", ["slow-sync", "disk-stall", "slow-disk", "bandwidth", "reset-peer", "slow-close"]
+    ("before", "during"),
+    [
+        (3.0, 150.0),  # slower, but a flush of 150 ms is no fault's doing
+        (400.0, 1200.0),  # 1.2 s, but the broker already had a 400 ms flush before
+    ],
 )
+def test_near_misses_of_a_disk_fault_are_not_seen(
+    tmp_path: Path, before: float, during: float
+) -> None:
+    samples = [(t, before, before) for t in range(0, 10, 2)]
+    samples += [(t, during, during) for t in range(10, 40, 2)]
+    flush_metrics(tmp_path, {2: samples})
+    e = evidence(tmp_path, history("slow-sync", ["broker-2"]))
+    assert e["effect"] == "not-seen", e
+
+
+def test_another_brokers_slow_flush_is_not_the_targets(tmp_path: Path) -> None:
+    slow = steady(3.0, 10) + [(t, 9000.0, 9000.0) for t in range(10, 40, 2)]
+    flush_metrics(tmp_path, {1: slow, 2: steady(3.0)})
+    e = evidence(tmp_path, history("slow-sync", ["broker-2"]))
+    assert e["effect"] == "not-seen" and "broker 2: slowest log flush 3 ms" in e["observed"]
+
+
+def test_disk_faults_without_flush_times_are_not_measured(tmp_path: Path) -> None:
+    # a run with scrapes that lack the timer (an image before its exporter rule)
+    flush_metrics(tmp_path / "a", {2: steady(9000.0)}, timer=False)
+    e = evidence(tmp_path / "a", history("slow-sync", ["broker-2"]))
+    assert e["effect"] == "not-measured" and "has no flush timer" in e["observed"]
+    # no broker-metrics.jsonl at all
+    e = evidence(tmp_path / "b", history("disk-stall", ["broker-2"]))
+    assert e["effect"] == "not-measured" and "flush times unknown" in e["observed"]
+    # the broker's scrapes stop before the fault
+    flush_metrics(tmp_path / "c", {2: steady(3.0, 8)})
+    e = evidence(tmp_path / "c", history("slow-disk", ["broker-2"]))
+    assert e["effect"] == "not-measured" and "no flush timer scraped" in e["observed"]
+
+
+@pytest.mark.parametrize("fault", ["bandwidth", "reset-peer", "slow-close"])
 def test_families_whose_effect_a_run_does_not_keep_are_not_measured(
     tmp_path: Path, fault: str
 ) -> None:

@@ -25,6 +25,8 @@ kafka_server_replicamanager_underreplicatedpartitions 2.0
 kafka_server_replicamanager_isrshrinks_total 5.0
 # TYPE kafka_controller_kafkacontroller_offlinepartitionscount gauge
 kafka_controller_kafkacontroller_offlinepartitionscount 0.0
+# TYPE kafka_log_logflushstats_logflushrateandtimems_99thpercentile gauge
+kafka_log_logflushstats_logflushrateandtimems_99thpercentile 16012.5
 # TYPE jvm_memory_bytes_used gauge
 jvm_memory_bytes_used{area="heap"} 1.0e6
 """
@@ -175,12 +177,13 @@ def test_abandoned_observations_are_bounded(eventually: Callable[..., None]) -> 
         monitor.stop()
 
 
-def test_health_samples_keep_only_replication_health() -> None:
+def test_health_samples_keep_only_replication_health_and_flush_times() -> None:
     found = health_samples(EXPOSITION)
     assert found == {
         "kafka_server_replicamanager_underreplicatedpartitions": 2.0,
         "kafka_server_replicamanager_isrshrinks_total": 5.0,
         "kafka_controller_kafkacontroller_offlinepartitionscount": 0.0,
+        "kafka_log_logflushstats_logflushrateandtimems_99thpercentile": 16012.5,
     }
 
 
