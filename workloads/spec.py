@@ -18,6 +18,13 @@ from kchaos.workloads.values import PADDINGS
 ClientLib = Literal["confluent", "kafka-python", "java"]
 CLIENT_LIBS: tuple[str, ...] = ("confluent", "kafka-python", "java")
 Isolation = Literal["read_uncommitted", "read_committed"]
+# What a transactional worker does after a commit that did not finish (workloads.txn):
+# a new client whose init_transactions fences the old epoch, or an abort on the same
+# client and the next transaction there
+AfterUnfinishedCommit = Literal["reinit", "keep-going"]
+REINIT: AfterUnfinishedCommit = "reinit"
+KEEP_GOING: AfterUnfinishedCommit = "keep-going"
+AFTER_UNFINISHED_COMMIT: tuple[str, ...] = (REINIT, KEEP_GOING)
 
 
 @dataclass(frozen=True)
@@ -93,7 +100,9 @@ class TxnSpec:
     Each producer worker ``i`` uses ``transactional.id`` ``<id_prefix>-<process>``, the
     same across its restarts. A transaction sends 1..``max_sends`` values, each to a
     topic and key drawn at random, and is aborted on purpose with probability
-    ``abort_ratio``.
+    ``abort_ratio``. ``after_unfinished_commit`` says what a worker does when a commit
+    ends without an answer: a new client (``reinit``) or an abort and the next
+    transaction on the same one (``keep-going``); see :mod:`kchaos.workloads.txn`.
     """
 
     producers: int = 1
@@ -108,10 +117,17 @@ class TxnSpec:
     isolated: bool = True  # each transactional client in a process of its own
     copier: CopierSpec | None = None
     extra: Mapping[str, str] = field(default_factory=dict)  # raw producer configs
+    after_unfinished_commit: AfterUnfinishedCommit = REINIT
 
     def validate(self, topics: tuple[str, ...], where: str = "transactions") -> None:
         if self.producers < 0:
             raise ConfigError("producers must be >= 0", field=f"{where}.producers")
+        if self.after_unfinished_commit not in AFTER_UNFINISHED_COMMIT:
+            raise ConfigError(
+                f"after_unfinished_commit must be one of {', '.join(AFTER_UNFINISHED_COMMIT)}, "
+                f"not {self.after_unfinished_commit!r}",
+                field=f"{where}.after_unfinished_commit",
+            )
         if self.max_sends < 1:
             raise ConfigError("max_sends must be at least 1", field=f"{where}.max_sends")
         if not 0.0 <= self.abort_ratio <= 1.0:

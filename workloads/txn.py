@@ -29,9 +29,34 @@ same code runs in a thread of the harness or in a process of its own
     fenced in its commit (an earlier attempt of that commit may have gone through), a
     fatal error, an abort that failed.
 
-After a fatal error or an unfinished commit the worker drops its client and makes a new
-one with the same ``transactional.id`` (a new ``txn-init``), which fences the old epoch.
-A fenced worker (another process took its id) stops: it is the zombie.
+What follows a commit that did not finish (it timed out after its retries, or failed
+with an error neither fatal, fenced nor abortable) is ``TxnSpec.after_unfinished_commit``:
+
+* ``reinit`` (the default, the safe way): the transaction's ``info`` line, then the worker
+  drops its client and makes a new one with the same ``transactional.id`` (a new
+  ``txn-init``), whose ``init_transactions`` fences the old epoch, so that a late
+  ``EndTxn`` of the old one cannot touch the next transaction. That is also what hides
+  KAFKA-17754 (a delayed EndTxn commits or aborts the producer's *next* transaction).
+* ``keep-going`` (what many applications do): the worker asks the same client to abort
+  and begins its next transaction on it, with no new ``init_transactions``. The
+  unfinished transaction's lines are ``invoke txn``, ``invoke txn-end`` commit, then
+  ``invoke txn-end`` abort right before ``abort_transaction()`` is called, then its one
+  completion, ``info`` with the commit's ``error``, once the abort returned: the
+  completion waits for the abort because a ``txn-end`` names an open transaction, and
+  it stays ``info`` because an abort that returns does not undo a commit the
+  coordinator may already have taken. The next ``invoke txn`` follows on the same
+  process without a ``txn-init``. When that abort fails, the ``info`` line comes all the
+  same and the worker falls back to ``reinit`` (a fenced abort: it stops, as below).
+  librdkafka refuses it (``_CONFLICT``) while a commit that timed out is still its
+  current call, so with it ``keep-going`` keeps the client only after a commit error
+  that ended the commit call.
+
+A fatal error always makes a new client (in both modes), and so does an abort that failed
+outside a commit. A fenced worker (another process took its id) stops: it is the zombie.
+Which mode ran is not written on any line: it is in the scenario
+(``workload.transactions.after_unfinished_commit``), which the run's ``run.json`` embeds;
+a history with ``info`` transactions followed by more transactions of the same process
+and no ``txn-init`` between them was written in ``keep-going`` mode.
 """
 
 from __future__ import annotations
@@ -55,7 +80,7 @@ from kchaos.workloads.clients import (
     TxnProducerClient,
     close_quietly,
 )
-from kchaos.workloads.spec import TxnSpec
+from kchaos.workloads.spec import KEEP_GOING, TxnSpec
 from kchaos.workloads.values import RateLimiter, key_for, padder, value_of
 
 log = logging.getLogger(__name__)
@@ -106,6 +131,7 @@ class TxnWorkerBase:
         self._timeout_s = spec.timeout_ms / 1000.0
         self._deadline = 0.0  # monotonic end of the current transaction's send budget
         self._pad = padder(spec.message_size)
+        self._keep_going = spec.after_unfinished_commit == KEEP_GOING
 
     # -- lines -------------------------------------------------------------------------
     def _line(self, kind: str, f: str, **fields: Any) -> None:
@@ -241,7 +267,7 @@ class TxnWorkerBase:
                     return self._end("fail", txn, aborted=ABORT_ERROR, error=exc.name)
                 if exc.retriable and time.monotonic() < deadline:
                     continue  # librdkafka: a retriable commit error may be retried
-                return self._end("info", txn, error=exc.name, cause=exc, restart=True)
+                return self._unfinished(client, txn, exc)
         done = []
         for s in sends:
             entry: dict[str, Any] = {"topic": s["topic"], "value": s["value"]}
@@ -251,6 +277,25 @@ class TxnWorkerBase:
                 entry["offset"] = result.offset
             done.append(entry)
         return self._end("ok", txn, sends=done)
+
+    def _unfinished(self, client: TxnProducerClient, txn: str, error: TxnError) -> str:
+        """A commit that did not finish (``error``, neither fatal nor fenced): ``info``.
+        ``reinit``: a new client. ``keep-going``: abort on this client first (its
+        ``txn-end`` abort before the call, the ``info`` after it, the transaction still
+        open in between) and go on with it; an abort that fails makes a new client."""
+        if not self._keep_going:
+            return self._end("info", txn, error=error.name, cause=error, restart=True)
+        self._ending(txn, ACTION_ABORT)
+        try:
+            client.abort(self._timeout_s)
+        except TxnError as exc:
+            log.warning("txn worker %s: abort after an unfinished commit failed: %s",
+                        self.process, exc.name)  # fmt: skip
+            # the commit's error says why the outcome is unknown; the abort's decides
+            # what becomes of the client (fenced: the worker stops; else a new client)
+            return self._end("info", txn, error=error.name, cause=exc, restart=True)
+        # an abort that returned does not undo a commit the coordinator may already have
+        return self._end("info", txn, error=error.name)
 
     def _end(
         self,

@@ -188,6 +188,7 @@ def _transactions(src: Source, t: Mapping[str, Any] | None) -> TransactionsConfi
         keys=t.get("keys", 16),
         message_size=t.get("message_size", 100),
         process=t.get("process", True),
+        after_unfinished_commit=t.get("after_unfinished_commit", "reinit"),
         readers=ReadersConfig(
             subscribe=r.get("subscribe", 0),
             assign=r.get("assign", 0),

@@ -223,6 +223,18 @@ class TransactionsConfig:
             "true), so that a fault can pause it."
         },
     )
+    after_unfinished_commit: Literal["reinit", "keep-going"] = field(
+        default="reinit",
+        metadata={
+            "description": "What a transactional worker does after a commit that did not "
+            "finish (timed out, or a retriable error after its retries; the transaction is "
+            "recorded info): reinit (default) closes the client and makes a new one with "
+            "the same transactional.id, whose init_transactions fences the old epoch; "
+            "keep-going aborts on the same client and begins the next transaction there, "
+            "without a new init_transactions, as many applications do (what KAFKA-17754 "
+            "needs). A fatal error, or an abort that fails, still makes a new client."
+        },
+    )
     readers: ReadersConfig = field(
         default_factory=ReadersConfig,
         metadata={"description": "read_committed consumers, besides workload.consumers."},

@@ -256,6 +256,7 @@ def _txn_spec(
         keys=t.keys,
         message_size=t.message_size,
         isolated=t.process,
+        after_unfinished_commit=t.after_unfinished_commit,
         copier=copier,
         extra=dict(t.configs),
     )

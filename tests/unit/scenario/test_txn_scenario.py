@@ -67,6 +67,8 @@ def test_transactions_become_the_plans_transactional_workers_and_readers():
          "workload.consumers.isolation", "not one of"),
         ("max_sends: 3", "max_sends: 0", 14, "workload.transactions.max_sends", "minimum"),
         ("timeout: 15s", "timeout: 500ms", 17, "workload.transactions.timeout", "at least 1 s"),
+        ("    rate: 0\n", "    rate: 0\n    after_unfinished_commit: retry\n", 17,
+         "workload.transactions.after_unfinished_commit", "not one of ['reinit', 'keep-going']"),
     ],
 )  # fmt: skip
 def test_bad_transaction_keys_name_file_line_and_field(old, new, line, field, words):
@@ -79,6 +81,23 @@ def test_bad_transaction_keys_name_file_line_and_field(old, new, line, field, wo
     assert str(err.value).startswith(f"s.yaml:{line}: ")
 
 
+def test_after_unfinished_commit_reaches_the_plan_and_defaults_to_reinit():
+    assert load(BASE).plan.workload.transactions.after_unfinished_commit == "reinit"
+    text = BASE.replace("    rate: 0\n", "    rate: 0\n    after_unfinished_commit: keep-going\n")
+    sc = load(text)
+    assert sc.workload.transactions.after_unfinished_commit == "keep-going"
+    assert sc.plan.workload.transactions.after_unfinished_commit == "keep-going"
+    assert sc.to_dict()["workload"]["transactions"]["after_unfinished_commit"] == "keep-going"
+
+
+def test_the_workers_spec_refuses_an_unknown_mode_by_its_field():
+    from kchaos.workloads.spec import TxnSpec
+
+    with pytest.raises(ConfigError, match="reinit, keep-going") as err:
+        TxnSpec(after_unfinished_commit="retry").validate(("a",))  # type: ignore[arg-type]
+    assert err.value.field == "transactions.after_unfinished_commit"
+
+
 def test_transactions_need_confluent_kafka():
     text = BASE.replace("  duration: 30s\n", "  duration: 30s\n  client: kafka-python\n")
     with pytest.raises(ConfigError, match="confluent-kafka") as err:
@@ -86,8 +105,12 @@ def test_transactions_need_confluent_kafka():
     assert err.value.field == "workload.transactions"
 
 
-def test_the_dumped_scenario_loads_back_the_same():
-    sc = load(BASE)
+@pytest.mark.parametrize("mode", [None, "keep-going"])
+def test_the_dumped_scenario_loads_back_the_same(mode):
+    text = BASE
+    if mode is not None:
+        text = BASE.replace("    rate: 0\n", f"    rate: 0\n    after_unfinished_commit: {mode}\n")
+    sc = load(text)
     again = load_scenario("again.yaml", text=to_yaml(file_data(sc.to_dict()), ""))
     assert again.workload == sc.workload
 

@@ -19,7 +19,7 @@ from kchaos.harness.checker import check_history
 from kchaos.harness.errors import TxnError
 from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.clients import SendCallback, SendResult
-from kchaos.workloads.spec import CopierSpec, TxnSpec
+from kchaos.workloads.spec import KEEP_GOING, REINIT, AfterUnfinishedCommit, CopierSpec, TxnSpec
 from kchaos.workloads.txn import TxnCopier, TxnProducer
 from kchaos.workloads.values import payload
 
@@ -92,13 +92,14 @@ class Harness:
 
     def __init__(self, txns: int, script: dict[str, list[TxnError | None]] | None = None,
                  *, abort_ratio: float = 0.0, pid: tuple[int | None, int | None] = (42, 3),
-                 max_sends: int = 3) -> None:  # fmt: skip
+                 max_sends: int = 3, mode: AfterUnfinishedCommit = REINIT) -> None:  # fmt: skip
         self.sink = ListSink()
         self.clients: list[FakeTxnClient] = []
         self.stop = threading.Event()
         self.script = script or {}
         self.pid = pid
-        spec = TxnSpec(max_sends=max_sends, abort_ratio=abort_ratio, rate=None, timeout_ms=1000)
+        spec = TxnSpec(max_sends=max_sends, abort_ratio=abort_ratio, rate=None, timeout_ms=1000,
+                       after_unfinished_commit=mode)  # fmt: skip
         self.worker = TxnProducer(
             7, TID, spec, self.sink, self._factory, topics=("a", "b"), stop=self.stop
         )
@@ -422,3 +423,116 @@ def test_the_workers_lines_are_read_by_the_checker(tmp_path: Path) -> None:
     results = check_history(path)
     assert "zombie-commit" not in results.anomalies
     assert results.stats["transactions"]["inits"] == len(lines(events, "txn-init", "ok"))
+
+
+# ------------------------------------------- after an unfinished commit: reinit, keep-going
+def unfinished(**more: list[TxnError | None]) -> dict[str, list[TxnError | None]]:
+    """A script whose first commit does not finish (TIMED_OUT, neither retriable nor
+    abortable: ``info`` at once); a new one each time, as the fake uses its lists up."""
+    return {"commit": [TxnError("TIMED_OUT")], **more}
+
+
+def _mine(events: list[dict[str, Any]], txn: str) -> list[tuple[str, str, str | None]]:
+    """(type, f, action) of every line of ``txn``, in order."""
+    return [(e["type"], e["f"], e.get("action")) for e in events if e.get("txn") == txn]
+
+
+def test_keep_going_aborts_on_the_same_client_and_begins_the_next_transaction() -> None:
+    h = Harness(2, unfinished(), mode=KEEP_GOING)
+    events = h.run()
+    assert len(h.clients) == 1  # never a second client, never a second init_transactions
+    calls = [c for c in h.clients[0].calls if c not in ("send", "flush")]
+    assert calls == ["init", "begin", "commit", "abort", "begin", "commit"]
+    assert [e["type"] for e in lines(events, "txn-init")] == ["invoke", "ok"]
+    # one completion, info with the commit's error, after the abort's txn-end
+    assert _mine(events, "7-0") == [
+        ("invoke", "txn", None), ("invoke", "txn-end", "commit"),
+        ("invoke", "txn-end", "abort"), ("info", "txn", None),
+    ]  # fmt: skip
+    assert lines(events, "txn", "info")[0]["error"] == "TIMED_OUT"
+    assert [e["type"] for e in lines(events, "txn") if e["txn"] == "7-1"] == ["invoke", "ok"]
+    assert h.worker.counts == {"invoke": 2, "ok": 1, "fail": 0, "info": 1}
+
+
+def test_keep_going_writes_each_txn_end_right_before_its_call() -> None:
+    h = Harness(2, unfinished(), mode=KEEP_GOING)
+    h.run()
+    assert [(n, line["f"], line["txn"], line["action"])
+            for n, line in h.clients[0].last_line_at_call] == [
+        ("commit", "txn-end", "7-0", "commit"), ("abort", "txn-end", "7-0", "abort"),
+        ("commit", "txn-end", "7-1", "commit"),
+    ]  # fmt: skip
+
+
+def test_reinit_makes_a_new_client_after_the_same_unfinished_commit() -> None:
+    h = Harness(2, unfinished(), mode=REINIT)
+    events = h.run()
+    assert len(h.clients) == 2 and h.clients[0].closed
+    assert "abort" not in h.clients[0].calls
+    assert h.clients[1].calls[0] == "init"
+    assert len(lines(events, "txn-init", "ok")) == 2
+    assert _mine(events, "7-0")[-1] == ("info", "txn", None)
+    assert _ends_of(events, "7-0") == ["commit"]
+
+
+def test_a_spec_without_the_field_reinits() -> None:
+    assert TxnSpec().after_unfinished_commit == REINIT
+
+
+def test_keep_going_a_retried_commit_that_runs_out_of_time_is_aborted_too() -> None:
+    """The retriable path (TIMED_OUT retried until the commit's budget is spent)."""
+    h = Harness(1, {"commit": [TxnError("TIMED_OUT", retriable=True) for _ in range(100_000)]},
+                mode=KEEP_GOING)  # fmt: skip
+    events = h.run()
+    assert h.clients[0].calls.count("commit") > 1 and h.clients[0].calls[-1] == "abort"
+    assert len(h.clients) == 1 and _ends_of(events, "7-0") == ["commit", "abort"]
+    assert [e["type"] for e in lines(events, "txn") if e["txn"] == "7-0"] == ["invoke", "info"]
+
+
+def test_keep_going_still_reinits_after_a_fatal_commit_error() -> None:
+    h = Harness(2, {"commit": [TxnError("FATAL", fatal=True)]}, mode=KEEP_GOING)
+    events = h.run()
+    assert len(h.clients) == 2 and h.clients[0].closed
+    assert "abort" not in h.clients[0].calls  # a fatal client is not asked for anything
+    assert len(lines(events, "txn-init", "ok")) == 2
+    assert _mine(events, "7-0")[-1] == ("info", "txn", None)
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        TxnError("FATAL", fatal=True),
+        # librdkafka refuses an abort while a timed-out commit is still its current
+        # (resumable) call: a retriable error, and the transaction still not ended
+        TxnError("_CONFLICT", "commit_transaction still under way", retriable=True),
+    ],
+)
+def test_keep_going_falls_back_to_reinit_when_the_abort_fails(refusal: TxnError) -> None:
+    h = Harness(2, unfinished(abort=[refusal]), mode=KEEP_GOING)
+    events = h.run()
+    assert [c for c in h.clients[0].calls if c in ("commit", "abort")] == ["commit", "abort"]
+    assert len(h.clients) == 2 and h.clients[0].closed
+    assert len(lines(events, "txn-init", "ok")) == 2
+    ends = [e for e in lines(events, "txn") if e["txn"] == "7-0" and e["type"] != "invoke"]
+    assert [(e["type"], e["error"]) for e in ends] == [("info", "TIMED_OUT")]  # one completion
+    assert lines(events, "txn", "ok")[0]["txn"] == "7-1"
+
+
+def test_keep_going_stops_when_the_abort_finds_the_producer_fenced() -> None:
+    h = Harness(3, unfinished(abort=[TxnError("PRODUCER_FENCED", fatal=True)]),
+                mode=KEEP_GOING)  # fmt: skip
+    events = h.run()
+    assert h.worker.fenced and len(h.clients) == 1
+    # its commit was called: the outcome stays unknown, not "aborted: fenced"
+    assert [e["type"] for e in lines(events, "txn") if e["txn"] == "7-0"] == ["invoke", "info"]
+    assert len(lines(events, "txn", "invoke")) == 1
+
+
+def test_a_keep_going_history_is_read_by_the_checker(tmp_path: Path) -> None:
+    h = Harness(4, {"commit": [None, TxnError("TIMED_OUT"), None]}, mode=KEEP_GOING)
+    events = h.run()
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    results = check_history(path)
+    stats = results.stats["transactions"]
+    assert stats["inits"] == 1 and "zombie-commit" not in results.anomalies

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,12 @@ import pytest
 from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.workloads.spec import CopierSpec, TxnSpec
-from kchaos.workloads.txn_process import PROCESS_EXITED, TxnProcessWorker, TxnWorkerConfig
+from kchaos.workloads.txn_process import (
+    PROCESS_EXITED,
+    TxnProcessWorker,
+    TxnWorkerConfig,
+    make_worker,
+)
 
 # A stand-in for the child: the first run commits one transaction, invokes a second,
 # writes half a line and dies; the next runs commit one and wait for "stop".
@@ -48,6 +55,16 @@ def config() -> TxnWorkerConfig:
 def test_config_crosses_to_the_child_unchanged() -> None:
     c = config()
     assert TxnWorkerConfig.from_json(c.to_json()) == c
+    kept = replace(c, spec=replace(c.spec, after_unfinished_commit="keep-going"))
+    again = TxnWorkerConfig.from_json(kept.to_json())
+    assert again == kept and again.spec.after_unfinished_commit == "keep-going"
+
+
+def test_the_child_worker_runs_in_the_configured_mode() -> None:
+    c = config()
+    kept = replace(c, spec=replace(c.spec, after_unfinished_commit="keep-going"))
+    assert make_worker(kept, ListSink(), threading.Event())._keep_going
+    assert not make_worker(c, ListSink(), threading.Event())._keep_going
 
 
 def test_a_crashed_child_leaves_info_and_is_restarted_with_the_next_number(
