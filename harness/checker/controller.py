@@ -111,6 +111,12 @@ class Election:
     before: PartitionState
     after: PartitionState
 
+    @property
+    def from_elr(self) -> bool:
+        """The new leader was an eligible leader replica, not an ISR member (KIP-966)."""
+        leader = self.after.leader
+        return leader in self.before.elr and leader not in self.before.isr
+
     def example(self, record: ControllerRecord) -> dict[str, Any]:
         """What a person needs to see the election, for results.json and the report."""
         ex: dict[str, Any] = {

@@ -95,9 +95,17 @@ def _controller_elections(
 ) -> dict[str, int]:
     """Every election in the controller's record, classified; unclean ones are reported
     wherever they happen and invalidate only where unclean election is disabled."""
-    counts = {"clean": 0, "last-known-leader": 0, "unclean": 0, "unclean_allowed": 0}
+    counts = {
+        "clean": 0,
+        "last-known-leader": 0,
+        "unclean": 0,
+        "unclean_allowed": 0,
+        "from_elr": 0,
+    }
     for election in record.elections():
         counts[election.kind] += 1
+        # KIP-966 at work: a clean leader from outside the ISR, an eligible leader replica
+        counts["from_elr"] += election.kind == "clean" and election.from_elr
         if election.kind == "clean":
             continue
         ex = election.example(record)

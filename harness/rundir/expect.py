@@ -232,6 +232,10 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     idle += [
         (f"log line {label}", why) for label, why in unseen_lines(expect.get("log_lines"), results)
     ]
+    if expect.get("elected_from_elr"):
+        why = no_elr_election(results)
+        if why is not None:
+            idle.append(("elected_from_elr", why))
     if idle:
         # over every other reason: a run whose fault did not bite shows nothing about
         # the fault, whether the checker found something or not
@@ -280,6 +284,22 @@ def not_exercised(wanted: Any, results: Mapping[str, Any]) -> list[tuple[str, st
             )
             out.append((name, why))
     return out
+
+
+def no_elr_election(results: Mapping[str, Any]) -> str | None:
+    """Why results.json shows no election of a leader from the ELR (``stats.isr.elections
+    .from_elr``: a clean election of a replica outside the ISR, KIP-966's defence), or
+    None when it shows one."""
+    stats = results.get("stats")
+    isr = stats.get("isr") if isinstance(stats, Mapping) else None
+    elections = isr.get("elections") if isinstance(isr, Mapping) else None
+    if not isinstance(elections, Mapping) or "from_elr" not in elections:
+        return "no election counts from controller.jsonl in results.json"
+    count = elections["from_elr"]
+    if isinstance(count, int) and count > 0:
+        return None
+    told = ", ".join(f"{k} {v}" for k, v in elections.items() if k != "from_elr")
+    return f"no leader elected from the ELR (elections: {told})"
 
 
 def longest_offline(results: Mapping[str, Any]) -> float | None:

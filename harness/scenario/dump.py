@@ -147,6 +147,8 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
             out["expect"]["effects"] = list(e["effects"])
         if e.get("log_lines"):
             out["expect"]["log_lines"] = [_log_line(line) for line in e["log_lines"]]
+        if e.get("elected_from_elr"):
+            out["expect"]["elected_from_elr"] = True
     return out
 
 

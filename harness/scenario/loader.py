@@ -297,6 +297,7 @@ def _build(src: Source, seed: int | None) -> Scenario:
         forbid=tuple(e.get("forbid", ())),
         effects=tuple(e.get("effects", ())),
         log_lines=_log_lines(src, d, e),
+        elected_from_elr=bool(e.get("elected_from_elr", False)),
         offline_at_least=_durations(src, ("expect",), e, ("offline_at_least",)).get(
             "offline_at_least"
         ),

@@ -442,6 +442,16 @@ class ExpectConfig:
             "exercised', never as expected."
         },
     )
+    # KIP-966's defence seen: a leader elected from the ELR
+    elected_from_elr: bool = field(
+        default=False,
+        metadata={
+            "description": "The run must show a leader elected from the eligible leader "
+            f"replicas, outside the ISR ({RESULTS_JSON} 'stats.isr.elections.from_elr', "
+            "from the controller's record): KIP-966's defence at work. A run without one ends "
+            "'not exercised', never as expected."
+        },
+    )
     # The file's whole section when it has per-release entries (``before``, the file's
     # key for this field): kept so that a replay on another release resolves it again
     # (``kchaos replay --kafka-version``); empty when the section has none. Not part of
@@ -453,7 +463,8 @@ class ExpectConfig:
             "file": "before",
             "per_release": True,
             "description": 'Expectations for older Kafka releases: {"3.5.0": {valid, '
-            "anomalies, allowed, forbid, offline_at_least, effects, log_lines}} applies to "
+            "anomalies, allowed, forbid, offline_at_least, effects, log_lines, elected_from_elr}} "
+            "applies to "
             "every release below 3.5.0 (the fix's release); with several, the lowest "
             "bound above the run's release wins.",
         },
