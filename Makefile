@@ -19,7 +19,6 @@ SOAK_SEED_BASE ?= 1
 KAFKA ?= 4.4.0
 REHEARSAL := runs/rehearsal
 REHEARSAL_PLAN := smoke txn-smoke --kafka-version $(KAFKA) --seeds 2
-INCIDENTS := $(sort $(basename $(notdir $(wildcard harness/scenarios/*.yaml))))
 
 .PHONY: setup run test unit lint typecheck nightly incidents known-bugs txn-releases soak nightly-rehearsal cleanup clean
 
@@ -46,7 +45,7 @@ nightly: setup
 	$(KCHAOS) suite nightly
 
 incidents: setup
-	$(KCHAOS) matrix $(INCIDENTS) --kafka-version $(INCIDENT_VERSIONS) --seeds $(INCIDENT_SEEDS)
+	$(KCHAOS) matrix --all --kafka-version $(INCIDENT_VERSIONS) --seeds $(INCIDENT_SEEDS)
 
 known-bugs: setup
 	$(KCHAOS) matrix --tag known-bug --seeds $(KNOWN_BUG_SEEDS)

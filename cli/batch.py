@@ -40,6 +40,13 @@ from kchaos.harness.rundir.names import DURATIONS_JSON
     help="Add every library scenario with this tag (known-bug: the Kafka tickets).",
 )
 @click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Add every library scenario. As with --tag, a release a scenario's ticket does "
+    "not cover is skipped and listed, not an error.",
+)
+@click.option(
     "--kafka-version",
     "versions",
     metavar="V1,V2,...",
@@ -60,6 +67,7 @@ from kchaos.harness.rundir.names import DURATIONS_JSON
 def matrix_cmd(
     scenarios: tuple[str, ...],
     tag: str | None,
+    every: bool,
     versions: str | None,
     seeds: int,
     overrides: tuple[str, ...],
@@ -78,13 +86,17 @@ def matrix_cmd(
     Exit code: 0 when every run ended as its scenario expects, otherwise the worst exit
     code of `kchaos run`.
     """
+    from kchaos.harness.scenario import library
+
     refs = list(scenarios)
     tagged: list[str] = []
     if tag is not None:
-        from kchaos.harness.scenario import library
-
         tagged = [n for n in library.names_with_tag(tag) if n not in refs]
         refs += tagged
+    if every:
+        added = [n for n in library.library_names() if n not in refs]
+        tagged += added
+        refs += added
     return run_matrix(
         refs,
         versions,

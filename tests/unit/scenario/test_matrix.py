@@ -197,3 +197,28 @@ def test_prometheus_reaches_every_run_of_the_matrix(
     result = CliRunner().invoke(batch.matrix_cmd, args, standalone_mode=False)
     assert result.exception is None, result.output
     assert asked == [bool(flag)] * 2
+
+
+def test_all_plans_the_library_and_skips_releases_outside_a_ticket(tmp_path: Path) -> None:
+    """`make incidents`: every library scenario on four releases; a known-bug scenario on
+    a release its ticket does not cover is left out (KAFKA-16541 needs 3.7.0 or later),
+    not an error, while naming it explicitly on such a release is bad input."""
+    from click.testing import CliRunner
+
+    from kchaos.cli.main import cli as group
+
+    argv = ["matrix", "--all", "--kafka-version", "3.4.1,4.4.0", "--dry-run"]
+    result = CliRunner().invoke(group, [*argv, "--durations", str(tmp_path / "d.json")])
+    assert result.exit_code == 0, result.output
+    cells = {x.split()[0] for x in result.output.splitlines() if x.startswith("  ")}
+    names = {c.split("/")[0] for c in cells}
+    # 16541 covers neither release (3.7.0 to before 4.1.0): on neither, and no error
+    assert names == set(library.library_names()) - {"kafka-16541-epoch-checkpoint-os-crash"}
+    assert "smoke/kafka-3.4.1/seed-1" in cells and "smoke/kafka-4.4.0/seed-1" in cells
+    # 15046 runs before 4.1.0 only (Kafka 4's minimum segment size)
+    assert "kafka-15046-fsync-under-log-lock/kafka-3.4.1/seed-15046" in cells
+    assert not any(c.startswith("kafka-15046-fsync-under-log-lock/kafka-4.4.0") for c in cells)
+    named = ["matrix", "kafka-16541-epoch-checkpoint-os-crash", "--kafka-version", "3.4.1"]
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*named, "--dry-run"])
+    assert exit_.value.code == 3
