@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from kchaos.harness.rundir.anomalies import KINDS as ANOMALY_KINDS
-from kchaos.harness.rundir.expect import Outcome, evaluate, verdict_text
+from kchaos.harness.rundir.expect import (
+    INFORMATIONAL,
+    Outcome,
+    allowed_everywhere,
+    evaluate,
+    excused_by_cause,
+    verdict_text,
+)
 from kchaos.harness.rundir.names import RESULTS_JSON
 from kchaos.reports.rundata import RunData
 
@@ -39,9 +46,16 @@ def run_suite(data: RunData, outcome: Outcome | None = None) -> ET.Element:
     suite = ET.Element("testsuite", name=cls, timestamp=str(data.run.start or ""))
     expect = data.expect
     required = set(expect.get("anomalies") or ())
-    allowed = set(expect.get("allowed") or ()) | {"offline"}
-    definite = expect.get("valid", True) not in (None, "any")
     anomalies = (data.results or {}).get("anomalies") or {}
+    # what the expectation's judgement (harness.rundir.expect.evaluate) lets a run have:
+    # the allowed kinds, the reported-only ones, those the run's own settings permit at
+    # every occurrence and those whose every occurrence has an excused cause
+    allowed = set(expect.get("allowed") or ()) | INFORMATIONAL
+    causes = set(expect.get("allowed_causes") or ())
+    allowed |= {
+        k for k, v in anomalies.items() if allowed_everywhere(v) or excused_by_cause(v, causes)
+    }
+    definite = expect.get("valid", True) not in (None, "any")
     unjudged = (data.results or {}).get("unjudged")
     unjudged = unjudged if isinstance(unjudged, dict) else {}
     forbidden = set(expect.get("forbid") or ())
@@ -56,6 +70,8 @@ def run_suite(data: RunData, outcome: Outcome | None = None) -> ET.Element:
             failure = blind
         elif kind in required and count == 0:
             failure = f"negative control: expected {kind}, none found"
+        elif count and kind in forbidden:
+            failure = f"{count} {kind} found (forbidden)"
         elif count and kind not in required and kind not in allowed and definite:
             failure = f"{count} {kind} found"
         out = f"{count} found" if count else (blind or "")

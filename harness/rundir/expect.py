@@ -170,7 +170,7 @@ def evaluate(expect: Mapping[str, Any] | None, results: Mapping[str, Any] | None
     found = tuple(sorted(k for k, v in anomalies.items() if _count(v) > 0))
     # kinds whose every occurrence the run's own settings allow (an unclean election with
     # unclean leader election enabled) are reported, never unexpected
-    permitted = {k for k, v in anomalies.items() if _count(v) > 0 and _allowed(v) >= _count(v)}
+    permitted = {k for k, v in anomalies.items() if allowed_everywhere(v)}
     # kinds whose every occurrence has a cause the expectation excuses (a duplicate the
     # client re-sent under a new producer epoch, in an SRE validation)
     causes = set(expect.get("allowed_causes") or ())
@@ -326,6 +326,12 @@ def _excused(verdict: Any, found: tuple[str, ...], allowed: set[str]) -> Any:
     if verdict is not False or not invalidating or not set(invalidating) <= allowed:
         return verdict
     return "unknown" if "unseen" in found else True
+
+
+def allowed_everywhere(value: Any) -> bool:
+    """Whether every occurrence of an anomaly (results.json's entry) is allowed by the
+    run's own settings (an unclean election with unclean leader election enabled)."""
+    return _count(value) > 0 and _allowed(value) >= _count(value)
 
 
 def _allowed(value: Any) -> int:

@@ -288,3 +288,42 @@ def test_report_marks_a_forbidden_reported_only_kind(tmp_path: Path):
         "forbidden": (False, "forbidden, found"),
         "silent": (True, "allowed"),  # reported-only: never unexpected on its own
     }
+
+
+def test_junit_fails_a_kind_exactly_when_the_expectation_does(tmp_path: Path):
+    """A reported-only kind (broker-stalled), an unclean election the run's settings
+    permit and a duplicate whose every occurrence has an excused cause do not fail their
+    case in a run that ended as expected; a forbidden kind fails its case even when the
+    kind is reported-only."""
+    anomalies = {
+        "broker-stalled": {"count": 1, "examples": []},
+        "unclean-election": {"count": 2, "allowed": 2, "examples": []},
+        "duplicate": {"count": 1, "causes": {"producer-epoch-bump": 1}, "examples": []},
+    }
+    run = make_run(
+        tmp_path / "ok",
+        results={"valid": False, "anomalies": anomalies},
+        expect={"valid": True, "allowed_causes": ["producer-epoch-bump"]},
+    )
+    rep = write_run_reports(run)
+    assert rep.outcome.expected, rep.outcome.reasons
+    root = ET.parse(run / "junit.xml").getroot()
+    assert root.get("failures") == "0"
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert cases["anomaly broker-stalled"].find("system-out").text == "1 found"
+    # the same run with broker-stalled forbidden: that case and the expectation fail
+    run2 = make_run(
+        tmp_path / "forbidden",
+        results={"valid": False, "anomalies": anomalies},
+        expect={
+            "valid": True,
+            "allowed_causes": ["producer-epoch-bump"],
+            "forbid": ["broker-stalled"],
+        },
+    )
+    assert not write_run_reports(run2).outcome.expected
+    cases = {c.get("name"): c for c in ET.parse(run2 / "junit.xml").getroot().iter("testcase")}
+    failure = cases["anomaly broker-stalled"].find("failure")
+    assert failure is not None and "forbidden" in failure.get("message", "")
+    assert cases["anomaly duplicate"].find("failure") is None
+    assert cases["expectation"].find("failure") is not None
