@@ -5,6 +5,11 @@ Every exit path (normal end, an error, Ctrl-C, SIGTERM) stops the nemesis (which
 what it started), runs ``heal_everything`` once more, closes the history (so every
 complete line is on disk) and removes the cluster; run.json records how the run ended.
 A SIGKILL of the harness cannot be caught: ``kchaos cleanup`` removes what it left.
+
+run.json is written twice: once the run has started (cluster up, features read, history
+open, schedule resolved) and once in the ``finally`` path below, before the checker and
+the reports read it; in between the run's facts gather in memory
+(:mod:`kchaos.harness.run.record` has the order).
 """
 
 from __future__ import annotations
@@ -160,7 +165,10 @@ def _drive(ctx: RunContext) -> None:
                 live.workload = workload
                 if plan.schedule is not None:
                     nemesis = Nemesis(cluster, plan.schedule, sink, wait_ready=True)
-                    rec.update(schedule=nemesis.schedule.to_list(), status="running")
+                    rec.update(schedule=nemesis.schedule.to_list())
+                # everything the run is defined by is known: run.json's first write
+                rec.started()
+                if nemesis is not None:
                     nemesis.start()
                 progress.workload(sc.workload.duration, live.status, lambda: False)
                 with progress.phase("stop clients"):
@@ -217,15 +225,17 @@ def run_scenario(
     run_dir = RunDir(resolve_run_dir(out, run_id))
     plan = plan_of(sc)
     kafka_version = plan.cluster.kafka_version
+    # in memory until the run has started (rec.started() in _drive) or has failed
+    # (rec.finished() below): run.json is written at those two points only
     rec = record.RunRecord(
         run_dir.run_json,
         {**record.initial(sc, run_id, kafka_version, command), **(extra or {})},
     )
-    rec.write()
     progress.note(f"run [bold]{sc.name}[/] id {run_id} seed {sc.seed} Kafka {kafka_version}")
     progress.note(f"run directory: {run_dir}")
     began = time.monotonic()
     status = "error"
+    error: str | None = None  # why the run did not complete
     report = None
     try:
         with _sigterm_as_interrupt():
@@ -240,7 +250,7 @@ def run_scenario(
                 with progress.phase(f"cluster ({sc.cluster.brokers} brokers)"):
                     cluster.start()
                 started = True
-                rec.update(cluster_spec=spec.to_dict(), status="started")
+                rec.update(cluster_spec=spec.to_dict())
                 with observe_run(cluster, run_dir, rec, server=prometheus) as metrics:
                     _drive(dataclasses.replace(ctx, metrics=metrics))
                 status = "completed"
@@ -253,14 +263,22 @@ def run_scenario(
                         with progress.phase("teardown"):
                             cluster.stop()
     except KeyboardInterrupt:
-        status = "interrupted"
+        status, error = "interrupted", "interrupted"
         raise RunInterrupted("interrupted") from None
-    except RunInterrupted:
-        status = "interrupted"
+    except RunInterrupted as exc:
+        status, error = "interrupted", str(exc)
+        raise
+    except BaseException as exc:
+        error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
-        rec.update(
-            status=status, end=record.utc_now(), wall_seconds=round(time.monotonic() - began, 1)
+        # run.json's final write (its only one for a run that failed before it started),
+        # before the checker and the reports read it
+        rec.finished(
+            status,
+            end=record.utc_now(),
+            wall_seconds=round(time.monotonic() - began, 1),
+            **({} if error is None else {"error": error}),
         )
         if run_dir.history.is_file():
             report = _judge(run_dir, progress, console)

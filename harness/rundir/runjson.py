@@ -122,7 +122,9 @@ class RunJson:
     status: str | None = field(
         default=None,
         metadata={
-            "description": "starting, started, running, completed, interrupted or error",
+            "description": "running (the first write, once the run has started), then "
+            "completed, interrupted or error (the final write); starting or started only "
+            "in files of earlier versions",
             **_TEXT,
         },
     )

@@ -43,6 +43,11 @@ _OBJECT = {"$ref": "#/$defs/object"}
 KEPT_AS_WRITTEN: dict[str, dict[str, Any]] = {
     "command": {"type": ["array", "null"], "items": {"type": "string"}},
     "wall_seconds": {"type": ["number", "null"]},
+    "error": {
+        "description": "why the run did not complete (status error or interrupted): the "
+        "exception's type and message; absent for a completed run",
+        **_TEXT,
+    },
     # Copies of the scenario's sections that runs before 2026-11-26 wrote at the top level
     # (the runner now writes each fact once, in `scenario`); a hand-written run.json may
     # still state a checker setting here.

@@ -1,5 +1,5 @@
 """observe_run with Debian's prometheus for real and a cluster without brokers: the
-harness's series reach prometheus.json, run.json says so, nothing is left running."""
+harness's series reach prometheus.json, run.json's record says so, nothing is left running."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_a_run_with_a_server_stores_the_harness_series(tmp_path: Path) -> None:
     values = [v for _, v in active[0]["points"]]
     assert 1.0 in values and values[-1] == 0.0  # on, then off again
     assert stored["errors"] == []
-    summary = json.loads((run_dir / "run.json").read_text())["prometheus"]
+    summary = rec.data["prometheus"]  # in memory until the run's final write
     assert summary["url"] == url and summary["file"] == "prometheus.json"
     assert "job_name: kchaos" in (run_dir / "prometheus.yml").read_text()
     # the server is stopped and the harness's /metrics no longer served

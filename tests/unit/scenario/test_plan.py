@@ -168,6 +168,9 @@ class _Rec:
     def update(self, **fields: Any) -> None:
         self.data.update(fields)
 
+    def started(self, **fields: Any) -> None:
+        self.update(**fields, status="running")
+
 
 def test_the_runner_hands_on_the_loaders_objects(monkeypatch, tmp_path: Path, validations):
     """_drive gives the workload and the nemesis the plan's own WorkloadSpec and Schedule,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -26,12 +29,25 @@ class FakeCluster:
         self.started = self.stopped = False
         FakeCluster.instances.append(self)
 
+    # what the real _drive asks of a cluster once its own steps are faked
+    bootstrap_servers = "localhost:9"
+
+    @property
+    def run_id(self) -> str:
+        return str(self.spec.run_id)
+
     def start(self) -> FakeCluster:
         self.started = True
         return self
 
     def stop(self) -> None:
         self.stopped = True
+
+    def wait_ready(self, timeout: float) -> None:
+        pass
+
+    def wait_isr_full(self, topics: Any = None, timeout: float = 60.0) -> None:
+        pass
 
 
 @pytest.fixture
@@ -165,3 +181,201 @@ def test_a_failing_parquet_copy_neither_fails_the_run_nor_hides_its_verdict(
     assert (tmp_path / "run" / "results.json").is_file()
     assert "no space left on device" in caplog.text
     assert not (tmp_path / "run" / "history.parquet").exists()
+
+
+# -- run.json: written once the run has started and once at its end, nothing between --
+
+
+@pytest.fixture
+def run_json_writes(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """run.json as it stood after each write of it, in order. Every JSON file of a run
+    goes through ``rundir.files.atomic_write``; counting there sees any writer of
+    run.json (the runner's record, ``RunDir.write_run``, a bare ``write_json``)."""
+    from kchaos.harness.rundir import files
+
+    seen: list[dict[str, Any]] = []
+    real = files.atomic_write
+
+    @contextlib.contextmanager
+    def counted(path: Any) -> Iterator[Any]:
+        with real(path) as fh:
+            yield fh
+        if Path(path).name == "run.json":
+            seen.append(json.loads(Path(path).read_text()))
+
+    monkeypatch.setattr(files, "atomic_write", counted)
+    return seen
+
+
+@pytest.fixture
+def driven(fakes, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The real _drive and run_scenario around it, with the cluster, topics, features,
+    workload, nemesis, heal and after-run collection faked; ``_judge`` replaced by a
+    stand-in that keeps the run.json it finds on disk (what the checker would read)."""
+    import kchaos.faults.heal
+    import kchaos.faults.nemesis
+    import kchaos.reports.console
+    import kchaos.workloads.features
+    from kchaos.harness.run.progress import RunProgress
+    from kchaos.harness.run.record import record_step
+    from kchaos.workloads.workload import Workload
+
+    seen: dict[str, Any] = {}
+
+    class FakeWorkload:
+        producers: list[Any] = []
+
+        def __enter__(self) -> FakeWorkload:
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            pass
+
+        def start(self) -> None:
+            pass
+
+        def stop(self) -> dict[str, Any]:
+            return {"sent": 10}
+
+        def drain(self) -> dict[str, Any]:
+            return {"partitions": 1}
+
+    class FakeNemesis:
+        heal_actions: list[str] = []
+
+        def __init__(self, cluster: Any, schedule: Any, sink: Any, **kw: Any) -> None:
+            self.schedule = schedule
+
+        def start(self) -> None:
+            # the run is defined by now: its first write is on disk
+            seen["run_json_at_nemesis_start"] = json.loads(
+                (Path(seen["run_dir"]) / "run.json").read_text()
+            )
+
+        def stop(self) -> None:
+            pass
+
+        def errors(self) -> list[Any]:
+            return [{"fault": "f-1", "error": "never healed"}]
+
+    def collect(ctx: RunContext) -> None:
+        def broken() -> dict[str, Any]:
+            raise OSError("docker gone")
+
+        record_step(ctx.record, "after_run", "controller log", broken)
+        record_step(ctx.record, "replicas", "replica logs", lambda: {"files": 2})
+
+    def judge(run_dir: Any, progress: Any, console: Any) -> Any:
+        seen["run_json_at_check"] = json.loads(run_dir.run_json.read_text())
+        return SimpleNamespace(summary={}, paths={}, outcome=SimpleNamespace(exit_code=0))
+
+    def for_cluster(spec: Any, cluster: Any, history: Any, **kw: Any) -> FakeWorkload:
+        seen["run_dir"] = kw["run_dir"].path
+        return FakeWorkload()
+
+    monkeypatch.delenv("KCHAOS_METRICS_PORT", raising=False)
+    monkeypatch.setattr(orchestrate, "create_topics", lambda *a: None)
+    monkeypatch.setattr(
+        kchaos.workloads.features, "read_features", lambda servers: {"transaction.version": 2}
+    )
+    monkeypatch.setattr(Workload, "for_cluster", staticmethod(for_cluster))
+    monkeypatch.setattr(kchaos.faults.nemesis, "Nemesis", FakeNemesis)
+    monkeypatch.setattr(kchaos.faults.heal, "heal_everything", lambda cluster: [])
+    monkeypatch.setattr(RunProgress, "workload", lambda self, *a: None)
+    monkeypatch.setattr(
+        orchestrate.reread,
+        "collect",
+        lambda cluster, run_dir, rec, drain: record_step(rec, "reread", "re-read", dict),
+    )
+    monkeypatch.setattr(orchestrate, "_collect", collect)
+    monkeypatch.setattr(orchestrate, "_judge", judge)
+    monkeypatch.setattr(kchaos.reports.console, "print_run", lambda *a: None)
+    return seen
+
+
+def test_run_json_is_written_when_the_run_starts_and_when_it_ends(
+    driven, run_json_writes, tmp_path: Path
+):
+    orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True)
+    assert [w["status"] for w in run_json_writes] == ["running", "completed"]
+    first, final = run_json_writes
+    # the first write: everything the run is defined by, learned while it started
+    assert driven["run_json_at_nemesis_start"] == first
+    assert first["scenario"]["name"] == "smoke" and first["kafka_version"] == "4.4.0"
+    assert first["image"]["kafka"] == "kchaos/kafka:4.4.0"
+    assert first["features"] == {"transaction.version": 2}
+    assert isinstance(first["history_start_unix_ns"], int)
+    assert first["schedule"] and first["cluster_spec"]
+    assert first["end"] is None
+    assert not {"workload_stats", "drain", "reread", "after_run", "nemesis_errors"} & set(first)
+    # the final write: the first one's facts and what came after, errors of steps too
+    assert {k: v for k, v in final.items() if k in first and k not in ("status", "end")} == {
+        k: v for k, v in first.items() if k not in ("status", "end")
+    }
+    assert final["end"] and final["wall_seconds"] >= 0 and "error" not in final
+    assert final["workload_stats"] == {"sent": 10} and final["drain"] == {"partitions": 1}
+    assert final["reread"] == {} and final["replicas"] == {"files": 2}
+    assert final["after_run"] == {"error": "OSError: docker gone"}
+    assert final["nemesis_errors"] == [{"fault": "f-1", "error": "never healed"}]
+    # the checker and the reports read the final run.json
+    assert driven["run_json_at_check"] == final
+
+
+def test_a_run_failing_after_it_started_writes_its_error_at_the_end(
+    driven, run_json_writes, monkeypatch, tmp_path: Path
+):
+    from kchaos.workloads.workload import Workload
+
+    real = Workload.for_cluster
+
+    def failing_drain(*args: Any, **kw: Any) -> Any:
+        workload = real(*args, **kw)
+        workload.drain = lambda: (_ for _ in ()).throw(ClusterError("drain lost"))
+        return workload
+
+    monkeypatch.setattr(Workload, "for_cluster", staticmethod(failing_drain))
+    with pytest.raises(ClusterError, match="drain lost"):
+        orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True)
+    assert [w["status"] for w in run_json_writes] == ["running", "error"]
+    final = run_json_writes[-1]
+    assert final["error"] == "ClusterError: drain lost" and final["end"]
+    assert final["nemesis_errors"] and final["workload_stats"] == {"sent": 10}
+
+
+def test_a_run_failing_before_it_started_writes_run_json_once(
+    fakes, run_json_writes, monkeypatch, tmp_path: Path
+):
+    import kchaos.harness.cluster
+
+    class NoCluster(FakeCluster):
+        def start(self) -> FakeCluster:
+            raise ClusterError("no Docker daemon")
+
+    monkeypatch.setattr(kchaos.harness.cluster, "Cluster", NoCluster, raising=False)
+    with pytest.raises(ClusterError, match="no Docker daemon"):
+        orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True)
+    assert fakes[0].stopped
+    assert len(run_json_writes) == 1
+    # readable by the reader every tool uses, saying what was attempted and why it failed
+    from kchaos.harness.rundir.runjson import load_run
+
+    run = load_run(tmp_path / "run")
+    assert run.status == "error" and run.end and run.scenario_name == "smoke"
+    assert run.get("error") == "ClusterError: no Docker daemon"
+    assert run.kafka_image == "kchaos/kafka:4.4.0"
+    assert run.history_start_unix_ns is None and run.schedule is None
+    assert run_json_writes[0] == run.raw
+
+
+def test_run_record_writes_only_when_told(tmp_path: Path, monkeypatch):
+    rec = record.RunRecord(tmp_path / "run.json", {"format": 1})
+    rec.update(a=(1, 2))
+    assert not rec.path.exists() and rec.writes == 0
+    assert rec.data["a"] == [1, 2]  # taken as plain data when recorded
+    rec.started()
+    assert json.loads(rec.path.read_text()) == {"format": 1, "a": [1, 2], "status": "running"}
+    rec.update(b=1)
+    assert json.loads(rec.path.read_text())["status"] == "running" and rec.writes == 1
+    monkeypatch.setattr(record, "write_run", lambda *a: (_ for _ in ()).throw(OSError("full")))
+    rec.finished("completed", end="now")  # logged, not raised
+    assert rec.writes == 1 and rec.data["status"] == "completed"
