@@ -261,6 +261,11 @@ def broker_targets(fault: Fault) -> tuple[list[int], list[str]]:
     return sorted(set(brokers)), others
 
 
+def no_broker(others: Sequence[str]) -> tuple[EffectState, str]:
+    """What a broker fault aimed at no broker measures: nothing."""
+    return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+
+
 def _summed(
     parts: Sequence[tuple[EffectState, str]],
     unmeasured_targets: Sequence[str] = (),
@@ -324,7 +329,7 @@ def measure_crash(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     if record is None:
         return NOT_MEASURED, f"no {CONTROLLER_JSONL}: broker epochs unknown"
     if not brokers:
-        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+        return no_broker(others)
     end = _restart_end(fault, ctx.facts)
     parts: list[tuple[EffectState, str]] = []
     for broker in brokers:
@@ -448,7 +453,7 @@ def measure_pause(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     pause. A pause shorter than the session and than replica.lag.time.max.ms is not-seen."""
     brokers, others = broker_targets(fault)
     if not brokers:
-        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+        return no_broker(others)
     state, told = _isr_or_fence(ctx, brokers, fault.start_time, _end(fault, ctx.facts))
     return state, "heartbeat gaps are not kept; measured their consequence, " + told
 
@@ -546,7 +551,7 @@ def measure_disk_full(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     fault; the stop line's ``restarted`` (brokers Kafka halted) is reported beside it."""
     brokers, others = broker_targets(fault)
     if not brokers:
-        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+        return no_broker(others)
     start, end = fault.start_time, _end(fault, ctx.facts)
     parts: list[tuple[EffectState, str]] = []
     unmeasured = list(others)
@@ -587,7 +592,7 @@ def measure_flush(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     may be not-seen: the timer's percentiles still hold the first one's flushes."""
     brokers, others = broker_targets(fault)
     if not brokers:
-        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+        return no_broker(others)
     series = ctx.flush_times()
     if not series:
         return NOT_MEASURED, f"flush times unknown: {ctx.flush_note}"
@@ -664,7 +669,7 @@ def measure_latency(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
         return NOT_MEASURED, "a controller link carries no send; heartbeat delays are not kept"
     brokers, others = broker_targets(fault)
     if not brokers:
-        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+        return no_broker(others)
     added = fault.params.get("latency_ms", 100)
     added_ms = float(added) if isinstance(added, int | float) else 0.0
     end = _end(fault, ctx.facts, 0)
@@ -711,7 +716,7 @@ def measure_ack_gap(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
         return NOT_MEASURED, "a controller link carries no send; heartbeat delays are not kept"
     brokers, others = broker_targets(fault)
     if not brokers:
-        return NOT_MEASURED, f"no broker among the targets ({', '.join(others) or 'none'})"
+        return no_broker(others)
     if fault.stop_time is None:
         return NOT_SEEN, "the fault never stopped: no stretch to measure"
     start, stop = fault.start_time, fault.stop_time

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_workload import FakeWorkload
 
 import kchaos.faults.base
 from kchaos.harness.errors import ConfigError
@@ -184,24 +185,6 @@ def test_the_runner_hands_on_the_loaders_objects(monkeypatch, tmp_path: Path, va
     assert sc.plan is not None
     validations.clear()
     seen: dict[str, Any] = {}
-
-    class FakeWorkload:
-        producers: list[Any] = []
-
-        def __enter__(self) -> FakeWorkload:
-            return self
-
-        def __exit__(self, *exc: Any) -> None:
-            pass
-
-        def start(self) -> None:
-            pass
-
-        def stop(self) -> dict[str, Any]:
-            return {}
-
-        def drain(self) -> Any:
-            return None
 
     def for_cluster(spec: Any, cluster: Any, history: Any, **kw: Any) -> FakeWorkload:
         seen["workload"] = spec

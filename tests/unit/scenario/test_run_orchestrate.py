@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fake_workload import FakeWorkload
 from sample_runs import make_run
 
 from kchaos.faults.leadership import rotated
@@ -222,24 +223,6 @@ def driven(fakes, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
     seen: dict[str, Any] = {}
 
-    class FakeWorkload:
-        producers: list[Any] = []
-
-        def __enter__(self) -> FakeWorkload:
-            return self
-
-        def __exit__(self, *exc: Any) -> None:
-            pass
-
-        def start(self) -> None:
-            pass
-
-        def stop(self) -> dict[str, Any]:
-            return {"sent": 10}
-
-        def drain(self) -> dict[str, Any]:
-            return {"partitions": 1}
-
     class FakeNemesis:
         heal_actions: list[str] = []
 
@@ -271,7 +254,7 @@ def driven(fakes, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
     def for_cluster(spec: Any, cluster: Any, history: Any, **kw: Any) -> FakeWorkload:
         seen["run_dir"] = kw["run_dir"].path
-        return FakeWorkload()
+        return FakeWorkload(stopped={"sent": 10}, drained={"partitions": 1})
 
     monkeypatch.delenv("KCHAOS_METRICS_PORT", raising=False)
     monkeypatch.setattr(orchestrate, "create_topics", lambda *a: None)
