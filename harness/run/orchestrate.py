@@ -201,11 +201,13 @@ def run_scenario(
     keep_cluster: bool = False,
     extra: dict[str, Any] | None = None,
     prometheus: bool = False,
+    parallel: int = 1,
 ) -> RunResult:
     """Run one scenario end to end; returns the outcome (exit code by ``expect``).
 
     ``extra`` adds top-level keys to run.json (``replay_of``, ``shrink_of``);
-    ``prometheus`` starts a Prometheus server for the run (kchaos.harness.run.prometheus)."""
+    ``prometheus`` starts a Prometheus server for the run (kchaos.harness.run.prometheus);
+    ``parallel``: how many runs the batch runs on this host at once (run.json ``host``)."""
     from kchaos.harness.cluster import Cluster
     from kchaos.harness.run.prometheus import observe_run
     from kchaos.reports.console import make_console
@@ -219,7 +221,11 @@ def run_scenario(
     kafka_version = plan.cluster.kafka_version
     rec = record.RunRecord(
         run_dir.run_json,
-        {**record.initial(sc, run_id, kafka_version, command), **(extra or {})},
+        {
+            **record.initial(sc, run_id, kafka_version, command),
+            "host": record.host_share(parallel),
+            **(extra or {}),
+        },
     )
     rec.write()
     progress.note(f"run [bold]{sc.name}[/] id {run_id} seed {sc.seed} Kafka {kafka_version}")
@@ -260,7 +266,10 @@ def run_scenario(
         raise
     finally:
         rec.update(
-            status=status, end=record.utc_now(), wall_seconds=round(time.monotonic() - began, 1)
+            status=status,
+            end=record.utc_now(),
+            wall_seconds=round(time.monotonic() - began, 1),
+            host=record.host_at_end(rec.data.get("host")),
         )
         if run_dir.history.is_file():
             report = _judge(run_dir, progress, console)

@@ -82,6 +82,34 @@ def test_completed_run_writes_everything(fakes, monkeypatch, tmp_path: Path):
     assert result.exit_code == 0
 
 
+def test_run_json_records_the_runs_share_of_the_host(fakes, monkeypatch, tmp_path: Path):
+    """run.json ``host``: the CPUs, how many runs the batch ran at once, and the load
+    average at the start and the end; the run page says it on one line."""
+    monkeypatch.setattr(orchestrate, "_drive", writes_history())
+    loads = iter([(0.5, 0.4, 0.3), (3.25, 1.0, 0.5)])
+    monkeypatch.setattr(record.os, "getloadavg", lambda: next(loads))
+    monkeypatch.setattr(record.os, "cpu_count", lambda: 2)
+    orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True, parallel=2)
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["host"] == {
+        "cpus": 2,
+        "parallel": 2,
+        "cpus_per_run": 1.0,
+        "load_avg_start": [0.5, 0.4, 0.3],
+        "load_avg_end": [3.25, 1.0, 0.5],
+    }
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert "2 CPUs, 2 runs at once (1 CPU each), load 0.5 at start, 3.25 at end" in page
+
+
+def test_a_lone_run_records_parallel_1(fakes, monkeypatch, tmp_path: Path):
+    monkeypatch.setattr(orchestrate, "_drive", writes_history())
+    orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True)
+    host = json.loads((tmp_path / "run" / "run.json").read_text())["host"]
+    assert host["parallel"] == 1 and host["cpus"] >= 1
+    assert record.host_at_end(None) is None
+
+
 def test_a_failing_run_still_tears_down_and_reports(fakes, monkeypatch, tmp_path: Path):
     monkeypatch.setattr(orchestrate, "_drive", writes_history(fail=ClusterError("boom")))
     with pytest.raises(ClusterError, match="boom"):
