@@ -56,12 +56,12 @@ from typing import IO, Any, Protocol
 
 from kchaos.harness.errors import ConfigError, KchaosError, RunInterrupted
 from kchaos.harness.rundir.files import write_json
+from kchaos.harness.rundir.rundir import RunDir
 
 # After the first Ctrl-C, how long the running cells get to end on their own (each
 # collects its evidence, heals, tears its cluster down and writes its reports).
 GRACE_S = 300.0
 TICK_S = 0.5  # how often the parent looks at its cells
-CONSOLE_DIR = "console"  # OUT/console/LABEL.log: each cell's console
 CELL_MODULE = "kchaos.harness.run.cell"
 
 
@@ -365,7 +365,7 @@ class CellProcess:
 
 
 def console_log(suite_dir: Path, label: str) -> Path:
-    return suite_dir / CONSOLE_DIR / f"{label}.log"
+    return RunDir(suite_dir).cell_console(label)
 
 
 # ------------------------------------------------------------------ the batch
@@ -404,7 +404,7 @@ def run_entries_parallel(
     running: set[int] = set()
     console.print(
         f"{total} runs, at most {parallel} at once on {os.cpu_count()} CPUs; each run's "
-        f"console: {suite_dir / CONSOLE_DIR}/LABEL.log"
+        f"console: {console_log(suite_dir, 'LABEL')}"
     )
 
     def started(i: int, entry: Any) -> None:

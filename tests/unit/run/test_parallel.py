@@ -472,3 +472,8 @@ def test_the_cell_runs_the_scenario_as_a_sequential_batch_would(
 
     monkeypatch.setattr(orchestrate, "run_scenario", interrupted)
     assert cell.run_cell(job).interrupted
+
+
+def test_each_cells_console_goes_beside_the_run_directories(tmp_path: Path) -> None:
+    label = "smoke/kafka-4.4.0/seed-1"
+    assert parallel.console_log(tmp_path, label) == tmp_path / "console" / f"{label}.log"
