@@ -477,3 +477,20 @@ def test_the_cell_runs_the_scenario_as_a_sequential_batch_would(
 def test_each_cells_console_goes_beside_the_run_directories(tmp_path: Path) -> None:
     label = "smoke/kafka-4.4.0/seed-1"
     assert parallel.console_log(tmp_path, label) == tmp_path / "console" / f"{label}.log"
+
+
+def test_a_real_cell_process_reads_its_job_and_leaves_its_outcome(tmp_path: Path) -> None:
+    """`python -m kchaos.harness.run.cell` for real, with a job that fails before any
+    Docker: the job arrives on stdin, the error is the cell's outcome, the traceback is in
+    its console log."""
+    import time
+
+    job = CellJob(scenario=None, out=tmp_path / "out" / "x", result=tmp_path / "r.json")
+    proc = CellProcess(job, tmp_path / "console" / "x.log")
+    deadline = time.monotonic() + 60
+    while (outcome := proc.poll()) is None:
+        assert time.monotonic() < deadline, "the cell process did not end"
+        time.sleep(0.1)
+    assert outcome.exit_code == KchaosError.exit_code and not outcome.interrupted
+    assert "AttributeError" in str(outcome.error)
+    assert "Traceback" in (tmp_path / "console" / "x.log").read_text()
