@@ -64,6 +64,15 @@ from kchaos.harness.rundir.names import DURATIONS_JSON
 @out_option("runs/matrix-NAMES-TIME")
 @prometheus_option()
 @shard_options()
+@click.option(
+    "--parallel",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="P",
+    help="Run up to P cells at once on this host, each its own cluster in a process of its "
+    "own (results in plan order, as a sequential run's). See docs/ci.md for choosing P.",
+)
 def matrix_cmd(
     scenarios: tuple[str, ...],
     tag: str | None,
@@ -76,12 +85,14 @@ def matrix_cmd(
     shard: ShardSpec | None,
     durations: Path | None,
     dry_run: bool,
+    parallel: int,
 ) -> int:
     """Run SCENARIO... on every Kafka version, SEEDS times each, and write one page.
 
     SCENARIO is a library scenario name or a YAML file. Every combination runs on a fresh
-    cluster, one after another. Writes OUT/report.html (per scenario a grid of versions by
-    seeds, each cell linking to its run's report), OUT/junit.xml and OUT/summary.json.
+    cluster, one after another (--parallel P: up to P at once, each with its own
+    cluster). Writes OUT/report.html (per scenario a grid of versions by seeds, each cell
+    linking to its run's report), OUT/junit.xml and OUT/summary.json.
     Bad input (a scenario, a malformed or unknown version) is reported before any run.
     Exit code: 0 when every run ended as its scenario expects, otherwise the worst exit
     code of `kchaos run`.
@@ -109,6 +120,7 @@ def matrix_cmd(
         shard=shard,
         durations=durations or default_durations(),
         dry_run=dry_run,
+        parallel=parallel,
     )
 
 

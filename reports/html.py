@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -189,12 +189,34 @@ def header(data: RunData) -> str:
             + (f", {data.torn_lines} unreadable line(s) ignored" if data.torn_lines else ""),
         ),
     ]
+    host = host_line(run.get("host"))
+    if host:
+        facts.append(("host", host))
     t = data.totals
     facts.append(("sends", f"{t['ok']} ok, {t['fail']} fail, {t['info']} info"))
     if data.txn_outcomes:
         x = data.txn_totals
         facts.append(("transactions", f"{x['ok']} ok, {x['fail']} fail, {x['info']} info"))
     return table(["", ""], [[escape(k), escape(v)] for k, v in facts])
+
+
+def host_line(host: Any) -> str:
+    """run.json ``host`` in a line: ``2 CPUs, 2 runs at once (1 CPU each), load 0.5 at
+    start, 3.1 at end`` (the 1-minute averages); "" without one."""
+    if not isinstance(host, Mapping):
+        return ""
+    cpus, parallel = host.get("cpus"), host.get("parallel") or 1
+    text = f"{cpus if cpus else '?'} CPUs, "
+    text += "one run at a time" if parallel == 1 else f"{parallel} runs at once"
+    share = host.get("cpus_per_run")
+    if parallel != 1 and isinstance(share, int | float):
+        text += f" ({share:g} CPU{'' if share == 1 else 's'} each)"
+    loads = [
+        f"{avg[0]:g} at {when}"
+        for key, when in (("load_avg_start", "start"), ("load_avg_end", "end"))
+        if isinstance(avg := host.get(key), list) and avg
+    ]
+    return text + (", load " + ", ".join(loads) if loads else "")
 
 
 def fault_table(data: RunData) -> str:

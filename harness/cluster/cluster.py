@@ -99,6 +99,9 @@ class Cluster:
         self.toxiproxy_ip: str = ""
         self.start_seconds: float | None = None  # start() to full ISR, images excluded
         self.images_seconds: float | None = None  # resolving/building the images
+        # start() found the run id in use: everything under it is another run's, and
+        # stop() and cleanup() of this object leave it alone
+        self.foreign = False
 
     # -- ClusterHandle ------------------------------------------------------------------
     @property
@@ -419,7 +422,16 @@ class Cluster:
         self.cleanup()
 
     def start(self) -> Cluster:
-        """Create everything and wait until ready; on any failure remove it all again."""
+        """Create everything and wait until ready; on any failure remove it all again.
+
+        The run id is reserved first (:func:`reserve_run_id`): one in use is refused before
+        anything is created, and nothing is removed then, since all of it is the other
+        run's."""
+        try:
+            reserve_run_id(self.run_id)
+        except ClusterError:
+            self.foreign = True
+            raise
         try:
             began = time.monotonic()
             self._resolve_images()
@@ -519,6 +531,8 @@ class Cluster:
         ``timeout`` bounds the whole stop, not each node: what has not exited by then is
         killed by the cleanup (a run collects its evidence before it stops the cluster).
         """
+        if self.foreign:
+            return
         deadline = time.monotonic() + timeout
         try:
             for group in stop_order(self.nodes):
@@ -538,7 +552,10 @@ class Cluster:
             self.cleanup()
 
     def cleanup(self) -> list[str]:
-        """Remove every container, network, mount, loop device and file of this run."""
+        """Remove every container, network, mount, loop device and file of this run
+        (nothing when :meth:`start` found its run id in use: all that is another run's)."""
+        if self.foreign:
+            return []
         try:
             client: docker.DockerClient | None = self.client
         except SetupError:
@@ -609,6 +626,24 @@ class Cluster:
             f"cluster {self.run_id} not ready after {timeout:.0f}s: {what}\n"
             + status_report(containers, names)
         )
+
+
+def reserve_run_id(run_id: str) -> None:
+    """Create the run's state directory, ``<state root>/runs/RUN_ID``, which must not
+    exist: two runs on one host can then never share a run id (an id is a second's time
+    stamp and 16 random bits; ``--parallel`` starts several runs in the same second), so
+    one run's cleanup, which selects by run id, cannot remove the other's containers,
+    network or mounts. ClusterError when it exists: another run holds the id, or a run
+    that died left it (``kchaos cleanup --run RUN_ID`` removes that)."""
+    base = run_dir(run_id)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        base.mkdir()
+    except FileExistsError:
+        raise ClusterError(
+            f"run id {run_id} is in use: {base} exists (another run holds it, or a run "
+            f"left it behind: `kchaos cleanup --run {run_id}`)"
+        ) from None
 
 
 def _serving_port(node: NodeHandle) -> int:

@@ -3,7 +3,9 @@
     kchaos matrix kip-903-lost-page-cache-rejoin --kafka-version 3.4.1,3.5.2 --seeds 3
 
 Every combination runs on a fresh cluster, one after another (the suite's machinery:
-:func:`kchaos.harness.run.suite.run_entries`), into ``OUT/SCENARIO/kafka-V/seed-S/``. The page
+:func:`kchaos.harness.run.suite.run_entries`), or with ``--parallel P`` up to P at once,
+each in a process of its own (:mod:`kchaos.harness.run.parallel`; the outputs are the
+same), into ``OUT/SCENARIO/kafka-V/seed-S/``. The page
 ``OUT/report.html`` shows, per scenario, a grid of versions by seeds (verdict, outcome
 against the scenario's ``expect``, anomaly counts; each cell links to its run's report)
 above the suite's table; ``OUT/junit.xml`` has one test suite per run
@@ -207,17 +209,24 @@ def run_matrix(
     shard: ShardSpec | None = None,
     durations: Path | None = None,
     dry_run: bool = False,
+    parallel: int = 1,
+    start: Any = None,
 ) -> int:
     """Run the matrix (``prometheus``: a Prometheus server for each run; ``tagged``: the
     refs chosen by ``--tag``, see :func:`plan`; ``shard``: only that shard of the plan,
     balanced by the ``durations`` file, :mod:`kchaos.harness.run.shard`; ``dry_run``:
-    print the shard's cells and run nothing); 0 when every run ended as its scenario
-    expects, else the worst exit code of `kchaos run`."""
+    print the shard's cells and run nothing; ``parallel``: up to that many cells at once,
+    :mod:`kchaos.harness.run.parallel`, whose cell starter ``start`` is for tests); 0
+    when every run ended as its scenario expects, else the worst exit code of
+    `kchaos run`."""
+    from kchaos.harness.run.parallel import check_environment, check_parallel
     from kchaos.harness.run.suite import run_entries, suite_dir_for
     from kchaos.harness.scenario.plan import image_source
     from kchaos.reports.console import make_console
 
     console = console or make_console()
+    parallel = check_parallel(parallel)
+    check_environment(parallel)
     if not refs:
         raise ConfigError("name at least one scenario", field="SCENARIO")
     given = parse_versions(versions_text) if versions_text else None
@@ -241,6 +250,7 @@ def run_matrix(
         f"{len(planned.entries)} runs: {len(refs)} scenario(s) x Kafka {', '.join(versions)} x "
         f"{seeds} seed(s) -> {suite_dir}"
         + ("" if split.spec.count == 1 else f"; shard {split.spec}: {len(entries)} of them")
+        + ("" if parallel == 1 else f"; up to {parallel} at once")
     )
     for o in planned.out_of_range:
         console.print(
@@ -266,6 +276,8 @@ def run_matrix(
         run=run,
         prometheus=prometheus,
         log=shards.BatchLog(suite_dir, split, context, durations),
+        parallel=parallel,
+        start=start,
     )
 
 

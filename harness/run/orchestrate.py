@@ -209,11 +209,13 @@ def run_scenario(
     keep_cluster: bool = False,
     extra: dict[str, Any] | None = None,
     prometheus: bool = False,
+    parallel: int = 1,
 ) -> RunResult:
     """Run one scenario end to end; returns the outcome (exit code by ``expect``).
 
     ``extra`` adds top-level keys to run.json (``replay_of``, ``shrink_of``);
-    ``prometheus`` starts a Prometheus server for the run (kchaos.harness.run.prometheus)."""
+    ``prometheus`` starts a Prometheus server for the run (kchaos.harness.run.prometheus);
+    ``parallel``: how many runs the batch runs on this host at once (run.json ``host``)."""
     from kchaos.harness.cluster import Cluster
     from kchaos.harness.run.prometheus import observe_run
     from kchaos.reports.console import make_console
@@ -229,7 +231,11 @@ def run_scenario(
     # (rec.finished() below): run.json is written at those two points only
     rec = record.RunRecord(
         run_dir.run_json,
-        {**record.initial(sc, run_id, kafka_version, command), **(extra or {})},
+        {
+            **record.initial(sc, run_id, kafka_version, command),
+            "host": record.host_share(parallel),
+            **(extra or {}),
+        },
     )
     progress.note(f"run [bold]{sc.name}[/] id {run_id} seed {sc.seed} Kafka {kafka_version}")
     progress.note(f"run directory: {run_dir}")
@@ -278,6 +284,7 @@ def run_scenario(
             status,
             end=record.utc_now(),
             wall_seconds=round(time.monotonic() - began, 1),
+            host=record.host_at_end(rec.data.get("host")),
             **({} if error is None else {"error": error}),
         )
         if run_dir.history.is_file():

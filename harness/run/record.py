@@ -37,6 +37,7 @@ No other module writes a run's run.json while it runs (a unit test scans for wri
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,7 +49,16 @@ from kchaos.harness.rundir.names import RUN_JSON
 from kchaos.harness.rundir.runjson import FORMAT, write_run
 from kchaos.harness.scenario.model import Scenario
 
-__all__ = ["FORMAT", "RunRecord", "initial", "jsonable", "record_step", "utc_now"]
+__all__ = [
+    "FORMAT",
+    "RunRecord",
+    "host_at_end",
+    "host_share",
+    "initial",
+    "jsonable",
+    "record_step",
+    "utc_now",
+]
 
 
 log = logging.getLogger(__name__)
@@ -135,3 +145,33 @@ def initial(sc: Scenario, run_id: str, kafka_version: str, command: list[str] | 
         "start": utc_now(),
         "end": None,
     }
+
+
+def load_average() -> list[float] | None:
+    """The host's 1, 5 and 15 minute load averages; None where the OS has none."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def host_share(parallel: int, cpus: int | None = None) -> dict[str, Any]:
+    """run.json ``host`` as a run starts: the host's CPUs, how many runs the batch runs
+    on it at once (``--parallel``; 1 for a lone run or a sequential batch), the CPUs that
+    leaves each run, and the load average then. A verdict reached under load (a slow
+    broker, a missed deadline) can so be told from one reached on a quiet host."""
+    n = cpus if cpus is not None else os.cpu_count()
+    return {
+        "cpus": n,
+        "parallel": parallel,
+        "cpus_per_run": None if not n else round(n / max(parallel, 1), 2),
+        "load_avg_start": load_average(),
+        "load_avg_end": None,
+    }
+
+
+def host_at_end(host: Any) -> dict[str, Any] | None:
+    """``host`` with the load average as the run ends (None: the run wrote none)."""
+    if not isinstance(host, dict):
+        return None
+    return {**host, "load_avg_end": load_average()}

@@ -112,12 +112,30 @@ def run_entries(
     run: RunFn | None = None,
     prometheus: bool = False,
     log: BatchLog | None = None,
+    parallel: int = 1,
+    start: Any = None,
 ) -> int:
     """Run the entries one after another, each on a fresh cluster, into
     ``suite_dir/LABEL``; ``write(reports, failures)`` at the end (also when interrupted).
     ``prometheus``: a Prometheus server for each run; ``log``: shard.json and the
     durations file, kept as runs end. 0 when every run ended as expected, else the worst
-    exit code."""
+    exit code. ``parallel`` > 1: up to that many at once, each in a process of its own
+    (:func:`kchaos.harness.run.parallel.run_entries_parallel`; ``start``: its cell
+    starter, for tests); the outputs are the same."""
+    if parallel != 1:
+        from kchaos.harness.run.parallel import run_entries_parallel
+
+        return run_entries_parallel(
+            suite_dir,
+            entries,
+            write,
+            console=console,
+            command=command,
+            prometheus=prometheus,
+            log=log,
+            parallel=parallel,
+            start=start,
+        )
     run = run or run_scenario
     if log is not None:
         log.begin()
@@ -137,21 +155,21 @@ def run_entries(
                 sc, out=run_dir, console=console, command=command, prometheus=prometheus, **more
             )
         except RunInterrupted:
-            failures.append(_failure(sc, run_dir, "interrupted"))
+            failures.append(failure(sc, run_dir, "interrupted"))
             write(reports, failures)
             raise
         except KchaosError as exc:
             console.print(f"[red]{entry.label}: {exc}[/]")
-            failures.append(_failure(sc, run_dir, str(exc)))
+            failures.append(failure(sc, run_dir, str(exc)))
             codes.append(exc.exit_code)
         except Exception as exc:  # noqa: BLE001 - a harness bug: record it, run the rest
             console.print_exception()
-            failures.append(_failure(sc, run_dir, f"{type(exc).__name__}: {exc}"))
+            failures.append(failure(sc, run_dir, f"{type(exc).__name__}: {exc}"))
             codes.append(KchaosError.exit_code)
         else:
             codes.append(result.exit_code)
             if result.report is None:  # the run stands, but its reports failed (printed above)
-                failures.append(_failure(sc, run_dir, "the run's reports could not be written"))
+                failures.append(failure(sc, run_dir, "the run's reports could not be written"))
             else:
                 reports.append(result.report)
         if log is not None:
@@ -164,7 +182,8 @@ def run_entries(
     return code
 
 
-def _failure(sc: Scenario, run_dir: Path, error: str) -> SuiteFailure:
+def failure(sc: Scenario, run_dir: Path, error: str) -> SuiteFailure:
+    """A run that left no report, as the batch page lists it."""
     return SuiteFailure(
         sc.name, error, str(run_dir), kafka_version=sc.cluster.kafka_version, seed=sc.seed
     )

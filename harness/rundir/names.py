@@ -61,6 +61,9 @@ SHARD_JSON = "shard.json"
 DURATIONS_JSON = "durations.json"
 SHRINK_JSON = "shrink.json"
 SHRUNK_YAML = "shrunk.yaml"
+#: ``console/LABEL.log``: each cell's console in a ``--parallel`` batch (a common word,
+#: so not in FILE_NAMES)
+CONSOLE_DIR = "console"
 
 #: The names a scan of the code looks for: every file, and the folders whose name is no
 #: common word (``logs`` and ``analysis`` are: see RUN_DIR_FOLDERS).

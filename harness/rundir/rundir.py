@@ -198,6 +198,11 @@ class RunDir:
     def shard_json(self) -> Path:
         return self._file(names.SHARD_JSON)
 
+    def cell_console(self, label: str) -> Path:
+        """A ``--parallel`` batch's ``console/LABEL.log``: what the cell whose run
+        directory is ``LABEL`` printed."""
+        return self.path / names.CONSOLE_DIR / f"{label}.log"
+
     @property
     def shrink_json(self) -> Path:
         return self._file(names.SHRINK_JSON)

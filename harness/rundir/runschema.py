@@ -86,6 +86,19 @@ KEPT_AS_WRITTEN: dict[str, dict[str, Any]] = {
     "replay_of": {"description": "the run this one replays", **_OBJECT},
     "shrink_of": {"description": "the run directory a shrink attempt shrinks", **_TEXT},
     "generated_by": _TEXT,
+    "host": {
+        "description": "the host's CPU share of the run: its CPUs, how many runs the batch "
+        "ran on it at once (--parallel), the CPUs that left each, and the 1, 5 and 15 "
+        "minute load averages at the run's start and end",
+        "type": ["object", "null"],
+        "properties": {
+            "cpus": {"type": ["integer", "null"], "minimum": 1},
+            "parallel": {"type": ["integer", "null"], "minimum": 1},
+            "cpus_per_run": {"type": ["number", "null"]},
+            "load_avg_start": {"type": ["array", "null"], "items": {"type": "number"}},
+            "load_avg_end": {"type": ["array", "null"], "items": {"type": "number"}},
+        },
+    },
 }
 
 

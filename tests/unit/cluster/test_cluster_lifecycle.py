@@ -15,7 +15,10 @@ from kchaos.harness.cluster.topology import plan_nodes
 from kchaos.harness.errors import ClusterError
 
 
-def test_a_failed_start_cleans_up_and_re_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_start_cleans_up_and_re_raises(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KCHAOS_STATE_DIR", str(tmp_path))
     calls: list[str] = []
 
     def boom(self: Cluster) -> None:
@@ -29,7 +32,10 @@ def test_a_failed_start_cleans_up_and_re_raises(monkeypatch: pytest.MonkeyPatch)
     assert calls == ["start", "cleanup"]
 
 
-def test_an_interrupted_start_cleans_up_too(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_start_cleans_up_too(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KCHAOS_STATE_DIR", str(tmp_path))
     calls: list[str] = []
 
     def interrupted(self: Cluster) -> None:
@@ -40,6 +46,41 @@ def test_an_interrupted_start_cleans_up_too(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(KeyboardInterrupt):
         Cluster(ClusterSpec(run_id="t2")).start()
     assert calls == ["cleanup"]
+
+
+def test_a_run_id_in_use_is_refused_and_nothing_of_it_is_removed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Two runs on one host with the same id (the same second, the same 16 random bits):
+    the second is refused before it creates anything, and neither its failed start nor
+    its stop removes what the first run owns (cleanup selects by run id)."""
+    monkeypatch.setenv("KCHAOS_STATE_DIR", str(tmp_path))
+    calls: list[str] = []
+    monkeypatch.setattr(Cluster, "_start", lambda self: calls.append("start"))
+    monkeypatch.setattr(cluster_mod, "cleanup_run", lambda run_id, **kw: calls.append(run_id))
+    first = Cluster(ClusterSpec(run_id="same"))
+    first.start()
+    assert (tmp_path / "runs" / "same").is_dir()
+    second = Cluster(ClusterSpec(run_id="same"))
+    with pytest.raises(ClusterError, match="run id same is in use"):
+        second.start()
+    assert second.foreign
+    second.stop()
+    assert second.cleanup() == []
+    assert calls == ["start"]  # only the first run started; nobody cleaned anything
+    first.cleanup()
+    assert calls == ["start", "same"]
+
+
+def test_reserving_a_run_id_creates_its_state_directory_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KCHAOS_STATE_DIR", str(tmp_path / "state"))
+    cluster_mod.reserve_run_id("20261206-203000-a1b2")
+    assert (tmp_path / "state" / "runs" / "20261206-203000-a1b2").is_dir()
+    cluster_mod.reserve_run_id("20261206-203000-a1b3")  # another id: fine
+    with pytest.raises(ClusterError, match="kchaos cleanup --run 20261206-203000-a1b2"):
+        cluster_mod.reserve_run_id("20261206-203000-a1b2")
 
 
 def test_attach_rebuilds_handles_from_saved_state(

@@ -99,6 +99,34 @@ def test_completed_run_writes_everything(fakes, monkeypatch, tmp_path: Path):
     assert result.exit_code == 0
 
 
+def test_run_json_records_the_runs_share_of_the_host(fakes, monkeypatch, tmp_path: Path):
+    """run.json ``host``: the CPUs, how many runs the batch ran at once, and the load
+    average at the start and the end; the run page says it on one line."""
+    monkeypatch.setattr(orchestrate, "_drive", writes_history())
+    loads = iter([(0.5, 0.4, 0.3), (3.25, 1.0, 0.5)])
+    monkeypatch.setattr(record.os, "getloadavg", lambda: next(loads))
+    monkeypatch.setattr(record.os, "cpu_count", lambda: 2)
+    orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True, parallel=2)
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["host"] == {
+        "cpus": 2,
+        "parallel": 2,
+        "cpus_per_run": 1.0,
+        "load_avg_start": [0.5, 0.4, 0.3],
+        "load_avg_end": [3.25, 1.0, 0.5],
+    }
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert "2 CPUs, 2 runs at once (1 CPU each), load 0.5 at start, 3.25 at end" in page
+
+
+def test_a_lone_run_records_parallel_1(fakes, monkeypatch, tmp_path: Path):
+    monkeypatch.setattr(orchestrate, "_drive", writes_history())
+    orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True)
+    host = json.loads((tmp_path / "run" / "run.json").read_text())["host"]
+    assert host["parallel"] == 1 and host["cpus"] >= 1
+    assert record.host_at_end(None) is None
+
+
 def test_a_failing_run_still_tears_down_and_reports(fakes, monkeypatch, tmp_path: Path):
     monkeypatch.setattr(orchestrate, "_drive", writes_history(fail=ClusterError("boom")))
     with pytest.raises(ClusterError, match="boom"):
@@ -292,9 +320,13 @@ def test_run_json_is_written_when_the_run_starts_and_when_it_ends(
     assert first["end"] is None
     assert not {"workload_stats", "drain", "reread", "after_run", "nemesis_errors"} & set(first)
     # the final write: the first one's facts and what came after, errors of steps too
-    assert {k: v for k, v in final.items() if k in first and k not in ("status", "end")} == {
-        k: v for k, v in first.items() if k not in ("status", "end")
+    # (the host's load average is taken again at the end)
+    changed = ("status", "end", "host")
+    assert {k: v for k, v in final.items() if k in first and k not in changed} == {
+        k: v for k, v in first.items() if k not in changed
     }
+    assert final["host"]["load_avg_start"] == first["host"]["load_avg_start"]
+    assert first["host"]["load_avg_end"] is None and final["host"]["load_avg_end"]
     assert final["end"] and final["wall_seconds"] >= 0 and "error" not in final
     assert final["workload_stats"] == {"sent": 10} and final["drain"] == {"partitions": 1}
     assert final["reread"] == {} and final["replicas"] == {"files": 2}
