@@ -58,7 +58,7 @@ class RunResult:
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM raises RunInterrupted in the main thread, so finally blocks run."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -244,7 +244,7 @@ def run_scenario(
     error: str | None = None  # why the run did not complete
     report = None
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             with progress.phase("images"):
                 images = ensure_images(sc, kafka_version)
             rec.update(image={"kafka": images.kafka, "toxiproxy": images.toxiproxy})

@@ -46,15 +46,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import IO, Any, Protocol
 
 from kchaos.harness.errors import ConfigError, KchaosError, RunInterrupted
+from kchaos.harness.run.orchestrate import sigterm_as_interrupt
 from kchaos.harness.rundir.files import write_json
 from kchaos.harness.rundir.rundir import RunDir
 
@@ -221,24 +220,6 @@ def _wind_down(
 
 def _as_interrupted(outcome: Outcome) -> Outcome:
     return Outcome(outcome.exit_code, outcome.error, interrupted=True)
-
-
-@contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM raises RunInterrupted in the main thread while the block runs (the parent
-    of the cells then winds them down as for Ctrl-C)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise RunInterrupted("terminated (SIGTERM)")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 # ------------------------------------------------------------------ the cell processes
@@ -443,7 +424,7 @@ def run_entries_parallel(
     try:
         if start is None:
             start = _process_starter(suite_dir, results, command, prometheus, parallel)
-        with sigterm_interrupts():
+        with sigterm_as_interrupt():
             done = schedule(entries, parallel, start, started=started, ended=ended)
     finally:
         shutil.rmtree(results, ignore_errors=True)
