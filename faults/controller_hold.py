@@ -36,6 +36,13 @@ leader that is not the active controller (KIP-903's case, and
 ``tests/integration/test_fault_effects.py``, which reads the controller's record). How
 the active controller's own request got through was not found.
 
+Effect: before the chain is removed its DROP/REJECT counters are read; the stop line's
+``held_packets`` (per target) is how many packets the hold kept from the controller: a
+request on an idle connection, or a new connection's SYNs. The connections that were idle
+at the start (``held_connections``) say only what could be held; a run in which a
+target's every known connection was busy still holds the channel it opens later (the
+AlterPartition channel connects on its first request), which only the counters show.
+
 The rules live in the fault's own iptables chain in the target's network namespace (see
 :mod:`kchaos.faults.iptables`), so heal-everything removes them like any partition's. Both
 ``ss`` and ``iptables`` are the host's, run in that namespace: the image needs neither.
@@ -234,4 +241,12 @@ class HoldControllerRequests(Fault):
 
     def _stop(self) -> None:
         chain = getattr(self, "_chain", iptables.fault_chain(self.id))
-        iptables.remove(self.cluster, chain, getattr(self, "_installed", []))
+        installed = getattr(self, "_installed", [])
+        # the effect, read before the chain goes: what the targets sent to the controller
+        # ports that the rules dropped (the stop line's ``held_packets``)
+        counts = {n: iptables.dropped(self.cluster, chain, n) for n in installed}
+        if installed:
+            self.detail["held_packets"] = {
+                self.cluster.node(n).name: c for n, c in counts.items() if c is not None
+            }
+        iptables.remove(self.cluster, chain, installed)

@@ -127,6 +127,25 @@ def remove_script(chain: str) -> str:
     )
 
 
+def counters_script(chain: str) -> str:
+    """List the per-fault chain with exact packet counts (read before it is removed)."""
+    return "\n".join([NEEDS_IPTABLES, f"iptables -w -L {chain} -v -x -n"])
+
+
+def parse_dropped(text: str) -> int | None:
+    """``iptables -L CHAIN -v -x -n`` -> packets its DROP and REJECT rules matched; None
+    when the text is not such a listing (no ``Chain`` header, e.g. the chain was gone)."""
+    lines = text.splitlines()
+    if not any(line.startswith("Chain ") for line in lines):
+        return None
+    total = 0
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 2 and fields[0].isdigit() and fields[2] in ("DROP", "REJECT"):
+            total += int(fields[0])
+    return total
+
+
 def heal_script() -> str:
     """Remove every KCHAOS* chain; prints the names it removed, one per line."""
     return "\n".join(
@@ -172,6 +191,17 @@ def install(
         done.append(node_id)
         run_script(cluster, node, install_script(chain, rules[node_id]), heal=False)
     return done
+
+
+def dropped(cluster: NodeAccess, chain: str, node_id: int) -> int | None:
+    """Packets the chain's DROP/REJECT rules matched on one node so far; None when that
+    cannot be read (the node's container is down, the chain is gone): a measure, never a
+    reason for a heal to fail."""
+    try:
+        out = run_script(cluster, cluster.node(node_id), counters_script(chain), heal=True)
+    except HealError:
+        return None
+    return parse_dropped(out)
 
 
 def remove(cluster: NodeAccess, chain: str, node_ids: Iterable[int]) -> None:

@@ -460,19 +460,32 @@ def measure_pause(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
 
 # -- hold-controller-requests: the connections held ---------------------------------------
 def measure_hold(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
-    """hold-controller-requests: the connections to the controller whose packets the
-    fault held (its start line's ``detail.held_connections``: known, and idle in the
-    sample, so held back)."""
+    """hold-controller-requests: the packets to the controller that the fault's rules
+    dropped (its stop line's ``detail.held_packets``, per target, read from the rules'
+    counters before they went). A target without a count (a history from before the
+    counters, or a node down at the stop) falls back to the connections idle at the start
+    (``detail.held_connections``): what could be held, not what was."""
+    counted = fault.stop_detail.get("held_packets")
+    counted = counted if isinstance(counted, dict) else {}
     held = fault.detail.get("held_connections")
-    if not isinstance(held, dict):
-        return NOT_MEASURED, "the start line records no held_connections"
+    held = held if isinstance(held, dict) else {}
+    if not counted and not held:
+        return NOT_MEASURED, "the fault's lines record neither held_packets nor held_connections"
     parts: list[tuple[EffectState, str]] = []
     for name in fault.targets:
+        packets = counted.get(name)
         ports = held.get(name)
-        if isinstance(ports, list) and ports:
+        if isinstance(packets, int):
+            if packets > 0:
+                parts.append((SEEN, f"{name}: {packets} packet(s) to the controller held"))
+            else:
+                parts.append((NOT_SEEN, f"{name}: sent nothing to the controller that was held"))
+        elif isinstance(ports, list) and ports:
             parts.append((SEEN, f"{name}: {len(ports)} connection(s) held (local ports {ports})"))
-        else:
+        elif isinstance(ports, list):
             parts.append((NOT_SEEN, f"{name}: no connection to the controller held"))
+        else:
+            parts.append((NOT_MEASURED, f"{name}: no count of held packets"))
     return _summed(parts)
 
 

@@ -255,6 +255,49 @@ def test_a_hold_is_seen_as_the_connections_it_held(tmp_path: Path) -> None:
     assert e["effect"] == "not-measured"
 
 
+def test_a_hold_is_seen_as_the_packets_its_rules_dropped(tmp_path: Path) -> None:
+    # every connection known at the start was busy (none idle), but the channel opened
+    # later was held: the rules' counters, read at the stop, are what counts (CI, 3.4.1)
+    busy = {"held_connections": {"broker-1": []}}
+    e = evidence(
+        tmp_path,
+        history(
+            "hold-controller-requests",
+            ["broker-1"],
+            detail=busy,
+            stop_detail={"held_packets": {"broker-1": 14}},
+        ),
+    )
+    assert e["effect"] == "seen" and "14 packet(s) to the controller held" in e["observed"]
+
+    # idle connections at the start, yet nothing was sent on them: the near miss
+    idle = {"held_connections": {"broker-1": [40001]}}
+    e = evidence(
+        tmp_path / "b",
+        history(
+            "hold-controller-requests",
+            ["broker-1"],
+            detail=idle,
+            stop_detail={"held_packets": {"broker-1": 0}},
+        ),
+    )
+    assert e["effect"] == "not-seen" and "nothing to the controller that was held" in e["observed"]
+
+    # one target counted, the other's node was down at the stop: the count and the
+    # fallback are summed (a count of 0 on either would be not-seen)
+    two = {"held_connections": {"broker-1": [], "broker-2": [40009]}}
+    e = evidence(
+        tmp_path / "c",
+        history(
+            "hold-controller-requests",
+            ["broker-1", "broker-2"],
+            detail=two,
+            stop_detail={"held_packets": {"broker-1": 3}},
+        ),
+    )
+    assert e["effect"] == "seen", e
+
+
 # -- leadership ---------------------------------------------------------------------------
 def test_a_preferred_election_is_seen_as_leaders_moving_to_the_first_replica(
     tmp_path: Path,

@@ -9,7 +9,7 @@ import pytest
 from fakeclock import only_this_thread
 from faults_fakes import FakeCluster, make_nodes
 
-from kchaos.faults import controller_hold, make_fault
+from kchaos.faults import controller_hold, iptables, make_fault
 from kchaos.faults.controller_hold import busy_ports, hold_rules, parse_ss
 from kchaos.harness.cluster.api import NodeHandle
 from kchaos.harness.errors import FaultError
@@ -42,6 +42,25 @@ def test_busy_ports_are_the_ones_that_sent_between_samples() -> None:
     assert busy_ports(parse_ss(SS_1, {19201}), parse_ss(SS_2, {19201})) == {40100, 40300}
 
 
+# iptables -w -L CHAIN -v -x -n, as iptables 1.8 (nf_tables) prints it
+LISTING = "\n".join(
+    [
+        "Chain KCHAOS-f-2 (1 references)",
+        "    pkts      bytes target     prot opt in     out     source      destination",
+        "     310    40211 RETURN     6    -- *  *  0.0.0.0/0  10.9.0.2  tcp spt:40100 dpt:19301",
+        "      12      720 DROP       6    --  *      *   0.0.0.0/0  10.9.0.2  tcp dpt:19301",
+        "       2      120 REJECT     6    --  *      *   0.0.0.0/0  10.9.0.2  tcp dpt:19302",
+        "",
+    ]
+)
+
+
+def test_parse_dropped_counts_drop_and_reject_rules_only() -> None:
+    assert iptables.parse_dropped(LISTING) == 14
+    assert iptables.parse_dropped(LISTING.split("\n      12")[0]) == 0  # RETURN only
+    assert iptables.parse_dropped("iptables: No chain/target/match by that name.") is None
+
+
 def test_rules_accept_kept_connections_then_drop() -> None:
     rules = hold_rules("10.9.0.2", [19201, 19202], {40100}, "drop")
     assert rules[0][-2:] == ["-j", "RETURN"] and "--sport" in rules[0]
@@ -62,6 +81,9 @@ class SsCluster(FakeCluster):
         if list(cmd[:1]) == ["ss"]:
             self._log("net_exec", node.name, tuple(cmd))
             return 0, self.samples.pop(0)
+        if list(cmd[:2]) == ["sh", "-c"] and " -L KCHAOS-" in cmd[2]:
+            self._log("net_exec", node.name, tuple(cmd))
+            return 0, LISTING
         return super().net_exec(node, cmd)
 
 
@@ -78,7 +100,11 @@ def test_fault_installs_then_heals_its_chain(tmp_path: Path, sleeps: list[float]
         assert "--sport 40100 -j RETURN" in install and "--sport 40300 -j RETURN" in install
         assert "--dport 19301 -j DROP" in install and "40200" not in install
         assert fault.detail["held_connections"] == {"broker-1": [40200]}
+        assert "held_packets" not in fault.detail
     assert "-X KCHAOS-" in _scripts(cluster)[-1]
+    # the counters are read before the chain is removed, into the stop line's detail
+    assert " -L KCHAOS-" in _scripts(cluster)[-2]
+    assert fault.detail["held_packets"] == {"broker-1": 14}
 
 
 @pytest.fixture
