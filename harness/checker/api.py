@@ -283,7 +283,7 @@ def _check_history(
     if replicas is not None:
         extra.append(("replicas", replicas))
     settle_evidence(results, extra)
-    results.evidence["faults"] = [e.to_json() for e in fault_effects(facts, rd.path)]
+    results.evidence["faults"] = [e.to_json() for e in fault_effects(facts, rd)]
     if run_config is not None and run_config.log_lines:
         # Kafka's own log of its defence, where the scenario names one (expect.log_lines)
         results.evidence["lines"] = line_evidence(run_config.log_lines, rd.node_logs())

@@ -25,7 +25,6 @@ import statistics
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from kchaos.harness.checker.controller import ControllerRecord, Shrink
@@ -93,7 +92,7 @@ class Context:
     """What the measures read besides the fault itself."""
 
     facts: Facts
-    run_dir: Path | None = None
+    run_dir: RunDir | None = None
     # per broker: its server.log's lines that a measure looks for (ENOSPC), as (time on
     # the history's base, text); None until read, {} when the run kept no logs (or no
     # time origin)
@@ -158,7 +157,7 @@ class Context:
             if self.run_dir is None:
                 self.flush_note = "no run directory"
                 return self._flushes
-            rd = RunDir(self.run_dir)
+            rd = self.run_dir
             origin = rd.load_run(missing_ok=True).history_start_unix_ns
             if not rd.broker_metrics.is_file():
                 self.flush_note = f"the run kept no {BROKER_METRICS_JSONL}"
@@ -182,7 +181,7 @@ class Context:
         if self.run_dir is None:
             self.logs_note = "no run directory"
             return {}
-        found = timed_node_logs(RunDir(self.run_dir), role="broker")
+        found = timed_node_logs(self.run_dir, role="broker")
         if found is None:
             self.logs_note = f"the run kept no broker log, or {RUN_JSON} has no time origin"
             return {}
@@ -206,9 +205,9 @@ class Context:
 Measure = Callable[[Fault, Context], tuple[EffectState, str]]
 
 
-def fault_effects(facts: Facts, run_dir: str | Path | None = None) -> list[FaultEffect]:
+def fault_effects(facts: Facts, run_dir: RunDir | None = None) -> list[FaultEffect]:
     """``evidence.faults``: every fault of the history, in start order, with its effect."""
-    ctx = Context(facts, None if run_dir is None else Path(run_dir))
+    ctx = Context(facts, run_dir)
     out = []
     for fault in facts.faults:
         if fault.fault in NOT_FAULTS:

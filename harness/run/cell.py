@@ -24,7 +24,6 @@ def run_cell(job: CellJob) -> Outcome:
     from kchaos.harness.run.orchestrate import run_scenario
     from kchaos.reports.console import make_console
 
-    more = {} if job.extra is None else {"extra": dict(job.extra)}
     try:
         result = run_scenario(
             job.scenario,
@@ -33,7 +32,7 @@ def run_cell(job: CellJob) -> Outcome:
             command=job.command,
             prometheus=job.prometheus,
             parallel=job.parallel,
-            **more,
+            extra=None if job.extra is None else dict(job.extra),
         )
     except (RunInterrupted, KeyboardInterrupt):
         return Outcome(RunInterrupted.exit_code, "interrupted", interrupted=True)
