@@ -85,12 +85,17 @@ class ConsumerSpec:
 
 @dataclass(frozen=True)
 class CopierSpec:
-    """A consume-transform-produce copier: ``input`` -> ``output``, exactly once."""
+    """A consume-transform-produce copier (input -> output, offsets in the transaction).
 
-    input: str
-    output: str
-    group_id: str = "kchaos-copier"
-    max_batch: int = 20  # input records copied per transaction, at most
+    The scenario's ``workload.transactions.copier`` and the worker's spec alike (one
+    class: the field metadata is the scenario schema's, :mod:`kchaos.harness.rundir.schemagen`).
+    """
+
+    input: str = field(metadata={"minLength": 1})
+    output: str = field(metadata={"minLength": 1})
+    group: str = field(default="kchaos-copier", metadata={"minLength": 1})
+    # input records copied per transaction, at most
+    max_batch: int = field(default=20, metadata={"minimum": 1, "maximum": 10000})
 
 
 @dataclass(frozen=True)
@@ -214,7 +219,7 @@ class WorkloadSpec:
         """The consumer groups the workload's readers and copier join."""
         groups = {c.group_id for c in self.consumers if c.mode == "subscribe"}
         if self.transactions is not None and self.transactions.copier is not None:
-            groups.add(self.transactions.copier.group_id)
+            groups.add(self.transactions.copier.group)
         return groups
 
     def validate(self) -> None:

@@ -422,7 +422,7 @@ class TxnCopier(TxnWorkerBase):
         positions = _next_offsets(records)
         extra = {
             "consumed": consumed,
-            "offsets": {"group": self.copier.group_id, "positions": [list(p) for p in positions]},
+            "offsets": {"group": self.copier.group, "positions": [list(p) for p in positions]},
         }
         metadata = consumer.group_metadata()
 

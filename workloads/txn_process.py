@@ -99,7 +99,7 @@ def make_worker(config: TxnWorkerConfig, sink: EventSink, stop: threading.Event)
     args = (config.process, config.transactional_id, spec, sink, factory)
     if config.role == "copier":
         assert spec.copier is not None
-        group = spec.copier.group_id
+        group = spec.copier.group
         return TxnCopier(
             *args,
             consumer_factory=lambda: make_consumer(

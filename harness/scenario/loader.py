@@ -32,7 +32,6 @@ from kchaos.harness.scenario.model import (
     ChecksConfig,
     ClusterConfig,
     ConsumerConfig,
-    CopierConfig,
     ExpectConfig,
     FaultStep,
     NemesisConfig,
@@ -53,6 +52,7 @@ from kchaos.harness.scenario.sanity import (
     file_steps,
 )
 from kchaos.harness.scenario.yamlsrc import Path_, Source, apply_override, load_yaml
+from kchaos.workloads.spec import CopierSpec
 
 _DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -173,7 +173,7 @@ def _transactions(src: Source, t: Mapping[str, Any] | None) -> TransactionsConfi
     c = t.get("copier")
     copier = None
     if c is not None:
-        copier = CopierConfig(
+        copier = CopierSpec(
             input=c["input"],
             output=c["output"],
             group=c.get("group", "kchaos-copier"),

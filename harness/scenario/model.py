@@ -22,6 +22,7 @@ from kchaos.harness.rundir.names import RESULTS_JSON
 from kchaos.harness.rundir.results import Verdict
 from kchaos.harness.rundir.runjson import transactions_timeout_ms
 from kchaos.harness.rundir.tickets import Ticket
+from kchaos.workloads.spec import CopierSpec
 
 if TYPE_CHECKING:
     from kchaos.harness.scenario.plan import Plan
@@ -144,17 +145,6 @@ class ConsumerConfig:
 
 
 @dataclass(frozen=True)
-class CopierConfig:
-    """A consume-transform-produce copier (input -> output, offsets in the transaction)."""
-
-    input: str = field(metadata={"minLength": 1})
-    output: str = field(metadata={"minLength": 1})
-    group: str = field(default="kchaos-copier", metadata=_GROUP)
-    # input records per transaction, at most
-    max_batch: int = field(default=20, metadata={"minimum": 1, "maximum": 10000})
-
-
-@dataclass(frozen=True)
 class ReadersConfig:
     """read_committed consumers of a transactional run (besides ``consumers``)."""
 
@@ -239,7 +229,7 @@ class TransactionsConfig:
         default_factory=ReadersConfig,
         metadata={"description": "read_committed consumers, besides workload.consumers."},
     )
-    copier: CopierConfig | None = field(
+    copier: CopierSpec | None = field(
         default=None,
         metadata={
             "description": "A consume-transform-produce copier: reads input read_committed, "

@@ -37,7 +37,6 @@ from kchaos.harness.scenario.yamlsrc import Path_, Source, dotted
 from kchaos.workloads.clients import QUIET_LOG_LEVEL
 from kchaos.workloads.spec import (
     ConsumerSpec,
-    CopierSpec,
     ProducerSpec,
     TxnSpec,
     WorkloadSpec,
@@ -238,14 +237,6 @@ def _txn_spec(
     t: TransactionsConfig, consumer_extra: dict[str, str]
 ) -> tuple[TxnSpec, tuple[ConsumerSpec, ...]]:
     """The transactional workers and their read_committed readers."""
-    copier = None
-    if t.copier is not None:
-        copier = CopierSpec(
-            input=t.copier.input,
-            output=t.copier.output,
-            group_id=t.copier.group,
-            max_batch=t.copier.max_batch,
-        )
     spec = TxnSpec(
         producers=t.producers,
         topics=t.topics,
@@ -257,7 +248,7 @@ def _txn_spec(
         message_size=t.message_size,
         isolated=t.process,
         after_unfinished_commit=t.after_unfinished_commit,
-        copier=copier,
+        copier=t.copier,
         extra=dict(t.configs),
     )
     r = t.readers

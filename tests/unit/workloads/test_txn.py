@@ -282,7 +282,7 @@ def _copier(script: dict[str, list[TxnError | None]], abort_ratio: float) -> tup
         return clients[-1]
 
     spec = TxnSpec(abort_ratio=abort_ratio, timeout_ms=1000,
-                   copier=CopierSpec("in", "out", group_id="cg", max_batch=4))  # fmt: skip
+                   copier=CopierSpec("in", "out", group="cg", max_batch=4))  # fmt: skip
     copier = TxnCopier(9, "kchaos-t-9", spec, sink, factory, consumer_factory=lambda: consumer)
     return copier, consumer, sink, clients
 
