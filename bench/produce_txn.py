@@ -89,7 +89,7 @@ class CommitCounter:
 def txn_spec(topic: str, size: int, max_sends: int) -> TxnSpec:
     """The bench's transactional producer: flat out, nothing aborted on purpose."""
     return TxnSpec(producers=1, topics=(topic,), max_sends=max_sends, abort_ratio=0.0,
-                   rate=None, timeout_ms=30000, message_size=size, isolated=False)  # fmt: skip
+                   rate=0, timeout=30.0, message_size=size, process=False)  # fmt: skip
 
 
 def run_txn(

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.history import ISOLATIONS
+from kchaos.harness.rundir.runjson import transactions_timeout_ms
 from kchaos.workloads.values import PADDINGS
 
 ClientLib = Literal["confluent", "kafka-python", "java"]
@@ -83,6 +84,17 @@ class ConsumerSpec:
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
+# Field metadata of the scenario schema used more than once (schemagen's vocabulary; the
+# scenario model takes these from here, where the transactional classes need them)
+DURATION_META: dict[str, Any] = {"ref": "duration"}
+WORKERS_META: dict[str, Any] = {"minimum": 0, "maximum": 64}  # clients of one kind
+GROUP_META: dict[str, Any] = {"minLength": 1}
+KEYS_META: dict[str, Any] = {"minimum": 0}
+MESSAGE_SIZE_META: dict[str, Any] = {"minimum": 1, "maximum": 1048576}
+# transactional.id of a transactional worker: <prefix>-<process id>
+TXN_ID_PREFIX = "kchaos-t"
+
+
 @dataclass(frozen=True)
 class CopierSpec:
     """A consume-transform-produce copier (input -> output, offsets in the transaction).
@@ -93,36 +105,141 @@ class CopierSpec:
 
     input: str = field(metadata={"minLength": 1})
     output: str = field(metadata={"minLength": 1})
-    group: str = field(default="kchaos-copier", metadata={"minLength": 1})
+    group: str = field(default="kchaos-copier", metadata=GROUP_META)
     # input records copied per transaction, at most
     max_batch: int = field(default=20, metadata={"minimum": 1, "maximum": 10000})
 
 
 @dataclass(frozen=True)
-class TxnSpec:
-    """Transactional producers (and an optional copier), format 1.2.
+class ReadersConfig:
+    """read_committed consumers of a transactional run (besides ``consumers``)."""
 
-    Each producer worker ``i`` uses ``transactional.id`` ``<id_prefix>-<process>``, the
-    same across its restarts. A transaction sends 1..``max_sends`` values, each to a
-    topic and key drawn at random, and is aborted on purpose with probability
-    ``abort_ratio``. ``after_unfinished_commit`` says what a worker does when a commit
-    ends without an answer: a new client (``reinit``) or an abort and the next
-    transaction on the same one (``keep-going``); see :mod:`kchaos.workloads.txn`.
+    subscribe: int = field(default=0, metadata=WORKERS_META)  # group members
+    assign: int = field(default=0, metadata=WORKERS_META)  # manual assignment of every partition
+    group: str = field(default="kchaos-txn", metadata=GROUP_META)
+
+
+@dataclass(frozen=True)
+class TxnSpec:
+    """Transactional producers, readers and copier (history format 1.2): the scenario's
+    ``workload.transactions`` and what the workers run with, one class.
+
+    Each producer worker uses ``transactional.id`` ``kchaos-t-<process>``
+    (:data:`TXN_ID_PREFIX`), the same across its restarts. A transaction sends
+    1..``max_sends`` values, each to a topic and key drawn at random, and is aborted on
+    purpose with probability ``abort_ratio``. ``after_unfinished_commit`` says what a
+    worker does when a commit ends without an answer: a new client (``reinit``) or an
+    abort and the next transaction on the same one (``keep-going``); see
+    :mod:`kchaos.workloads.txn`.
     """
 
-    producers: int = 1
-    topics: tuple[str, ...] = ()  # empty: the workload's topics but the copier's output
-    max_sends: int = 4
-    abort_ratio: float = 0.2
-    rate: float | None = 5.0  # transactions per second per producer; None = flat out
-    timeout_ms: int = 10000  # transaction.timeout.ms
-    keys: int = 16
-    message_size: int = 100
-    id_prefix: str = "kchaos-t"
-    isolated: bool = True  # each transactional client in a process of its own
-    copier: CopierSpec | None = None
-    extra: Mapping[str, str] = field(default_factory=dict)  # raw producer configs
-    after_unfinished_commit: AfterUnfinishedCommit = REINIT
+    producers: int = field(
+        default=1,
+        metadata={
+            "description": "Transactional producer workers; transactional.id kchaos-t-<process>.",
+            **WORKERS_META,
+        },
+    )
+    topics: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "description": "Topics the transactional producers write; empty: the workload's "
+            "topics but the copier's output."
+        },
+    )
+    max_sends: int = field(
+        default=4,
+        metadata={
+            "description": "Values per transaction: 1 to this many, each to a random topic "
+            "and key.",
+            "minimum": 1,
+            "maximum": 1000,
+        },
+    )
+    abort_ratio: float = field(
+        default=0.2,
+        metadata={
+            "description": "The share of transactions aborted on purpose.",
+            "minimum": 0,
+            "maximum": 1,
+        },
+    )
+    rate: float = field(
+        default=5.0,
+        metadata={
+            "description": "Transactions per second per producer; 0 = as fast as possible.",
+            "minimum": 0,
+        },
+    )
+    # transaction.timeout.ms, in seconds
+    timeout: float = field(
+        default=10.0,
+        metadata={
+            "description": "transaction.timeout.ms; the drain waits at most this plus 10 s "
+            "for the last stable offsets.",
+            **DURATION_META,
+        },
+    )
+    keys: int = field(default=16, metadata=KEYS_META)
+    message_size: int = field(default=100, metadata=MESSAGE_SIZE_META)
+    process: bool = field(
+        default=True,
+        metadata={
+            "description": "Run each transactional client in a process of its own (default "
+            "true), so that a fault can pause it."
+        },
+    )
+    after_unfinished_commit: AfterUnfinishedCommit = field(
+        default=REINIT,
+        metadata={
+            "description": "What a transactional worker does after a commit that did not "
+            "finish (timed out, or a retriable error after its retries; the transaction is "
+            "recorded info): reinit (default) closes the client and makes a new one with "
+            "the same transactional.id, whose init_transactions fences the old epoch; "
+            "keep-going aborts on the same client and begins the next transaction there, "
+            "without a new init_transactions, as many applications do (what KAFKA-17754 "
+            "needs). A fatal error, or an abort that fails, still makes a new client."
+        },
+    )
+    readers: ReadersConfig = field(
+        default_factory=ReadersConfig,
+        metadata={"description": "read_committed consumers, besides workload.consumers."},
+    )
+    copier: CopierSpec | None = field(
+        default=None,
+        metadata={
+            "description": "A consume-transform-produce copier: reads input read_committed, "
+            "writes one copy per record to output and commits the consumed offsets in the "
+            "same transaction."
+        },
+    )
+    configs: Mapping[str, str] = field(default_factory=dict)  # raw producer configs
+
+    @property
+    def timeout_ms(self) -> int:
+        """The transaction.timeout.ms the producers run with (a raw ``configs`` entry
+        wins over ``timeout``): the one rule the workers and the checkers share."""
+        found = transactions_timeout_ms(
+            {"timeout": self.timeout, "configs": self.configs}, "workload.transactions"
+        )
+        return int(round(self.timeout * 1000)) if found is None else found
+
+    @property
+    def max_rate(self) -> float | None:
+        """Transactions per second per producer, None for as fast as possible (``rate`` 0)."""
+        return self.rate if self.rate > 0 else None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TxnSpec:
+        """The spec from its ``dataclasses.asdict`` form (it crosses to a worker process)."""
+        spec = dict(data)
+        copier = spec.pop("copier", None)
+        readers = spec.pop("readers", None) or {}
+        return cls(
+            **{**spec, "topics": tuple(spec.get("topics", ()))},
+            copier=None if copier is None else CopierSpec(**copier),
+            readers=ReadersConfig(**readers),
+        )
 
     def validate(self, topics: tuple[str, ...], where: str = "transactions") -> None:
         if self.producers < 0:
@@ -137,8 +254,8 @@ class TxnSpec:
             raise ConfigError("max_sends must be at least 1", field=f"{where}.max_sends")
         if not 0.0 <= self.abort_ratio <= 1.0:
             raise ConfigError("abort_ratio must be within [0, 1]", field=f"{where}.abort_ratio")
-        if self.rate is not None and self.rate <= 0:
-            raise ConfigError("rate must be positive (or absent for max)", field=f"{where}.rate")
+        if self.rate < 0:
+            raise ConfigError("rate must not be negative (0 for max)", field=f"{where}.rate")
         if self.timeout_ms < 1000:
             raise ConfigError("timeout must be at least 1 s", field=f"{where}.timeout")
         if self.message_size < 1:
@@ -203,10 +320,10 @@ class WorkloadSpec:
         if tx is None:
             return []
         first = self.first_process + self.producers + len(self.consumers)
-        out = [(first + i, "producer", f"{tx.id_prefix}-{first + i}") for i in range(tx.producers)]
+        out = [(first + i, "producer", f"{TXN_ID_PREFIX}-{first + i}") for i in range(tx.producers)]
         if tx.copier is not None:
             process = first + tx.producers
-            out.append((process, "copier", f"{tx.id_prefix}-{process}"))
+            out.append((process, "copier", f"{TXN_ID_PREFIX}-{process}"))
         return out
 
     def transactional_topics(self) -> tuple[str, ...]:

@@ -352,7 +352,7 @@ class TxnProducer(TxnWorkerBase):
         if not topics:
             raise ValueError("a transactional producer needs at least one topic")
         self.topics = tuple(topics)
-        self._rate = RateLimiter(self.spec.rate)
+        self._rate = RateLimiter(self.spec.max_rate)
 
     def step(self) -> bool:
         if not self._rate.acquire(self.stop_event):

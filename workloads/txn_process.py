@@ -1,7 +1,7 @@
 """Running a transactional worker in a thread, or in a process of its own.
 
 A fault must be able to pause (SIGSTOP) or kill one transactional client without
-touching the harness, so by default (``TxnSpec.isolated``) each transactional worker is a
+touching the harness, so by default (``TxnSpec.process``) each transactional worker is a
 child process: ``python -m kchaos.workloads.txn_process`` with its settings as JSON.
 
 How its lines reach the one history file: the child writes each event as one JSON line
@@ -44,7 +44,7 @@ import orjson
 
 from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.workloads.clients import SendCallback, TxnProducerClient, make_consumer
-from kchaos.workloads.spec import CopierSpec, TxnSpec
+from kchaos.workloads.spec import TxnSpec
 from kchaos.workloads.txn import EventSink, TxnCopier, TxnProducer, TxnWorkerBase
 
 log = logging.getLogger(__name__)
@@ -72,12 +72,9 @@ class TxnWorkerConfig:
     @classmethod
     def from_json(cls, text: str) -> TxnWorkerConfig:
         data = json.loads(text)
-        spec = dict(data.pop("spec"))
-        copier = spec.pop("copier")
-        spec["topics"] = tuple(spec["topics"])
-        spec["copier"] = None if copier is None else CopierSpec(**copier)
+        spec = TxnSpec.from_json(data.pop("spec"))
         data["topics"] = tuple(data["topics"])
-        return cls(spec=TxnSpec(**spec), **data)
+        return cls(spec=spec, **data)
 
 
 def make_worker(config: TxnWorkerConfig, sink: EventSink, stop: threading.Event) -> TxnWorkerBase:
@@ -89,7 +86,7 @@ def make_worker(config: TxnWorkerConfig, sink: EventSink, stop: threading.Event)
     spec = config.spec
 
     def factory(on_done: SendCallback) -> TxnProducerClient:
-        extra = {"log_level": "3", **spec.extra}
+        extra = {"log_level": "3", **spec.configs}
         return ConfluentTxnProducer(
             config.bootstrap_servers, config.transactional_id, spec.timeout_ms, on_done,
             f"kchaos-txn{config.process}", extra,
@@ -190,7 +187,7 @@ class _TrackedWorker:
 
 
 class TxnThreadWorker(_TrackedWorker):
-    """A transactional worker in a harness thread (``TxnSpec.isolated`` false)."""
+    """A transactional worker in a harness thread (``TxnSpec.process`` false)."""
 
     def __init__(self, config: TxnWorkerConfig, sink: HistorySink) -> None:
         self.process = config.process

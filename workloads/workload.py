@@ -200,7 +200,7 @@ class Workload:
             for process, role, txn_id in spec.txn_processes()
         ]
         for config in configs:
-            if tx.isolated:
+            if tx.process:
                 self.transactional.append(
                     TxnProcessWorker(config, self.sink, log_file=self._txn_log(config.process))
                 )
@@ -225,7 +225,7 @@ class Workload:
         worker = live[-1]
         if not isinstance(worker, TxnProcessWorker):
             raise LookupError(
-                f"{transactional_id!r} runs in a thread of the harness (transactions.isolated "
+                f"{transactional_id!r} runs in a thread of the harness (transactions.process "
                 "false): a client fault needs it in a process of its own"
             )
         return worker

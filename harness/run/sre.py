@@ -37,12 +37,11 @@ from kchaos.harness.rundir.history import READ_COMMITTED
 from kchaos.harness.scenario.model import (
     ChecksConfig,
     ExpectConfig,
-    ReadersConfig,
     Scenario,
-    TransactionsConfig,
     WorkloadConfig,
 )
 from kchaos.harness.scenario.properties import load_properties_lines
+from kchaos.workloads.spec import ReadersConfig, TxnSpec
 
 #: Broker settings that decide whether acknowledged writes survive: in a validation run
 #: they come from the SRE's file or Kafka's default, never from the scenario.
@@ -372,7 +371,7 @@ def transactional(
     client = workload.client
     if client != TXN_CLIENT:
         overridden.append(Override("workload", "client", client, TXN_CLIENT, by))
-    txn = TransactionsConfig(
+    txn = TxnSpec(
         producers=count,
         max_sends=TXN_MAX_SENDS,
         rate=rate,

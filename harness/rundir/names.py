@@ -43,7 +43,7 @@ STATE_CHANGE_LOG = "state-change.log"
 #: A node's log files, in ``logs/<container>/``.
 NODE_LOGS: tuple[str, ...] = (SERVER_LOG, CONTROLLER_LOG, STATE_CHANGE_LOG)
 #: ``logs/txn-<process>.log``: the stderr of a transactional worker's child process
-#: (``transactions.isolated``), one file per process id, appended to across restarts.
+#: (``transactions.process``), one file per process id, appended to across restarts.
 TXN_LOG = "txn-{process}.log"
 
 # -- java-clients/: the raw stdout of each Java client container (``client: java``)

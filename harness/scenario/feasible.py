@@ -137,7 +137,7 @@ def _check_client(src: Source, plan: Plan, target: str, target_path: Path_) -> N
             f"(the workload's: {', '.join(used) or 'none'})",
         )
     tx = plan.workload.transactions
-    if tx is not None and not tx.isolated:
+    if tx is not None and not tx.process:
         raise src.error(
             target_path,
             f"{target!r}: the transactional workers run in threads of the harness "

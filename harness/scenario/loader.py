@@ -37,10 +37,8 @@ from kchaos.harness.scenario.model import (
     NemesisConfig,
     ProducerConfig,
     RandomSchedule,
-    ReadersConfig,
     Scenario,
     TopicConfig,
-    TransactionsConfig,
     WorkloadConfig,
     length_key,
 )
@@ -52,7 +50,7 @@ from kchaos.harness.scenario.sanity import (
     file_steps,
 )
 from kchaos.harness.scenario.yamlsrc import Path_, Source, apply_override, load_yaml
-from kchaos.workloads.spec import CopierSpec
+from kchaos.workloads.spec import CopierSpec, ReadersConfig, TxnSpec
 
 _DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -166,7 +164,7 @@ def _default_target(faults: Sequence[Any]) -> str:
     return "random"
 
 
-def _transactions(src: Source, t: Mapping[str, Any] | None) -> TransactionsConfig | None:
+def _transactions(src: Source, t: Mapping[str, Any] | None) -> TxnSpec | None:
     if t is None:
         return None
     r = t.get("readers") or {}
@@ -179,7 +177,7 @@ def _transactions(src: Source, t: Mapping[str, Any] | None) -> TransactionsConfi
             group=c.get("group", "kchaos-copier"),
             max_batch=c.get("max_batch", 20),
         )
-    return TransactionsConfig(
+    return TxnSpec(
         producers=t.get("producers", 1),
         topics=tuple(t.get("topics", ())),
         max_sends=t.get("max_sends", 4),

@@ -20,9 +20,15 @@ from kchaos.harness.rundir.files import jsonable
 from kchaos.harness.rundir.loglines import LogLine
 from kchaos.harness.rundir.names import RESULTS_JSON
 from kchaos.harness.rundir.results import Verdict
-from kchaos.harness.rundir.runjson import transactions_timeout_ms
 from kchaos.harness.rundir.tickets import Ticket
-from kchaos.workloads.spec import CopierSpec
+from kchaos.workloads.spec import (
+    DURATION_META,
+    GROUP_META,
+    KEYS_META,
+    MESSAGE_SIZE_META,
+    WORKERS_META,
+    TxnSpec,
+)
 
 if TYPE_CHECKING:
     from kchaos.harness.scenario.plan import Plan
@@ -31,11 +37,11 @@ if TYPE_CHECKING:
 ANOMALY_KINDS: tuple[str, ...] = KINDS
 
 # Field metadata used more than once (schemagen's vocabulary).
-_DURATION: dict[str, Any] = {"ref": "duration"}
-_WORKERS: dict[str, Any] = {"minimum": 0, "maximum": 64}  # clients of one kind
-_GROUP: dict[str, Any] = {"minLength": 1}
-_KEYS: dict[str, Any] = {"minimum": 0}
-_MESSAGE_SIZE: dict[str, Any] = {"minimum": 1, "maximum": 1048576}
+_DURATION = DURATION_META
+_WORKERS = WORKERS_META
+_GROUP = GROUP_META
+_KEYS = KEYS_META
+_MESSAGE_SIZE = MESSAGE_SIZE_META
 _KINDS: dict[str, Any] = {"items": {"ref": "anomaly"}}
 # The file's ``valid``: a verdict, or ``any`` (None here).
 _VALID: dict[str, Any] = {"enum": [True, False, "unknown", "any"]}
@@ -145,111 +151,6 @@ class ConsumerConfig:
 
 
 @dataclass(frozen=True)
-class ReadersConfig:
-    """read_committed consumers of a transactional run (besides ``consumers``)."""
-
-    subscribe: int = field(default=0, metadata=_WORKERS)  # group members
-    assign: int = field(default=0, metadata=_WORKERS)  # manual assignment of every partition
-    group: str = field(default="kchaos-txn", metadata=_GROUP)
-
-
-@dataclass(frozen=True)
-class TransactionsConfig:
-    """Transactional producers, readers and copier (history format 1.2)."""
-
-    producers: int = field(
-        default=1,
-        metadata={
-            "description": "Transactional producer workers; transactional.id kchaos-t-<process>.",
-            **_WORKERS,
-        },
-    )
-    topics: tuple[str, ...] = field(
-        default=(),
-        metadata={
-            "description": "Topics the transactional producers write; empty: the workload's "
-            "topics but the copier's output."
-        },
-    )
-    max_sends: int = field(
-        default=4,
-        metadata={
-            "description": "Values per transaction: 1 to this many, each to a random topic "
-            "and key.",
-            "minimum": 1,
-            "maximum": 1000,
-        },
-    )
-    abort_ratio: float = field(
-        default=0.2,
-        metadata={
-            "description": "The share of transactions aborted on purpose.",
-            "minimum": 0,
-            "maximum": 1,
-        },
-    )
-    rate: float = field(
-        default=5.0,
-        metadata={
-            "description": "Transactions per second per producer; 0 = as fast as possible.",
-            "minimum": 0,
-        },
-    )
-    # transaction.timeout.ms, in seconds
-    timeout: float = field(
-        default=10.0,
-        metadata={
-            "description": "transaction.timeout.ms; the drain waits at most this plus 10 s "
-            "for the last stable offsets.",
-            **_DURATION,
-        },
-    )
-    keys: int = field(default=16, metadata=_KEYS)
-    message_size: int = field(default=100, metadata=_MESSAGE_SIZE)
-    process: bool = field(
-        default=True,
-        metadata={
-            "description": "Run each transactional client in a process of its own (default "
-            "true), so that a fault can pause it."
-        },
-    )
-    after_unfinished_commit: Literal["reinit", "keep-going"] = field(
-        default="reinit",
-        metadata={
-            "description": "What a transactional worker does after a commit that did not "
-            "finish (timed out, or a retriable error after its retries; the transaction is "
-            "recorded info): reinit (default) closes the client and makes a new one with "
-            "the same transactional.id, whose init_transactions fences the old epoch; "
-            "keep-going aborts on the same client and begins the next transaction there, "
-            "without a new init_transactions, as many applications do (what KAFKA-17754 "
-            "needs). A fatal error, or an abort that fails, still makes a new client."
-        },
-    )
-    readers: ReadersConfig = field(
-        default_factory=ReadersConfig,
-        metadata={"description": "read_committed consumers, besides workload.consumers."},
-    )
-    copier: CopierSpec | None = field(
-        default=None,
-        metadata={
-            "description": "A consume-transform-produce copier: reads input read_committed, "
-            "writes one copy per record to output and commits the consumed offsets in the "
-            "same transaction."
-        },
-    )
-    configs: Mapping[str, str] = field(default_factory=dict)  # raw producer configs
-
-    @property
-    def timeout_ms(self) -> int:
-        """The transaction.timeout.ms the producers run with (a raw ``configs`` entry
-        wins over ``timeout``): the one rule the workers and the checkers share."""
-        found = transactions_timeout_ms(
-            {"timeout": self.timeout, "configs": self.configs}, "workload.transactions"
-        )
-        return int(round(self.timeout * 1000)) if found is None else found
-
-
-@dataclass(frozen=True)
 class WorkloadConfig:
     duration: float = field(metadata=_DURATION)  # the one field a file must give
     client: Literal["confluent-kafka", "kafka-python", "java"] = "confluent-kafka"
@@ -258,7 +159,7 @@ class WorkloadConfig:
     consumers: ConsumerConfig = field(default_factory=ConsumerConfig)
     monitor_interval: float = field(default=0.5, metadata=_DURATION)
     drain_timeout: float = field(default=120.0, metadata=_DURATION)
-    transactions: TransactionsConfig | None = field(
+    transactions: TxnSpec | None = field(
         default=None,
         metadata={
             "description": "Transactional producers, read_committed readers and a "

@@ -32,7 +32,7 @@ from kchaos.faults.schedule import (
 from kchaos.faults.trigger import TriggerContext, parse_trigger
 from kchaos.harness.cluster.spec import ClusterSpec, default_kafka_version
 from kchaos.harness.errors import ConfigError
-from kchaos.harness.scenario.model import ProducerConfig, Scenario, TransactionsConfig
+from kchaos.harness.scenario.model import ProducerConfig, Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source, dotted
 from kchaos.workloads.clients import QUIET_LOG_LEVEL
 from kchaos.workloads.spec import (
@@ -234,23 +234,10 @@ def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
 
 
 def _txn_spec(
-    t: TransactionsConfig, consumer_extra: dict[str, str]
+    t: TxnSpec, consumer_extra: dict[str, str]
 ) -> tuple[TxnSpec, tuple[ConsumerSpec, ...]]:
-    """The transactional workers and their read_committed readers."""
-    spec = TxnSpec(
-        producers=t.producers,
-        topics=t.topics,
-        max_sends=t.max_sends,
-        abort_ratio=t.abort_ratio,
-        rate=t.rate if t.rate > 0 else None,
-        timeout_ms=t.timeout_ms,
-        keys=t.keys,
-        message_size=t.message_size,
-        isolated=t.process,
-        after_unfinished_commit=t.after_unfinished_commit,
-        copier=t.copier,
-        extra=dict(t.configs),
-    )
+    """The transactional workers (the scenario's own spec, as it is) and their
+    read_committed readers."""
     r = t.readers
     readers = tuple(
         ConsumerSpec(mode="subscribe", group_id=r.group, isolation="read_committed",
@@ -260,7 +247,7 @@ def _txn_spec(
         ConsumerSpec(mode="assign", isolation="read_committed", extra=consumer_extra)
         for _ in range(r.assign)
     )  # fmt: skip
-    return spec, readers
+    return t, readers
 
 
 # ---------------------------------------------------------------------------- nemesis

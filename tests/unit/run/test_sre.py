@@ -380,7 +380,7 @@ def test_the_transactional_profile_plans_transactional_workloads(tmp_path: Path)
         # every reader read_committed (the scenario's consumers, or two added readers)
         spec = plan_of(sc).workload
         assert spec.producers == 0 and spec.transactions is not None
-        assert spec.transactions.isolated and spec.transactions.producer_topics(spec.topics)
+        assert spec.transactions.process and spec.transactions.producer_topics(spec.topics)
         roles = [role for _, role, _ in spec.txn_processes()]
         assert roles == ["producer"] * p.count
         assert spec.consumers and {c.isolation for c in spec.consumers} == {"read_committed"}

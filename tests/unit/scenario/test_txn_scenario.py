@@ -43,10 +43,10 @@ def test_transactions_become_the_plans_transactional_workers_and_readers():
     w = sc.plan.workload
     tx = w.transactions
     assert tx is not None
-    assert (tx.producers, tx.max_sends, tx.abort_ratio, tx.rate, tx.timeout_ms) == (
+    assert (tx.producers, tx.max_sends, tx.abort_ratio, tx.max_rate, tx.timeout_ms) == (
         2, 3, 0.5, None, 15000,
     )  # fmt: skip
-    assert tx.isolated and tx.extra == {"linger.ms": "1"}
+    assert tx.process and tx.configs == {"linger.ms": "1"}
     assert tx.copier is not None and (tx.copier.input, tx.copier.output) == ("a", "out")
     assert tx.copier.max_batch == 7
     assert tx.producer_topics(w.topics) == ("a", "b")  # not the copier's output

@@ -192,7 +192,7 @@ def _txn_spec(**tx: Any) -> WorkloadSpec:
         topics=("a", "b", "out"),
         producers=0,
         consumers=(ConsumerSpec(),),
-        transactions=TxnSpec(producers=1, topics=("a",), isolated=False, **tx),
+        transactions=TxnSpec(producers=1, topics=("a",), process=False, **tx),
     )
 
 

@@ -98,7 +98,7 @@ class Harness:
         self.stop = threading.Event()
         self.script = script or {}
         self.pid = pid
-        spec = TxnSpec(max_sends=max_sends, abort_ratio=abort_ratio, rate=None, timeout_ms=1000,
+        spec = TxnSpec(max_sends=max_sends, abort_ratio=abort_ratio, rate=0, timeout=1.0,
                        after_unfinished_commit=mode)  # fmt: skip
         self.worker = TxnProducer(
             7, TID, spec, self.sink, self._factory, topics=("a", "b"), stop=self.stop
@@ -281,7 +281,7 @@ def _copier(script: dict[str, list[TxnError | None]], abort_ratio: float) -> tup
         clients.append(FakeTxnClient(on_done, script, (5, 0)))
         return clients[-1]
 
-    spec = TxnSpec(abort_ratio=abort_ratio, timeout_ms=1000,
+    spec = TxnSpec(abort_ratio=abort_ratio, timeout=1.0,
                    copier=CopierSpec("in", "out", group="cg", max_batch=4))  # fmt: skip
     copier = TxnCopier(9, "kchaos-t-9", spec, sink, factory, consumer_factory=lambda: consumer)
     return copier, consumer, sink, clients

@@ -16,7 +16,7 @@ import pytest
 
 from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.harness.rundir.rundir import RunDir
-from kchaos.workloads.spec import CopierSpec, TxnSpec
+from kchaos.workloads.spec import CopierSpec, ReadersConfig, TxnSpec
 from kchaos.workloads.txn_process import (
     PROCESS_EXITED,
     TxnProcessWorker,
@@ -48,7 +48,12 @@ CHILD = textwrap.dedent(
 
 
 def config() -> TxnWorkerConfig:
-    spec = TxnSpec(producers=1, copier=CopierSpec("a", "b", max_batch=3), extra={"x": "1"})
+    spec = TxnSpec(
+        producers=1,
+        copier=CopierSpec("a", "b", max_batch=3),
+        readers=ReadersConfig(subscribe=1, group="g"),
+        configs={"x": "1"},
+    )
     return TxnWorkerConfig(7, "producer", "t-7", "host:9092", spec, ("a",), first=0)
 
 

@@ -82,7 +82,7 @@ def test_only_committed_values_count_and_recording_decides_the_kind(tmp_path: Pa
     assert bare.records == 32 and bare.seconds > 0  # 8 committed transactions of 4
     spec = made[0].config.spec
     assert made[0].config.topics == ("topic-1",) and made[0].config.role == "producer"
-    assert (spec.abort_ratio, spec.rate, spec.max_sends, spec.message_size) == (0.0, None, 8, 100)
+    assert (spec.abort_ratio, spec.rate, spec.max_sends, spec.message_size) == (0.0, 0, 8, 100)
     path = tmp_path / "h.jsonl"
     with HistoryWriter(path) as writer:
         rec = produce_txn.run_txn("b:9092", "topic-2", 100, 30, writer, 8, factory=factory)

@@ -165,7 +165,7 @@ def test_transactional_workers_follow_the_consumers_and_keep_one_id_each(
 
     threads = wl.Workload(
         WorkloadSpec(topics=("a",), producers=0, consumers=(),
-                     transactions=TxnSpec(isolated=False)),
+                     transactions=TxnSpec(process=False)),
         "h:1", ListSink(), monitor=False,
     ).transactional  # fmt: skip
     assert len(threads) == 1 and isinstance(threads[0], TxnThreadWorker)
@@ -252,7 +252,7 @@ def test_a_thread_worker_is_no_client_a_fault_can_stop() -> None:
 
     workload = wl.Workload(
         WorkloadSpec(topics=("a",), producers=0, consumers=(),
-                     transactions=TxnSpec(isolated=False)),
+                     transactions=TxnSpec(process=False)),
         "h:1", ListSink(), monitor=False,
     )  # fmt: skip
     with pytest.raises(LookupError, match="in a thread of the harness"):
