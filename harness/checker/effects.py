@@ -53,6 +53,8 @@ LEADERSHIP_LOOKBACK_NS = 60_000_000_000
 BASELINE_MIN_NS = 5_000_000_000
 #: Fewest acknowledged sends in each stretch for a latency comparison.
 MIN_SENDS = 5
+#: bandwidth: the least rise of the median ack latency that counts as the limit biting.
+BANDWIDTH_RISE_MS = 20.0
 #: A disk fault's effect: a log flush at least this slow (ms) during it ...
 FLUSH_SLOW_MS = 200.0
 #: ... and this many times the slowest before it (a healthy flush takes milliseconds).
@@ -671,19 +673,17 @@ def _latencies(ctx: Context, brokers: set[int], start: int, end: int) -> list[in
     return out
 
 
-def measure_latency(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
-    """latency on a client or replication link: the median acknowledgement latency of
-    sends to partitions a target led, during the fault against as long a stretch right
-    before it; seen when it rose by at least half of ``latency_ms`` (so never for 0 ms).
-    A controller link carries no send: not measured."""
-    link = fault.params.get("link", "all")
-    if link == "controller":
+def _ack_latency_medians(
+    fault: Fault, ctx: Context
+) -> tuple[EffectState, str] | tuple[float, float, str]:
+    """The median acknowledgement latency (ms) of sends to partitions a target led, during
+    the fault and in as long a stretch right before it, with what was compared; or the
+    finding when there is nothing to compare (a controller link, no broker, too few sends)."""
+    if fault.params.get("link", "all") == "controller":
         return NOT_MEASURED, "a controller link carries no send; heartbeat delays are not kept"
     brokers, others = broker_targets(fault)
     if not brokers:
         return no_broker(others)
-    added = fault.params.get("latency_ms", 100)
-    added_ms = float(added) if isinstance(added, int | float) else 0.0
     end = _end(fault, ctx.facts, 0)
     length = max(end - fault.start_time, BASELINE_MIN_NS)
     during = _latencies(ctx, set(brokers), fault.start_time, end)
@@ -698,11 +698,48 @@ def measure_latency(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     then_ms = statistics.median(before) / 1e6
     told = (
         f"median ack latency of {who} {now_ms:.1f} ms during the fault ({len(during)} sends),"
-        f" {then_ms:.1f} ms before ({len(before)}); {added_ms:g} ms configured"
+        f" {then_ms:.1f} ms before ({len(before)})"
     )
+    return now_ms, then_ms, told
+
+
+def measure_latency(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """latency on a client or replication link: the median acknowledgement latency of
+    sends to partitions a target led, during the fault against as long a stretch right
+    before it; seen when it rose by at least half of ``latency_ms`` (so never for 0 ms).
+    A controller link carries no send: not measured."""
+    found = _ack_latency_medians(fault, ctx)
+    if len(found) == 2:
+        return found
+    now_ms, then_ms, told = found
+    added = fault.params.get("latency_ms", 100)
+    added_ms = float(added) if isinstance(added, int | float) else 0.0
+    told += f"; {added_ms:g} ms configured"
     if added_ms > 0 and now_ms - then_ms >= added_ms / 2:
         return SEEN, told
     return NOT_SEEN, told + f": a rise of at least {added_ms / 2:g} ms was needed"
+
+
+def measure_bandwidth(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """bandwidth on a client or replication link: a rate limit bites when the link needs
+    more than it allows, and then the sends wait in line: the median acknowledgement
+    latency of sends to partitions a target led at least doubled, and rose by at least
+    :data:`BANDWIDTH_RISE_MS`, against as long a stretch right before the fault. A limit
+    above what the link carries leaves it as it was (not seen); ``rate_kbps`` 0 is no
+    limit at all in Toxiproxy. A controller link carries no send: not measured."""
+    found = _ack_latency_medians(fault, ctx)
+    if len(found) == 2:
+        return found
+    now_ms, then_ms, told = found
+    rate = fault.params.get("rate_kbps", 64)
+    told += f"; limit {rate} KB/s"
+    if not isinstance(rate, int | float) or rate <= 0:
+        return NOT_SEEN, told + ": a rate of 0 is no limit"
+    if now_ms >= 2 * then_ms and now_ms - then_ms >= BANDWIDTH_RISE_MS:
+        return SEEN, told
+    return NOT_SEEN, (
+        told + f": at least twice as slow and {BANDWIDTH_RISE_MS:g} ms slower was needed"
+    )
 
 
 # -- black holes: the acknowledgements stopped --------------------------------------------
@@ -789,7 +826,7 @@ def _not_kept(why: str) -> Measure:
 #: Every fault family (:func:`kchaos.faults.registry`) and its measure.
 MEASURES: dict[str, Measure] = {
     "latency": measure_latency,
-    "bandwidth": _not_kept("no measure relates a rate limit to the sends' latencies yet"),
+    "bandwidth": measure_bandwidth,
     "timeout": measure_ack_gap,
     "reset-peer": _not_kept("connection resets are not recorded"),
     "slow-close": _not_kept("connection closes are not recorded"),

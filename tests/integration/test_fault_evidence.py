@@ -1,13 +1,15 @@
 """Each fault says whether it bit (history format 1.3 ``evidence.faults``), on real brokers.
 
-One short run of the library's ``smoke`` cluster and workload with four faults: the
+One short run of the library's ``smoke`` cluster and workload with six faults: the
 library's pause of a broker (seen: the ISR it cost), a latency toxic of 0 ms on the client
 link of partition 0's leader (aimed where it cannot bite: not seen), the same toxic at
-1500 ms (seen: that leader's acknowledgements slower by at least half of it) and a
+1500 ms (seen: that leader's acknowledgements slower by at least half of it), a
 ``slow-sync`` throttle on broker 2 while the topic fsyncs every 20 records
 (``flush.messages``; seen: broker 2's own log flush timer, scraped from its JMX exporter,
-far slower than before). Then the same results judged against an expectation that lists
-the harmless fault: not exercised.
+far slower than before), and two rate limits on that leader's client link: 0 KB/s (no
+limit in Toxiproxy: not seen) and 1 KB/s (seen: its acknowledgements wait in line). Then
+the same results judged against an expectation that lists the harmless fault: not
+exercised.
 """
 
 from __future__ import annotations
@@ -52,6 +54,20 @@ SCHEDULE = """nemesis:
       for: 6s
       target: broker-2
       params: {write_iops: 1, write_bps: 262144}
+    - fault: bandwidth
+      at: 36s
+      for: 4s
+      target: leader:smoke:0
+      params:
+        link: client
+        rate_kbps: 0
+    - fault: bandwidth
+      at: 42s
+      for: 5s
+      target: leader:smoke:0
+      params:
+        link: client
+        rate_kbps: 1
 checks:"""
 
 
@@ -61,7 +77,7 @@ def scenario(tmp_path: Path) -> Path:
     text = text[:start] + SCHEDULE + text[end + len("checks:") :]
     text = text.replace("name: smoke", "name: smoke-fault-evidence", 1)
     # room for the disk fault, and an fsync every 20 records for it to slow
-    text = text.replace("  duration: 30s\n", "  duration: 40s\n", 1)
+    text = text.replace("  duration: 30s\n", "  duration: 52s\n", 1)
     text = text.replace(
         "      min.insync.replicas: 2\n",
         "      min.insync.replicas: 2\n      flush.messages: 20\n",
@@ -84,7 +100,7 @@ def test_each_fault_says_whether_it_bit(tmp_path: Path, kafka_images: Any) -> No
     results = json.loads((run_dir / "results.json").read_text())
     faults = {f["name"]: f for f in results["evidence"]["faults"]}
     print(json.dumps(faults, indent=1))
-    assert set(faults) == {"f-1", "f-2", "f-3", "f-4"}, faults
+    assert set(faults) == {"f-1", "f-2", "f-3", "f-4", "f-5", "f-6"}, faults
     assert all(f["started"] for f in faults.values()), faults
     assert (faults["f-1"]["family"], faults["f-1"]["effect"]) == ("pause", "seen")
     assert (faults["f-2"]["family"], faults["f-2"]["effect"]) == ("latency", "not-seen")
@@ -92,6 +108,9 @@ def test_each_fault_says_whether_it_bit(tmp_path: Path, kafka_images: Any) -> No
     assert "1500 ms configured" in faults["f-3"]["observed"], faults["f-3"]
     assert (faults["f-4"]["family"], faults["f-4"]["effect"]) == ("slow-sync", "seen")
     assert "broker 2: slowest log flush" in faults["f-4"]["observed"], faults["f-4"]
+    # a rate limit of 0 (none, in Toxiproxy), then 1 KB/s on a link that carries several
+    assert (faults["f-5"]["family"], faults["f-5"]["effect"]) == ("bandwidth", "not-seen")
+    assert (faults["f-6"]["family"], faults["f-6"]["effect"]) == ("bandwidth", "seen")
     # the run itself ended as the library's smoke expects (nothing lost)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # an expectation that needs the harmless fault to bite: not exercised, whatever the

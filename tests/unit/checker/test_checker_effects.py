@@ -372,9 +372,17 @@ def test_a_full_disk_without_the_brokers_logs_is_not_measured(tmp_path: Path) ->
 
 
 # -- latency ------------------------------------------------------------------------------
-def latency_history(during_ms: float, latency_ms: int, link: str = "client") -> H:
+def latency_history(
+    during_ms: float,
+    latency_ms: int,
+    link: str = "client",
+    *,
+    fault: str = "latency",
+    params: dict[str, Any] | None = None,
+) -> H:
     """Sends to partition 0 every 0.5 s: from 3 s on acknowledged after 5 ms, then, inside
-    a latency fault on broker 1 starting at 10 s, after ``during_ms``."""
+    a latency fault (or ``fault`` with ``params``) on broker 1 starting at 10 s, after
+    ``during_ms``."""
     h = H()
     values: list[str] = []
 
@@ -387,13 +395,14 @@ def latency_history(during_ms: float, latency_ms: int, link: str = "client") -> 
             values.append(value)
             h.wait(0.5)
 
-    params = {"latency_ms": latency_ms, "link": link}
+    if params is None:
+        params = {"latency_ms": latency_ms, "link": link}
     h.wait_until(3 * S)
     sends(5.0)
     h.wait_until(10 * S)
-    h.fault("start", "f-1", "latency", ["broker-1"], params=params)
+    h.fault("start", "f-1", fault, ["broker-1"], params=params)
     sends(during_ms)
-    h.fault("stop", "f-1", "latency", ["broker-1"])
+    h.fault("stop", "f-1", fault, ["broker-1"])
     h.drain_all(0, values)
     return h
 
@@ -428,6 +437,37 @@ def test_latency_on_a_broker_that_leads_nothing_sent_to_is_not_seen(tmp_path: Pa
 def test_latency_on_the_controller_link_is_not_measured(tmp_path: Path) -> None:
     e = evidence(tmp_path, latency_history(300.0, 200, "controller"), leaders(C(), 1))
     assert e["effect"] == "not-measured"
+
+
+# -- bandwidth ----------------------------------------------------------------------------
+def bandwidth_history(during_ms: float, rate_kbps: int, link: str = "client") -> H:
+    params = {"rate_kbps": rate_kbps, "link": link}
+    return latency_history(during_ms, 0, fault="bandwidth", params=params)
+
+
+def test_a_rate_limit_is_seen_when_the_acks_wait_in_line(tmp_path: Path) -> None:
+    e = evidence(tmp_path, bandwidth_history(40.0, 1), leaders(C(), 1))
+    assert e["effect"] == "seen" and "limit 1 KB/s" in e["observed"], e
+
+
+def test_a_rate_limit_the_link_never_reached_is_not_seen(tmp_path: Path) -> None:
+    # near misses: twice as slow but by less than 20 ms; less than twice as slow
+    e = evidence(tmp_path, bandwidth_history(12.0, 1), leaders(C(), 1))
+    assert e["effect"] == "not-seen" and "twice as slow" in e["observed"], e
+    e = evidence(tmp_path / "b", bandwidth_history(9.0, 1), leaders(C(), 1))
+    assert e["effect"] == "not-seen", e
+
+
+def test_a_rate_of_0_is_no_limit_however_slow_the_acks(tmp_path: Path) -> None:
+    e = evidence(tmp_path, bandwidth_history(500.0, 0), leaders(C(), 1))
+    assert e["effect"] == "not-seen" and "a rate of 0 is no limit" in e["observed"], e
+
+
+def test_a_rate_limit_elsewhere_is_not_seen_or_not_measured(tmp_path: Path) -> None:
+    e = evidence(tmp_path, bandwidth_history(500.0, 1), leaders(C(), 3))
+    assert e["effect"] == "not-seen" and "too few acknowledged" in e["observed"], e
+    e = evidence(tmp_path / "b", bandwidth_history(500.0, 1, "controller"), leaders(C(), 1))
+    assert e["effect"] == "not-measured", e
 
 
 # -- black holes --------------------------------------------------------------------------
@@ -592,7 +632,7 @@ def test_disk_faults_without_flush_times_are_not_measured(tmp_path: Path) -> Non
     assert e["effect"] == "not-measured" and "no flush timer scraped" in e["observed"]
 
 
-@pytest.mark.parametrize("fault", ["bandwidth", "reset-peer", "slow-close"])
+@pytest.mark.parametrize("fault", ["reset-peer", "slow-close"])
 def test_families_whose_effect_a_run_does_not_keep_are_not_measured(
     tmp_path: Path, fault: str
 ) -> None:
