@@ -757,10 +757,12 @@ def _acks(ctx: Context, brokers: set[int], start: int, end: int) -> list[int]:
 
 
 def measure_ack_gap(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
-    """timeout (a black-holed client or replication link) and client-cut: the sends to
-    partitions a target leads stop being acknowledged. Seen when, with at least
-    :data:`MIN_SENDS` such acknowledgements in as long a stretch before the fault, the
-    longest stretch of the fault without one lasts at least half the fault (and 1 s)."""
+    """timeout (a black-holed client or replication link), reset-peer (every connection
+    reset once data arrives on it, the data dropped: Toxiproxy's reset_peer toxic) and
+    client-cut: the sends to partitions a target leads stop being acknowledged. Seen
+    when, with at least :data:`MIN_SENDS` such acknowledgements in as long a stretch
+    before the fault, the longest stretch of the fault without one lasts at least half
+    the fault (and 1 s)."""
     if fault.params.get("link") == "controller":
         return NOT_MEASURED, "a controller link carries no send; heartbeat delays are not kept"
     brokers, others = broker_targets(fault)
@@ -828,7 +830,7 @@ MEASURES: dict[str, Measure] = {
     "latency": measure_latency,
     "bandwidth": measure_bandwidth,
     "timeout": measure_ack_gap,
-    "reset-peer": _not_kept("connection resets are not recorded"),
+    "reset-peer": measure_ack_gap,
     "slow-close": _not_kept("connection closes are not recorded"),
     "isolate": measure_partition,
     "split": measure_partition,
