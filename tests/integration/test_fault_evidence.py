@@ -1,14 +1,20 @@
 """Each fault says whether it bit (history format 1.3 ``evidence.faults``), on real brokers.
 
-One short run of the library's ``smoke`` cluster and workload with six faults: the
-library's pause of a broker (seen: the ISR it cost), a latency toxic of 0 ms on the client
-link of partition 0's leader (aimed where it cannot bite: not seen), the same toxic at
-1500 ms (seen: that leader's acknowledgements slower by at least half of it), a
-``slow-sync`` throttle on broker 2 while the topic fsyncs every 20 records
-(``flush.messages``; seen: broker 2's own log flush timer, scraped from its JMX exporter,
-far slower than before), and two rate limits on that leader's client link: 0 KB/s (no
-limit in Toxiproxy: not seen) and 1 KB/s (seen: its acknowledgements wait in line). Then
-the same results judged against an expectation that lists the harmless fault: not
+One short run of the library's ``smoke`` cluster and workload with eight faults:
+
+- the library's pause of a broker (seen: the ISR it cost);
+- a latency toxic of 0 ms on the client link of partition 0's leader (aimed where it
+  cannot bite: not seen), then the same toxic at 1500 ms (seen: that leader's
+  acknowledgements slower by at least half of it);
+- a ``slow-sync`` throttle on broker 2 while the topic fsyncs every 20 records
+  (``flush.messages``; seen: broker 2's own log flush timer, scraped from its JMX
+  exporter, far slower than before);
+- rate limits on that leader's client link of 0 KB/s (no limit in Toxiproxy: not seen)
+  and 1 KB/s (seen: its acknowledgements wait in line);
+- reset-peer toxics there on no connection (toxicity 0: not seen) and on every one (seen:
+  no acknowledgement from that leader while it lasts).
+
+Then the same results judged against an expectation that lists the harmless fault: not
 exercised.
 """
 
@@ -68,6 +74,19 @@ SCHEDULE = """nemesis:
       params:
         link: client
         rate_kbps: 1
+    - fault: reset-peer
+      at: 50s
+      for: 4s
+      target: leader:smoke:0
+      params:
+        link: client
+        toxicity: 0
+    - fault: reset-peer
+      at: 56s
+      for: 4s
+      target: leader:smoke:0
+      params:
+        link: client
 checks:"""
 
 
@@ -77,7 +96,7 @@ def scenario(tmp_path: Path) -> Path:
     text = text[:start] + SCHEDULE + text[end + len("checks:") :]
     text = text.replace("name: smoke", "name: smoke-fault-evidence", 1)
     # room for the disk fault, and an fsync every 20 records for it to slow
-    text = text.replace("  duration: 30s\n", "  duration: 52s\n", 1)
+    text = text.replace("  duration: 30s\n", "  duration: 64s\n", 1)
     text = text.replace(
         "      min.insync.replicas: 2\n",
         "      min.insync.replicas: 2\n      flush.messages: 20\n",
@@ -100,7 +119,7 @@ def test_each_fault_says_whether_it_bit(tmp_path: Path, kafka_images: Any) -> No
     results = json.loads((run_dir / "results.json").read_text())
     faults = {f["name"]: f for f in results["evidence"]["faults"]}
     print(json.dumps(faults, indent=1))
-    assert set(faults) == {"f-1", "f-2", "f-3", "f-4", "f-5", "f-6"}, faults
+    assert set(faults) == {f"f-{i}" for i in range(1, 9)}, faults
     assert all(f["started"] for f in faults.values()), faults
     assert (faults["f-1"]["family"], faults["f-1"]["effect"]) == ("pause", "seen")
     assert (faults["f-2"]["family"], faults["f-2"]["effect"]) == ("latency", "not-seen")
@@ -111,6 +130,9 @@ def test_each_fault_says_whether_it_bit(tmp_path: Path, kafka_images: Any) -> No
     # a rate limit of 0 (none, in Toxiproxy), then 1 KB/s on a link that carries several
     assert (faults["f-5"]["family"], faults["f-5"]["effect"]) == ("bandwidth", "not-seen")
     assert (faults["f-6"]["family"], faults["f-6"]["effect"]) == ("bandwidth", "seen")
+    # connections reset on none of them (toxicity 0), then on every one
+    assert (faults["f-7"]["family"], faults["f-7"]["effect"]) == ("reset-peer", "not-seen")
+    assert (faults["f-8"]["family"], faults["f-8"]["effect"]) == ("reset-peer", "seen")
     # the run itself ended as the library's smoke expects (nothing lost)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # an expectation that needs the harmless fault to bite: not exercised, whatever the
