@@ -76,7 +76,7 @@ def run_bench(
     run = workdir / f"hist-{events}"
     rd = RunDir(run)
     history = rd.history
-    meta = run / "generated.json"
+    meta = rd.generated_json
     if not (history.is_file() and meta.is_file()):
         log(f"generating {events:,} events into {run} ...")
         gen, secs = _timed(lambda: generate_run(run, events=events, seed=7, inject=("lost-write",)))

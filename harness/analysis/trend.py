@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from kchaos.harness.analysis.outputs import WINDOW_DDL, window_rows
 from kchaos.harness.analysis.runs import KEY_CONFIGS, run_facts
 from kchaos.harness.rundir.anomalies import DATA_KINDS
-from kchaos.harness.rundir.names import WINDOWS_PARQUET
 from kchaos.harness.rundir.results import load_results
+from kchaos.harness.rundir.rundir import TrendDir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -140,8 +140,9 @@ def write_trend(spark: SparkSession, results: list[RunSummary], out: Path | None
     names = [name for name, _ in COLUMNS]
     ddl = ", ".join(f"{name} {kind}" for name, kind in COLUMNS)
     table = spark.createDataFrame([[r[n] for n in names] for r in rows], ddl)
-    table.coalesce(1).write.mode("overwrite").parquet(str(target / "runs.parquet"))
-    with (target / "runs.csv").open("w", newline="") as fh:
+    files = TrendDir(target)
+    table.coalesce(1).write.mode("overwrite").parquet(str(files.runs_parquet))
+    with files.runs_csv.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=names)
         writer.writeheader()
         writer.writerows(rows)
@@ -151,6 +152,6 @@ def write_trend(spark: SparkSession, results: list[RunSummary], out: Path | None
     wddl = "run string, " + WINDOW_DDL
     windows = spark.createDataFrame(wrows, wddl) if wrows else None
     if windows is not None:
-        windows.coalesce(1).write.mode("overwrite").parquet(str(target / WINDOWS_PARQUET))
-    write_plot(rows, target / "trend.html")
+        windows.coalesce(1).write.mode("overwrite").parquet(str(files.windows_parquet))
+    write_plot(rows, files.html)
     return target

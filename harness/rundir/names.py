@@ -61,6 +61,14 @@ SHARD_JSON = "shard.json"
 DURATIONS_JSON = "durations.json"
 SHRINK_JSON = "shrink.json"
 SHRUNK_YAML = "shrunk.yaml"
+#: ``kchaos analyze``'s cross-run trend directory: one row per run (Parquet and CSV) and
+#: the plot (kchaos.harness.analysis.trend)
+TREND_RUNS_PARQUET = "runs.parquet"
+TREND_RUNS_CSV = "runs.csv"
+TREND_HTML = "trend.html"
+#: ``kchaos bench analyze``'s generated history directory: what the generator made
+#: (events, the injected anomalies), kept beside it for the next bench run
+GENERATED_JSON = "generated.json"
 #: ``console/LABEL.log``: each cell's console in a ``--parallel`` batch (a common word,
 #: so not in FILE_NAMES)
 CONSOLE_DIR = "console"
@@ -93,6 +101,10 @@ FILE_NAMES: tuple[str, ...] = (
     DURATIONS_JSON,
     SHRINK_JSON,
     SHRUNK_YAML,
+    TREND_RUNS_PARQUET,
+    TREND_RUNS_CSV,
+    TREND_HTML,
+    GENERATED_JSON,
     JAVA_CLIENTS_DIR,
 )
 #: The names with a part that varies (``{field}``, filled in by ``str.format``): the scan

@@ -204,6 +204,11 @@ class RunDir:
         return self.path / names.CONSOLE_DIR / f"{label}.log"
 
     @property
+    def generated_json(self) -> Path:
+        """A generated history's own record (``kchaos bench analyze``)."""
+        return self._file(names.GENERATED_JSON)
+
+    @property
     def shrink_json(self) -> Path:
         return self._file(names.SHRINK_JSON)
 
@@ -337,3 +342,27 @@ def durations_file(runs: Path) -> Path:
     """``runs/durations.json``: the measured run times sharded batches split by, kept in
     the folder of runs (no run directory of its own)."""
     return runs / names.DURATIONS_JSON
+
+
+@dataclass(frozen=True)
+class TrendDir:
+    """``kchaos analyze``'s cross-run output directory (not a run's, so not a
+    :class:`RunDir`): the paths of what it holds (kchaos.harness.analysis.trend)."""
+
+    path: Path
+
+    @property
+    def runs_parquet(self) -> Path:
+        return self.path / names.TREND_RUNS_PARQUET
+
+    @property
+    def runs_csv(self) -> Path:
+        return self.path / names.TREND_RUNS_CSV
+
+    @property
+    def windows_parquet(self) -> Path:
+        return self.path / names.WINDOWS_PARQUET
+
+    @property
+    def html(self) -> Path:
+        return self.path / names.TREND_HTML
