@@ -30,6 +30,7 @@ from typing import Any, Literal
 from kchaos.harness.checker.controller import ControllerRecord, Shrink
 from kchaos.harness.checker.facts import OK, Facts, Fault
 from kchaos.harness.checker.flushtimes import FlushSample, read_flush_times
+from kchaos.harness.checker.quorumlog import ELECTING, LEADER, QuorumChange, quorum_changes
 from kchaos.harness.checker.recovery import node_ids
 from kchaos.harness.rundir.names import BROKER_METRICS_JSONL, CONTROLLER_JSONL, RUN_JSON
 from kchaos.harness.rundir.nodelogs import entry_unix_ms, history_time_ns, timed_node_logs
@@ -109,6 +110,10 @@ class Context:
     # {} when the run kept none (flush_note says why)
     _flushes: dict[int, list[FlushSample]] | None = field(default=None, repr=False)
     flush_note: str = ""
+    # every node's raft state changes (quorumlog); None until read, [] when the run kept
+    # no node log (quorum_note says why)
+    _quorum: list[QuorumChange] | None = field(default=None, repr=False)
+    quorum_note: str = ""
 
     @property
     def record(self) -> ControllerRecord | None:
@@ -170,6 +175,19 @@ class Context:
                 if not self._flushes:
                     self.flush_note = f"{BROKER_METRICS_JSONL} has no flush timer"
         return self._flushes
+
+    def quorum(self) -> list[QuorumChange] | None:
+        """The nodes' raft state changes (:func:`quorum_changes`); None, with
+        :attr:`quorum_note` saying why, when the run kept no node log or no time origin."""
+        if self._quorum is None:
+            found = None if self.run_dir is None else quorum_changes(self.run_dir)
+            if found is None:
+                self.quorum_note = (
+                    "no node logs (or no time origin): a controller failover is not known"
+                )
+                return None
+            self._quorum = found
+        return self._quorum
 
     def broker_log(self, broker: int) -> list[tuple[int, str]] | None:
         """The broker's timed log lines that say ``No space left on device`` (a
@@ -437,15 +455,53 @@ def _isr_or_fence(
 def measure_partition(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     """isolate, split, cut, bridge: a replica leaves an ISR, or a broker loses its session,
     among the nodes the fault separates, during it (plus :data:`SETTLE_NS`); where it
-    separates a controller-only node, any broker's lost session counts too."""
+    separates a controller-only node, any broker's lost session counts too, and so does
+    the metadata quorum moving (:func:`_quorum_moved`)."""
     involved, controller, broker = _involved(fault)
     end = _end(fault, ctx.facts)
     state, told = _isr_or_fence(ctx, involved, fault.start_time, end, any_fenced=controller)
-    if state == NOT_SEEN and not broker:
-        # a cut among controllers only: its effect (a controller failover) is in no
-        # record a run keeps, and no broker lost its session
-        return NOT_MEASURED, told + "; a controller failover is not recorded"
-    return state, told
+    if state == SEEN or not controller:
+        return state, told
+    moved, said = _quorum_moved(ctx, involved, fault.start_time, end)
+    if moved == SEEN:
+        return SEEN, f"{said}; {told}"
+    if moved == NOT_MEASURED and (state == NOT_MEASURED or not broker):
+        # a cut among controllers only: its effect is the quorum's, and no log shows it
+        return NOT_MEASURED, f"{told}; {said}"
+    return NOT_SEEN, f"{told}; {said}"
+
+
+def _quorum_moved(
+    ctx: Context, involved: Iterable[int], start: int, end: int
+) -> tuple[EffectState, str]:
+    """The metadata quorum's leadership moving between ``start`` and ``end``: a node
+    becoming its leader, or a separated node standing for election or resigning
+    (:mod:`kchaos.harness.checker.quorumlog`)."""
+    changes = ctx.quorum()
+    if changes is None:
+        return NOT_MEASURED, ctx.quorum_note
+    separated = set(involved)
+    window = [c for c in changes if start <= c.time <= end]
+    led = [c for c in window if c.state == LEADER]
+    lost = [c for c in window if c.state in ELECTING and c.node in separated]
+    if not led and not lost:
+        return NOT_SEEN, (
+            f"no quorum leader elected and no separated node standing for election or"
+            f" resigning between {_s(start)} and {_s(end)}"
+        )
+    found = []
+    if led:
+        found.append(
+            "quorum leader(s) elected: "
+            + _listed([f"node {c.node} at {_s(c.time)} (epoch {c.epoch})" for c in led])
+        )
+    if lost:
+        first = lost[0]
+        found.append(
+            f"{len(lost)} election or resignation line(s) of separated nodes, first node"
+            f" {first.node} {first.state} at {_s(first.time)} ({first.where})"
+        )
+    return SEEN, "; ".join(found)
 
 
 def measure_pause(fault: Fault, ctx: Context) -> tuple[EffectState, str]:

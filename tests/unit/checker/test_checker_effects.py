@@ -236,6 +236,60 @@ def test_a_split_is_seen_in_the_leaders_log_without_the_controllers_record(
     assert e["effect"] == "not-seen"
 
 
+def controller_logs(path: Path, lines: dict[int, list[str]]) -> None:
+    """Controllers' server.log files (with run.json's time origin) in ``path``."""
+    log_run(path, lines, container="kchaos-test-controller-{}")
+
+
+def raft(at: float, node: int, state: str, epoch: int) -> str:
+    """A 3.x QuorumState line: ``node`` completed its transition to ``state``."""
+    fields = f"localId={node}, epoch={epoch}" if state != "FollowerState" else f"epoch={epoch}"
+    return (
+        f"{stamp(int(at * S))} INFO [RaftManager id={node}] Completed transition to"
+        f" {state}({fields}, epochStartOffset=67) from FollowerState(fetchTimeoutMs=2000,"
+        f" epoch={epoch - 1}, leaderId={node}) (org.apache.kafka.raft.QuorumState)"
+    )
+
+
+def test_a_cut_among_controllers_is_seen_as_the_quorum_failing_over(tmp_path: Path) -> None:
+    # the active controller 101 cut from 102 and 103 at 10 s: 102 wins an election
+    def run(path: Path, lines: dict[int, list[str]]) -> dict[str, Any]:
+        controller_logs(path, lines)
+        c = C()
+        registered(c, 1, 2, 3)
+        h = history("cut", ["controller-101"], detail={"to": ["controller-102", "controller-103"]})
+        return evidence(path, h, c)
+
+    won = [raft(12.5, 102, "CandidateState", 2), raft(12.6, 102, "Leader", 2)]
+    e = run(tmp_path / "a", {102: won})
+    assert e["effect"] == "seen" and "node 102 at 12.6 s (epoch 2)" in e["observed"]
+    # only the cut leader resigning: it lost the quorum, seen too
+    e = run(tmp_path / "b", {101: [raft(13.0, 101, "ResignedState", 1)]})
+    assert e["effect"] == "seen" and "node 101 Resigned" in e["observed"]
+    # near misses: the start-up election, an observer broker following, a leader elected
+    # after the settle window
+    e = run(
+        tmp_path / "c",
+        {
+            101: [raft(1.0, 101, "Leader", 1)],
+            1: [raft(14.0, 1, "FollowerState", 2)],
+            103: [raft(26.0, 103, "Leader", 2)],
+        },
+    )
+    assert e["effect"] == "not-seen" and "no quorum leader elected" in e["observed"]
+
+
+def test_a_cut_of_a_broker_from_the_controllers_ignores_elections_among_them(
+    tmp_path: Path,
+) -> None:
+    # broker 3 cut from controller 102: controller 101 standing for election is not a
+    # node the cut separated
+    controller_logs(tmp_path, {101: [raft(12.0, 101, "CandidateState", 2)]})
+    h = history("cut", ["broker-3"], detail={"to": ["controller-102"]})
+    e = evidence(tmp_path, h, C())
+    assert e["effect"] == "not-seen", e
+
+
 def test_a_partition_with_nothing_to_read_is_not_measured(tmp_path: Path) -> None:
     e = evidence(tmp_path, history("bridge", ["broker-2"]))
     assert e["effect"] == "not-measured"
@@ -674,8 +728,11 @@ FIXTURES = Path(__file__).parent / "fixtures"
         ("busy-440-b", {"f-1": "seen"}),
         # KAFKA-15489 on 3.6.2: the cut active controller's successor fenced two brokers
         ("k15489-362", {"f-1": "seen"}),
-        # 3.7.0: the controller failed over, which no record a run keeps shows
+        # 3.7.0, a run from before the nodes' logs were kept: the controller failed over,
+        # which no record that run kept shows
         ("k15489-370", {"f-1": "not-measured"}),
+        # 3.7.0 with the controllers' logs: controller 102 won the quorum after the cut
+        ("k15489-370-quorum", {"f-1": "seen"}),
         # KAFKA-15375: no controller.jsonl (epochs unknown), no fsync times, and the cut
         # of the starting broker from the controller removed no one from an ISR
         (
