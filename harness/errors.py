@@ -215,16 +215,21 @@ class TxnError(Exception):
         retriable: bool = False,
         abortable: bool = False,
         fatal: bool = False,
+        fenced: bool | None = None,
     ) -> None:
         super().__init__(f"{name}: {detail}" if detail else name)
         self.name = name
         self.retriable = retriable
         self.abortable = abortable
         self.fatal = fatal
+        self._fenced = fenced
 
     @property
     def fenced(self) -> bool:
-        """Another producer took this ``transactional.id`` (a newer epoch)."""
+        """Another producer took this ``transactional.id`` (a newer epoch): what the client
+        said, where it says so (Kafka's Java client), else by the error's name."""
+        if self._fenced is not None:
+            return self._fenced
         return self.name in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "FENCED")
 
     @property

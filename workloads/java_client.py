@@ -17,8 +17,10 @@ workers (start, request_stop, stop, counts, error; ready, polls, records).
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import logging
+import tarfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -123,7 +125,12 @@ def producer_argv(bootstrap: str, topic: str, process: int, spec: ProducerSpec) 
 
 
 def consumer_properties(spec: ConsumerSpec, client_id: str) -> dict[str, str]:
-    props = {"client.id": client_id, "metadata.max.age.ms": "5000"}
+    props = {
+        "client.id": client_id,
+        "metadata.max.age.ms": "5000",
+        # as the Python readers: always set (a transactional run's readers read_committed)
+        "isolation.level": spec.isolation,
+    }
     if spec.rack:
         props["client.rack"] = spec.rack
     props.update({str(k): str(v) for k, v in spec.extra.items()})
@@ -142,6 +149,19 @@ def consumer_argv(bootstrap: str, topic: str, spec: ConsumerSpec) -> list[str]:
     if protocol:
         argv += ["--group-protocol", str(protocol)]
     return argv
+
+
+def tar_of(files: Mapping[str, str]) -> bytes:
+    """A tar archive of ``files`` (name -> text), for ``put_archive``."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
 
 
 class JavaContainer:
@@ -166,7 +186,9 @@ class JavaContainer:
         self._reader: threading.Thread | None = None
         self.exit_code: int | None = None
 
-    def start(self) -> None:
+    def start(self, files: Mapping[str, str] | None = None) -> None:
+        """Create the container, put ``files`` (name -> text) in its ``/tmp``, start it and
+        read its output."""
         rt = self.runtime
         net = network_name(rt.run_id)
         ip = host_ip(rt.subnet, ADDRESS_BASE + self.slot)
@@ -184,6 +206,8 @@ class JavaContainer:
             restart_policy={"Name": "no"},
             stop_signal="SIGTERM",
         )
+        if files:
+            self.container.put_archive("/tmp", tar_of(files))
         self.container.start()
         self._reader = threading.Thread(target=self._read, name=f"read-{self.name}", daemon=True)
         self._reader.start()
@@ -338,7 +362,7 @@ class JavaConsumerWorker:
         slot: int,
     ) -> None:
         self.process = process
-        self.events = ConsumerEvents(sink, process)
+        self.events = ConsumerEvents(sink, process, spec.isolation)
         self.box = JavaContainer(
             runtime,
             f"client-c{process}",

@@ -186,9 +186,10 @@ def _partitions(data: dict[str, Any]) -> list[tuple[str, int]]:
 class ConsumerEvents:
     """One VerifiableConsumer's events as history lines (one reader thread)."""
 
-    def __init__(self, sink: HistorySink, process: int) -> None:
+    def __init__(self, sink: HistorySink, process: int, isolation: str | None = None) -> None:
         self.sink = sink
         self.process = process
+        self.isolation = isolation  # the consumer's isolation.level, stated on assign lines
         self.assignment: set[tuple[str, int]] = set()
         self.polls = 0
         self.records = 0
@@ -201,8 +202,12 @@ class ConsumerEvents:
             self._batch = []
 
     def _assigned(self) -> None:
-        self.sink.append({"process": self.process, "type": "ok", "f": "assign",
-                          "partitions": [[t, p] for t, p in sorted(self.assignment)]})  # fmt: skip
+        partitions = [[t, p] for t, p in sorted(self.assignment)]
+        line: dict[str, Any] = {"process": self.process, "type": "ok", "f": "assign",
+                                "partitions": partitions}  # fmt: skip
+        if self.isolation is not None:
+            line["isolation"] = self.isolation
+        self.sink.append(line)
 
     def line(self, data: dict[str, Any]) -> None:
         name = data.get("name")

@@ -65,6 +65,8 @@ class TxnWorkerConfig:
     topics: tuple[str, ...] = ()  # the producer's topics
     lib: str = "confluent"
     first: int = 0  # the first transaction number
+    # lib "java": where its client containers run (JavaTarget.to_json)
+    java: dict[str, str] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -79,23 +81,14 @@ class TxnWorkerConfig:
 
 def make_worker(config: TxnWorkerConfig, sink: EventSink, stop: threading.Event) -> TxnWorkerBase:
     """The worker of ``config`` with real clients."""
-    if config.lib != "confluent":
-        raise ValueError(f"transactions are implemented for confluent-kafka only, not {config.lib}")
-    from kchaos.workloads.confluent_txn import ConfluentTxnProducer
-
     spec = config.spec
-
-    def factory(on_done: SendCallback) -> TxnProducerClient:
-        extra = {"log_level": "3", **spec.configs}
-        return ConfluentTxnProducer(
-            config.bootstrap_servers, config.transactional_id, spec.timeout_ms, on_done,
-            f"kchaos-txn{config.process}", extra,
-        )  # fmt: skip
-
+    factory = _java_factory(config) if config.lib == "java" else _confluent_factory(config)
     common: dict[str, Any] = {"stop": stop, "first": config.first}
     args = (config.process, config.transactional_id, spec, sink, factory)
     if config.role == "copier":
         assert spec.copier is not None
+        if config.lib != "confluent":
+            raise ValueError(f"the copier runs with confluent-kafka only, not {config.lib}")
         group = spec.copier.group
         return TxnCopier(
             *args,
@@ -107,6 +100,42 @@ def make_worker(config: TxnWorkerConfig, sink: EventSink, stop: threading.Event)
             **common,
         )  # fmt: skip
     return TxnProducer(*args, topics=config.topics, **common)
+
+
+def _confluent_factory(config: TxnWorkerConfig) -> Callable[[SendCallback], TxnProducerClient]:
+    if config.lib != "confluent":
+        raise ValueError(f"no transactional client for library {config.lib!r}")
+    from kchaos.workloads.confluent_txn import ConfluentTxnProducer
+
+    spec = config.spec
+
+    def factory(on_done: SendCallback) -> TxnProducerClient:
+        extra = {"log_level": "3", **spec.configs}
+        return ConfluentTxnProducer(
+            config.bootstrap_servers, config.transactional_id, spec.timeout_ms, on_done,
+            f"kchaos-txn{config.process}", extra,
+        )  # fmt: skip
+
+    return factory
+
+
+def _java_factory(config: TxnWorkerConfig) -> Callable[[SendCallback], TxnProducerClient]:
+    """Kafka's Java producer, one container per client (:mod:`kchaos.workloads.java_txn`)."""
+    from kchaos.workloads.java_txn import JavaTxnProducer, producer_config, runtime_of
+
+    if config.java is None:
+        raise ValueError("client java needs where its containers run (TxnWorkerConfig.java)")
+    runtime = runtime_of(config.java)
+    spec = config.spec
+    conf = producer_config(config.bootstrap_servers, config.transactional_id, spec.timeout_ms,
+                           f"kchaos-txn{config.process}", spec.configs)  # fmt: skip
+    made = [0]
+
+    def factory(on_done: SendCallback) -> TxnProducerClient:
+        made[0] += 1
+        return JavaTxnProducer(runtime, config.process, conf, on_done, instance=made[0])
+
+    return factory
 
 
 def child_command(config: TxnWorkerConfig) -> list[str]:

@@ -38,6 +38,7 @@ from kchaos.workloads.clients import QUIET_LOG_LEVEL, make_consumer
 from kchaos.workloads.consumer import ConsumerWorker
 from kchaos.workloads.drain import DrainResult, drain
 from kchaos.workloads.java_client import JavaConsumerWorker, JavaProducerWorker, JavaRuntime
+from kchaos.workloads.java_txn import target_of
 from kchaos.workloads.lso import ConsumerStableOffsetSource
 from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.monitor import AdminMetadataSource, Monitor, StableOffsetSampling
@@ -102,6 +103,7 @@ class Workload:
         self.transactional: list[TxnProcessWorker | TxnThreadWorker] = []
         self._txn_lock = threading.Lock()  # replacements join self.transactional live
         self._run_dir = run_dir
+        self._java = java
         if spec.client == "java":
             if java is None:
                 raise WorkloadError("client java runs in containers: use Workload.for_cluster")
@@ -187,18 +189,22 @@ class Workload:
         spec = self.spec
         tx = spec.transactions
         assert tx is not None
-        if spec.client != "confluent":
+        # client java: Kafka's Java producer (kchaos.workloads.java_txn); else librdkafka
+        lib, java = "confluent", None
+        if spec.client == "java":
+            assert self._java is not None
+            lib, java = "java", target_of(self._java)
+        elif spec.client != "confluent":
             raise WorkloadError(
-                "transactional workers are implemented with confluent-kafka only "
-                f"(workload client {spec.client!r})"
+                "transactional workers are implemented with confluent-kafka and Kafka's Java "
+                f"client only (workload client {spec.client!r})"
             )
         topics = tx.producer_topics(spec.topics)
         configs = [
-            TxnWorkerConfig(process, role, txn_id, self.bootstrap_servers, tx, topics)
-            if role == "producer"
-            else TxnWorkerConfig(process, role, txn_id, self.bootstrap_servers, tx)
+            TxnWorkerConfig(process, role, txn_id, self.bootstrap_servers, tx,
+                            topics if role == "producer" else (), lib=lib, java=java)
             for process, role, txn_id in spec.txn_processes()
-        ]
+        ]  # fmt: skip
         for config in configs:
             if tx.process:
                 self.transactional.append(

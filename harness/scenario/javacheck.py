@@ -5,6 +5,9 @@ a properties file; a key the Java client does not know would only be logged as u
 a container, so every key of ``producers.configs`` and ``consumers.configs`` is checked
 here against the client's own config names (:mod:`kchaos.workloads.javaconf`), with the
 file and line of the key. The tools also need a paced producer and a group consumer.
+With ``workload.transactions``, the transactional producers are Kafka's Java producer
+(:mod:`kchaos.workloads.java_txn`): ``transactions.configs`` are checked the same way, the
+readers must subscribe, and the copier is refused (not implemented with it).
 """
 
 from __future__ import annotations
@@ -41,3 +44,26 @@ def check_java_client(src: Source, sc: Scenario) -> None:
         raise src.error(
             ("workload", "consumers", "mode"), "client java reads in subscribe mode only"
         )
+    t = w.transactions
+    if t is not None:
+        clients, names = names_for(version, "producer")
+        for key in t.configs:
+            if key not in names:
+                raise src.error(
+                    ("workload", "transactions", "configs", key),
+                    f"unknown producer config {key!r} for the Java client "
+                    f"(kafka-clients {clients}, the transactional producers' client)",
+                )
+        # the transactional producers are Kafka's Java producer (kchaos.workloads.java_txn);
+        # the readers are VerifiableConsumers, which only subscribe
+        if t.copier is not None:
+            raise src.error(
+                ("workload", "transactions", "copier"),
+                "the copier is not implemented with client java (its producer would need "
+                "the consumer's group metadata, which only the Python consumer gives)",
+            )
+        if t.readers.assign:
+            raise src.error(
+                ("workload", "transactions", "readers", "assign"),
+                "client java reads in subscribe mode only: readers.assign must be 0",
+            )

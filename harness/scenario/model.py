@@ -163,8 +163,9 @@ class WorkloadConfig:
         default=None,
         metadata={
             "description": "Transactional producers, read_committed readers and a "
-            "consume-transform-produce copier (history format 1.2; confluent-kafka only). A "
-            "run with transactions drains read_committed."
+            "consume-transform-produce copier (history format 1.2). Their client is "
+            "confluent-kafka, or Kafka's own Java producer with workload.client java (no "
+            "copier there). A run with transactions drains read_committed."
         },
     )
 

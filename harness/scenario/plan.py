@@ -204,10 +204,11 @@ def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
     consumers = tuple(consumer for _ in range(c.count))
     txn = None
     if w.transactions is not None:
-        if w.client != "confluent-kafka":
+        if w.client not in ("confluent-kafka", "java"):
             raise place(
                 ("workload", "transactions"),
-                "transactional workers run on confluent-kafka only (workload.client)",
+                "transactional workers run on confluent-kafka or Kafka's Java client only "
+                "(workload.client)",
             )
         txn, readers = _txn_spec(w.transactions, extra)
         consumers += readers

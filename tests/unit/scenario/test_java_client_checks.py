@@ -90,3 +90,34 @@ def test_names_for_an_unlisted_release_use_the_nearest_older_list() -> None:
     assert names_for("4.5.1", "producer") == names_for("4.4.0", "producer")
     assert names_for("3.6.0", "consumer") == names_for("3.5.2", "consumer")
     assert unknown_keys("4.4.0", "producer", ["acks", "nope"]) == ["nope"]
+
+
+JAVA_TXN = JAVA.replace(
+    "      fetch.max.wait.ms: 100\n",
+    """      fetch.max.wait.ms: 100
+  transactions:
+    producers: 1
+    topics: [t]
+    timeout: 10s
+    configs:
+      linger.ms: 2
+    readers:
+      subscribe: 1
+""",
+)
+
+
+def test_java_transactions_load_with_subscribing_readers() -> None:
+    sc = load(JAVA_TXN)
+    assert sc.workload.transactions is not None and sc.workload.client == "java"
+
+
+def test_java_transactions_check_their_configs_readers_and_copier() -> None:
+    err = error_of(JAVA_TXN.replace("      linger.ms: 2\n", "      log_level: 3\n"))
+    assert err.field == "workload.transactions.configs.log_level"
+    assert "the transactional producers' client" in str(err)
+    err = error_of(JAVA_TXN.replace("      subscribe: 1\n", "      subscribe: 1\n      assign: 1\n"))
+    assert err.field == "workload.transactions.readers.assign"
+    copier = "    copier:\n      input: t\n      output: t2\n      group: g\n"
+    err = error_of(JAVA_TXN.replace("    readers:\n", copier + "    readers:\n"))
+    assert err.field == "workload.transactions.copier" and "not implemented" in str(err)
