@@ -729,9 +729,16 @@ def _latencies(ctx: Context, brokers: set[int], start: int, end: int) -> list[in
     return out
 
 
-def _ack_latency_medians(
-    fault: Fault, ctx: Context
-) -> tuple[EffectState, str] | tuple[float, float, str]:
+@dataclass(frozen=True)
+class _Medians:
+    """Median acknowledgement latencies (ms) during a fault and right before it, told."""
+
+    now_ms: float
+    then_ms: float
+    told: str
+
+
+def _ack_latency_medians(fault: Fault, ctx: Context) -> tuple[EffectState, str] | _Medians:
     """The median acknowledgement latency (ms) of sends to partitions a target led, during
     the fault and in as long a stretch right before it, with what was compared; or the
     finding when there is nothing to compare (a controller link, no broker, too few sends)."""
@@ -756,7 +763,7 @@ def _ack_latency_medians(
         f"median ack latency of {who} {now_ms:.1f} ms during the fault ({len(during)} sends),"
         f" {then_ms:.1f} ms before ({len(before)})"
     )
-    return now_ms, then_ms, told
+    return _Medians(now_ms, then_ms, told)
 
 
 def measure_latency(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
@@ -765,9 +772,9 @@ def measure_latency(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     before it; seen when it rose by at least half of ``latency_ms`` (so never for 0 ms).
     A controller link carries no send: not measured."""
     found = _ack_latency_medians(fault, ctx)
-    if len(found) == 2:
+    if not isinstance(found, _Medians):
         return found
-    now_ms, then_ms, told = found
+    now_ms, then_ms, told = found.now_ms, found.then_ms, found.told
     added = fault.params.get("latency_ms", 100)
     added_ms = float(added) if isinstance(added, int | float) else 0.0
     told += f"; {added_ms:g} ms configured"
@@ -784,9 +791,9 @@ def measure_bandwidth(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     above what the link carries leaves it as it was (not seen); ``rate_kbps`` 0 is no
     limit at all in Toxiproxy. A controller link carries no send: not measured."""
     found = _ack_latency_medians(fault, ctx)
-    if len(found) == 2:
+    if not isinstance(found, _Medians):
         return found
-    now_ms, then_ms, told = found
+    now_ms, then_ms, told = found.now_ms, found.then_ms, found.told
     rate = fault.params.get("rate_kbps", 64)
     told += f"; limit {rate} KB/s"
     if not isinstance(rate, int | float) or rate <= 0:

@@ -37,11 +37,6 @@ if TYPE_CHECKING:
 ANOMALY_KINDS: tuple[str, ...] = KINDS
 
 # Field metadata used more than once (schemagen's vocabulary).
-_DURATION = DURATION_META
-_WORKERS = WORKERS_META
-_GROUP = GROUP_META
-_KEYS = KEYS_META
-_MESSAGE_SIZE = MESSAGE_SIZE_META
 _KINDS: dict[str, Any] = {"items": {"ref": "anomaly"}}
 # The file's ``valid``: a verdict, or ``any`` (None here).
 _VALID: dict[str, Any] = {"enum": [True, False, "unknown", "any"]}
@@ -107,7 +102,7 @@ class TopicConfig:
 
 @dataclass(frozen=True)
 class ProducerConfig:
-    count: int = field(default=1, metadata=_WORKERS)
+    count: int = field(default=1, metadata=WORKERS_META)
     rate: float = field(
         default=100.0,
         metadata={
@@ -118,8 +113,8 @@ class ProducerConfig:
     # "all", "0" or "1"; the file may also say -1 (the loader's "all") or a number
     acks: str = field(default="all", metadata={"enum": ["all", "-1", "0", "1", -1, 0, 1]})
     # distinct keys (spread over partitions); 0 = no key
-    keys: int = field(default=16, metadata=_KEYS)
-    message_size: int = field(default=100, metadata=_MESSAGE_SIZE)
+    keys: int = field(default=16, metadata=KEYS_META)
+    message_size: int = field(default=100, metadata=MESSAGE_SIZE_META)
     padding: Literal["repeated", "random"] = field(
         default="repeated",
         metadata={
@@ -135,9 +130,9 @@ class ProducerConfig:
 
 @dataclass(frozen=True)
 class ConsumerConfig:
-    count: int = field(default=0, metadata=_WORKERS)
+    count: int = field(default=0, metadata=WORKERS_META)
     mode: Literal["subscribe", "assign"] = "subscribe"
-    group: str = field(default="kchaos", metadata=_GROUP)
+    group: str = field(default="kchaos", metadata=GROUP_META)
     # client.rack: read from a follower in that rack (KIP-392)
     rack: str | None = field(default=None, metadata={"nullable": True})
     configs: Mapping[str, str] = field(default_factory=dict)
@@ -152,13 +147,13 @@ class ConsumerConfig:
 
 @dataclass(frozen=True)
 class WorkloadConfig:
-    duration: float = field(metadata=_DURATION)  # the one field a file must give
+    duration: float = field(metadata=DURATION_META)  # the one field a file must give
     client: Literal["confluent-kafka", "kafka-python", "java"] = "confluent-kafka"
     topics: tuple[str, ...] = ()  # empty: every topic of the scenario
     producers: ProducerConfig = field(default_factory=ProducerConfig)
     consumers: ConsumerConfig = field(default_factory=ConsumerConfig)
-    monitor_interval: float = field(default=0.5, metadata=_DURATION)
-    drain_timeout: float = field(default=120.0, metadata=_DURATION)
+    monitor_interval: float = field(default=0.5, metadata=DURATION_META)
+    drain_timeout: float = field(default=120.0, metadata=DURATION_META)
     transactions: TxnSpec | None = field(
         default=None,
         metadata={
@@ -189,7 +184,7 @@ class FaultStep:
     """One scripted fault: start ``at`` seconds into the workload, heal after ``for``."""
 
     fault: str = field(metadata={"minLength": 1})
-    at: float = field(metadata=_DURATION)
+    at: float = field(metadata=DURATION_META)
     # the file's ``for`` (a Python keyword); None: an instantaneous fault (e.g. a kill and
     # restart)
     for_: float | None = field(
@@ -199,7 +194,7 @@ class FaultStep:
             "aliases": {OLD_LENGTH_KEY: "The old spelling of `for`, still read; not both."},
             "description": "How long the fault lasts before it is healed (none: an "
             "instantaneous fault, such as a kill and restart).",
-            **_DURATION,
+            **DURATION_META,
         },
     )
     target: str = field(default="random", metadata={"ref": "target"})
@@ -222,7 +217,7 @@ class FaultStep:
         default=None,
         metadata={
             "description": "how long `when` may wait before the step fails (default 60s)",
-            **_DURATION,
+            **DURATION_META,
         },
     )
     # None: the default, skip
@@ -241,11 +236,11 @@ class RandomSchedule:
 
     faults: tuple[str, ...] = field(metadata={"minItems": 1})
     # first fault not before this offset
-    start: float = field(default=10.0, metadata=_DURATION)
+    start: float = field(default=10.0, metadata=DURATION_META)
     # quiet period between one fault's heal and the next start
-    quiet: float = field(default=10.0, metadata=_DURATION)
-    min_duration: float = field(default=5.0, metadata=_DURATION)
-    max_duration: float = field(default=15.0, metadata=_DURATION)
+    quiet: float = field(default=10.0, metadata=DURATION_META)
+    min_duration: float = field(default=5.0, metadata=DURATION_META)
+    max_duration: float = field(default=15.0, metadata=DURATION_META)
     targets: tuple[str, ...] = field(
         default=("random",), metadata={"minItems": 1, "items": {"ref": "target"}}
     )
@@ -266,8 +261,8 @@ class NemesisConfig:
 class ChecksConfig:
     """SLO thresholds; None means not checked."""
 
-    max_offline_seconds: float | None = field(default=None, metadata=_DURATION)
-    max_time_to_full_isr_seconds: float | None = field(default=None, metadata=_DURATION)
+    max_offline_seconds: float | None = field(default=None, metadata=DURATION_META)
+    max_time_to_full_isr_seconds: float | None = field(default=None, metadata=DURATION_META)
     min_ok_sends: int | None = field(default=None, metadata={"minimum": 0})
 
 
@@ -308,7 +303,7 @@ class ExpectConfig:
             "description": "The longest offline window must last at least this long, or the "
             "run did not end as expected (an outage a release is known to have, such as "
             "KIP-501's before eligible leader replicas).",
-            **_DURATION,
+            **DURATION_META,
         },
     )
     # faults whose own effect the run must show (results.json evidence.faults)

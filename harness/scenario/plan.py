@@ -210,8 +210,8 @@ def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
                 "transactional workers run on confluent-kafka or Kafka's Java client only "
                 "(workload.client)",
             )
-        txn, readers = _txn_spec(w.transactions, extra)
-        consumers += readers
+        txn = w.transactions
+        consumers += _txn_readers(txn, extra)
     spec = WorkloadSpec(
         topics=w.topics or tuple(t.name for t in sc.topics),
         producers=w.producers.count,
@@ -234,13 +234,11 @@ def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
     return spec
 
 
-def _txn_spec(
-    t: TxnSpec, consumer_extra: dict[str, str]
-) -> tuple[TxnSpec, tuple[ConsumerSpec, ...]]:
-    """The transactional workers (the scenario's own spec, as it is) and their
-    read_committed readers."""
+def _txn_readers(t: TxnSpec, consumer_extra: dict[str, str]) -> tuple[ConsumerSpec, ...]:
+    """The transactional workers' read_committed readers (the workers themselves run the
+    scenario's own spec, as it is)."""
     r = t.readers
-    readers = tuple(
+    return tuple(
         ConsumerSpec(mode="subscribe", group_id=r.group, isolation="read_committed",
                      extra=consumer_extra)
         for _ in range(r.subscribe)
@@ -248,7 +246,6 @@ def _txn_spec(
         ConsumerSpec(mode="assign", isolation="read_committed", extra=consumer_extra)
         for _ in range(r.assign)
     )  # fmt: skip
-    return t, readers
 
 
 # ---------------------------------------------------------------------------- nemesis
