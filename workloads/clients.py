@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from kchaos.harness.errors import ConfigError
 from kchaos.workloads.spec import ProducerSpec
@@ -46,6 +46,24 @@ def close_quietly(
         client.close()
     except Exception:  # noqa: BLE001 - see above
         log.log(level, "%s failed", what, exc_info=True, stacklevel=2)
+
+
+def txn_producer_common(
+    bootstrap_servers: str, transactional_id: str, timeout_ms: int, client_id: str
+) -> dict[str, Any]:
+    """The settings every transactional client gets, under names librdkafka and Kafka's
+    Java producer share; each client adds its own (confluent_txn, java_txn)."""
+    return {
+        "bootstrap.servers": bootstrap_servers,
+        "client.id": client_id,
+        "transactional.id": transactional_id,
+        "transaction.timeout.ms": timeout_ms,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 5,
+        "request.timeout.ms": 5000,
+        "delivery.timeout.ms": timeout_ms,  # librdkafka: at most the transaction timeout
+    }
 
 
 class TxnProducerClient(Protocol):

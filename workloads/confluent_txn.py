@@ -24,7 +24,7 @@ from confluent_kafka import TopicPartition as CTopicPartition
 
 from kchaos.harness.cluster.retry import Poll
 from kchaos.harness.errors import SendRefused, TxnError
-from kchaos.workloads.clients import SendCallback, SendResult
+from kchaos.workloads.clients import SendCallback, SendResult, txn_producer_common
 from kchaos.workloads.confluent_client import error_name, with_extra
 from kchaos.workloads.values import value_of
 
@@ -39,19 +39,9 @@ def txn_producer_config(
     client_id: str,
     extra: Mapping[str, str],
 ) -> dict[str, Any]:
-    conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap_servers,
-        "client.id": client_id,
-        "transactional.id": transactional_id,
-        "transaction.timeout.ms": timeout_ms,
-        "enable.idempotence": True,
-        "acks": "all",
-        "linger.ms": 5,
-        "request.timeout.ms": 5000,
-        "delivery.timeout.ms": timeout_ms,  # librdkafka: at most the transaction timeout
-        "topic.metadata.refresh.interval.ms": 5000,
-        "statistics.interval.ms": 500,
-    }
+    conf = txn_producer_common(bootstrap_servers, transactional_id, timeout_ms, client_id)
+    conf["topic.metadata.refresh.interval.ms"] = 5000
+    conf["statistics.interval.ms"] = 500
     return with_extra(conf, extra)
 
 

@@ -34,7 +34,7 @@ from typing import Any
 from kchaos.harness.cluster.topology import host_ip
 from kchaos.harness.errors import ConfigError, SendRefused, TxnError
 from kchaos.harness.rundir.rundir import RunDir
-from kchaos.workloads.clients import SendCallback, SendResult
+from kchaos.workloads.clients import SendCallback, SendResult, txn_producer_common
 from kchaos.workloads.java_client import ADDRESS_BASE, JavaContainer, JavaRuntime
 
 log = logging.getLogger(__name__)
@@ -109,23 +109,15 @@ def producer_config(
     client_id: str,
     extra: Mapping[str, str],
 ) -> dict[str, str]:
-    """The Java producer's settings: those of the librdkafka workers
-    (:func:`~kchaos.workloads.confluent_txn.txn_producer_config`) in Java's names, then the
-    scenario's ``configs``."""
-    conf = {
-        "bootstrap.servers": bootstrap_servers,
-        "client.id": client_id,
-        "transactional.id": transactional_id,
-        "transaction.timeout.ms": str(timeout_ms),
-        "enable.idempotence": "true",
-        "acks": "all",
-        "linger.ms": "5",
-        "request.timeout.ms": "5000",
-        # Java requires delivery.timeout.ms >= linger.ms + request.timeout.ms
-        "delivery.timeout.ms": str(max(timeout_ms, 5005)),
-        "max.block.ms": str(timeout_ms),
-        "metadata.max.age.ms": "5000",
-    }
+    """The Java producer's settings: those every transactional client gets
+    (:func:`~kchaos.workloads.clients.txn_producer_common`), Java's own, then the
+    scenario's ``configs``; as text, as a properties file has them."""
+    common = txn_producer_common(bootstrap_servers, transactional_id, timeout_ms, client_id)
+    conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in common.items()}
+    # Java requires delivery.timeout.ms >= linger.ms + request.timeout.ms
+    conf["delivery.timeout.ms"] = str(max(timeout_ms, 5005))
+    conf["max.block.ms"] = str(timeout_ms)  # every blocking call's bound
+    conf["metadata.max.age.ms"] = "5000"
     conf.update({str(k): str(v) for k, v in extra.items()})
     return conf
 

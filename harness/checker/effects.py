@@ -15,7 +15,8 @@ docs/checker.md ("Did the faults bite") has the table. Every measure is built so
 fault aimed where it cannot bite comes out ``not-seen``: a latency is seen only when the
 sends' acknowledgements slowed by at least half the configured latency; a crash only when
 the broker registered again with a new epoch; a partition only when an ISR lost a
-member, or a broker its session, among the nodes the cut separated.
+member, or a broker its session, among the nodes the cut separated, or (where it separates
+controllers) the metadata quorum moved.
 """
 
 from __future__ import annotations
