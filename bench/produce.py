@@ -300,9 +300,10 @@ def parse_produce_args(
         raise ConfigError("must be at least 1", field="--records")
     props = tuple(p.strip() for p in perf_props.split(",") if p.strip())
     if transactional:
-        if libs != ("confluent",):
+        if libs not in (("confluent",), ("java",)):
             raise ConfigError(
-                f"the transactional producer runs on confluent only; got {clients!r}",
+                "the transactional producer runs on one client, confluent or java (Kafka's "
+                f"Java producer); got {clients!r}",
                 field="--clients",
             )
         if props:

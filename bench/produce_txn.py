@@ -13,8 +13,10 @@ Only committed values count; the clock runs from the transactional client's ``tx
 (a warm client, as the baseline is warmed up) to the commit that reaches the number asked
 for. Printed per size: txn-recording / idempotent (what transactions cost against the
 plain producer) and txn-recording / txn-bare (what recording costs a transactional
-producer; goal >= 0.8). confluent-kafka only: the transactional workers have no other
-client.
+producer; goal >= 0.8). The transactional client is confluent-kafka, or with
+``--clients java`` Kafka's own Java producer (:mod:`kchaos.workloads.java_txn`, a container
+of the cluster's image; its start is before the clock's); the baseline stays the Python
+idempotent producer.
 """
 
 from __future__ import annotations
@@ -102,16 +104,21 @@ def run_txn(
     round_: int = 0,
     factory: WorkerFactory | None = None,
     deadline_s: float = DEADLINE_S,
+    java: dict[str, str] | None = None,
 ) -> Case:
-    """One transactional producer until ``values`` values are committed."""
+    """One transactional producer until ``values`` values are committed: librdkafka's, or
+    with ``java`` (where its containers run, :func:`kchaos.workloads.java_txn.target_of`)
+    Kafka's Java producer."""
     from kchaos.workloads.txn_process import TxnWorkerConfig
 
     if factory is None:
         from kchaos.workloads.txn_process import make_worker
 
         factory = make_worker
+    lib = CLIENT if java is None else "java"
     config = TxnWorkerConfig(1, "producer", f"kchaos-bench-{topic}", bootstrap,
-                             txn_spec(topic, size, max_sends), (topic,))  # fmt: skip
+                             txn_spec(topic, size, max_sends), (topic,), lib=lib,
+                             java=java)  # fmt: skip
     stop = threading.Event()
     counter = CommitCounter(sink, stop, values)
     worker = factory(config, counter, stop)
@@ -121,12 +128,15 @@ def run_txn(
     stop.set()
     thread.join(60)
     kind = TXN_RECORDING if isinstance(sink, HistoryWriter) else TXN_BARE
-    return Case(kind, CLIENT, size, counter.committed, counter.seconds, round_)
+    return Case(kind, lib, size, counter.committed, counter.seconds, round_)
 
 
-def real_cases(bootstrap: str, max_sends: int, workdir: Path) -> RunCase:
+def real_cases(
+    bootstrap: str, max_sends: int, workdir: Path, java: dict[str, str] | None = None
+) -> RunCase:
     """Each case on a fresh topic (3 partitions, RF 3, min.insync.replicas 2), deleted
-    after it; recording cases write their history under ``workdir``."""
+    after it; recording cases write their history under ``workdir``. With ``java`` the
+    transactional cases run Kafka's Java producer there."""
     counter = 0
 
     def run_case(kind: str, size: int, n: int, round_: int) -> Case:
@@ -136,14 +146,16 @@ def real_cases(bootstrap: str, max_sends: int, workdir: Path) -> RunCase:
         ensure_topics(bootstrap, [topic], configs=TOPIC_CONFIGS)
         try:
             if kind == TXN_BARE:
-                return run_txn(bootstrap, topic, size, n, NullSink(), max_sends, round_)
+                return run_txn(bootstrap, topic, size, n, NullSink(), max_sends, round_,
+                               java=java)  # fmt: skip
             path = workdir / f"history-{topic}.jsonl"
             with HistoryWriter(path) as writer:
                 if kind == IDEMPOTENT:
                     case = run_recording(bootstrap, CLIENT, topic, size, n, writer, round_)
                     case = Case(IDEMPOTENT, CLIENT, size, case.records, case.seconds, round_)
                 else:
-                    case = run_txn(bootstrap, topic, size, n, writer, max_sends, round_)
+                    case = run_txn(bootstrap, topic, size, n, writer, max_sends, round_,
+                                   java=java)  # fmt: skip
             path.unlink()
             return case
         finally:
@@ -189,7 +201,10 @@ def txn_ratios(cases: list[Case]) -> list[dict[str, Any]]:
                    for r in rounds]  # fmt: skip
         rows.append(
             {
-                "client": CLIENT,
+                # the transactional client (the baseline is always the Python producer)
+                "client": next(
+                    (c.client for c in cases if c.size == size and c.kind != IDEMPOTENT), CLIENT
+                ),
                 "size": size,
                 "rounds": len(rounds),
                 "idempotent_rps": round(_median(rates(IDEMPOTENT, size))),

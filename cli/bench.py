@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 @click.option(
     "--clients",
     default=None,
-    help="Client libraries [default: confluent,kafka-python; confluent with --transactional].",
+    help="Client libraries [default: confluent,kafka-python; confluent with --transactional, "
+    "or java for Kafka's Java transactional producer].",
 )
 @click.option("--records", type=int, default=None, help="Records per case (default by size).")
 @click.option("--repeat", type=int, default=1, show_default=True, help="Rounds; medians.")
@@ -99,7 +100,15 @@ def _produce_transactional(args: ProduceArgs, repeat: int, out: Path | None) -> 
         tempfile.TemporaryDirectory(prefix="kchaos-bench-") as tmp,
     ):
         click.echo(f"cluster {cluster.run_id} ready; bootstrap {cluster.bootstrap_servers}")
-        run_case = produce_txn.real_cases(cluster.bootstrap_servers, args.max_sends, Path(tmp))
+        java = None
+        if args.libs == ("java",):
+            from kchaos.workloads.java_client import JavaRuntime
+            from kchaos.workloads.java_txn import target_of
+
+            java = target_of(JavaRuntime.for_cluster(cluster, None))
+        run_case = produce_txn.real_cases(
+            cluster.bootstrap_servers, args.max_sends, Path(tmp), java=java
+        )
         cases = produce_txn.txn_rounds(list(args.sizes), args.records, repeat, run_case, _log_case)
     rows = produce_txn.txn_ratios(cases)
     click.echo("")

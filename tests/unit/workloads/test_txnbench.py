@@ -27,6 +27,8 @@ def test_the_options_and_their_defaults() -> None:
     assert plain.records == {100: 200_000, 1024: 60_000}
     txn = parse_produce_args("100", None, 5000, transactional=True, max_sends=8)
     assert txn.libs == ("confluent",) and txn.records == {100: 5000} and txn.max_sends == 8
+    java = parse_produce_args("100", "java", 5000, transactional=True)
+    assert java.libs == ("java",)
 
 
 @pytest.mark.parametrize(
@@ -89,6 +91,25 @@ def test_only_committed_values_count_and_recording_decides_the_kind(tmp_path: Pa
     assert rec.kind == "txn-recording" and rec.records == 32
     lines = path.read_bytes().splitlines()
     assert len(lines) == 2 + 2 * 11  # init, then 11 transactions (8 committed, 3 aborted)
+
+
+def test_the_java_client_runs_the_same_worker_with_kafkas_producer() -> None:
+    made: list[FakeWorker] = []
+
+    def factory(config: Any, sink: Any, stop: threading.Event) -> FakeWorker:
+        made.append(FakeWorker(config, sink, stop, 5))
+        return made[-1]
+
+    where = {"image": "kchaos/kafka:4.4.0", "run_id": "r1", "subnet": "10.1.2.0/24"}
+    case = produce_txn.run_txn("b:9092", "t", 100, 20, NullSink(), 8, factory=factory, java=where)
+    assert (case.kind, case.client, case.records) == ("txn-bare", "java", 20)
+    assert made[0].config.lib == "java" and made[0].config.java == where
+    rows = produce_txn.txn_ratios(
+        [Case("idempotent", "confluent", 100, 1000, 1.0, 0),
+         Case("txn-recording", "java", 100, 1000, 2.0, 0),
+         Case("txn-bare", "java", 100, 1000, 2.0, 0)]
+    )  # fmt: skip
+    assert rows[0]["client"] == "java" and rows[0]["txn_recording_vs_bare"] == 1.0
 
 
 def test_a_producer_that_commits_nothing_is_an_error() -> None:
@@ -156,8 +177,10 @@ def test_the_command_end_to_end_with_fakes(monkeypatch: pytest.MonkeyPatch, tmp_
         assert args.transactional and args.max_sends == 10
         yield FakeCluster()
 
-    def fake_cases(bootstrap: str, max_sends: int, workdir: Path) -> produce_txn.RunCase:
-        assert (bootstrap, max_sends) == ("fake:9092", 10)
+    def fake_cases(
+        bootstrap: str, max_sends: int, workdir: Path, java: Any = None
+    ) -> produce_txn.RunCase:
+        assert (bootstrap, max_sends, java) == ("fake:9092", 10, None)
 
         def run_case(kind: str, size: int, n: int, round_: int) -> Case:
             seen.append((kind, size, n, round_))
