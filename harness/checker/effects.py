@@ -67,6 +67,7 @@ SHOWN = 3
 NO_SPACE = "No space left on device"
 _NS = 1e9
 _BROKER = re.compile(r"^broker-(\d+)$")
+_CONTROLLER = re.compile(r"^controller-(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -312,6 +313,35 @@ def _listed(items: Sequence[str]) -> str:
 
 
 # -- crashes: a new broker epoch ----------------------------------------------------------
+def _controllers_started(fault: Fault, ctx: Context, nodes: list[int]) -> tuple[EffectState, str]:
+    """A crash of controller-only nodes, which register no broker epoch: each started
+    again, its raft state initialised anew (a ``from null`` transition line in its log)
+    after the fault's start."""
+    changes = ctx.quorum()
+    if changes is None:
+        return NOT_MEASURED, ctx.quorum_note
+    end = _restart_end(fault, ctx.facts)
+    parts: list[tuple[EffectState, str]] = []
+    for node in nodes:
+        starts = [
+            c for c in changes if c.node == node and c.fresh and fault.start_time < c.time <= end
+        ]
+        if starts:
+            first = starts[0]
+            parts.append(
+                (SEEN, f"controller {node} started again at {_s(first.time)} ({first.where})")
+            )
+        else:
+            parts.append(
+                (
+                    NOT_SEEN,
+                    f"controller {node} did not start again between {_s(fault.start_time)}"
+                    f" and {_s(end)}",
+                )
+            )
+    return _summed(parts)
+
+
 def _new_epoch(record: ControllerRecord, broker: int, start: int, end: int) -> str | None:
     """The broker's registration with a new epoch between ``start`` and ``end``, told;
     None when there is none."""
@@ -345,6 +375,10 @@ def measure_crash(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     again with a new broker epoch after the fault's start (controller.jsonl); term and
     rolling-restart add their recorded exit codes."""
     brokers, others = broker_targets(fault)
+    if not brokers and others:
+        controllers = [_CONTROLLER.match(n) if isinstance(n, str) else None for n in others]
+        if all(controllers):
+            return _controllers_started(fault, ctx, [int(m.group(1)) for m in controllers if m])
     record = ctx.record
     if record is None:
         return NOT_MEASURED, f"no {CONTROLLER_JSONL}: broker epochs unknown"

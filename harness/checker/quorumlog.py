@@ -12,13 +12,17 @@ word after ``to``: ``Leader``, ``ResignedState``, ``CandidateState``, ``Follower
 ``Unattached`` on 3.x, and on 4.x also ``ProspectiveState`` (KIP-996's pre-vote); 4.x
 prints ``Leader(localVoterNode=...`` where 3.x prints ``Leader(localId=...``. Either way
 the line says ``epoch=<n>`` before any other field named so, and it is the node whose log
-it is that changed state (checked against the 3.7.0 and 4.4.0 jars and real 3.7.0 logs).
+it is that changed state (checked against the 3.7.0 and 4.4.0 jars and real 3.7.0 logs;
+a killed 4.4.0 controller's restart logged its second ``from null`` line, 2026-12-07).
 
 A cut that separates the quorum's leader from the other voters shows here as a failover:
 the leader resigns, another controller becomes ``Leader`` with a higher epoch. A cut
 voter that did not lead starts elections of its own (``CandidateState``, or
-``ProspectiveState`` on 4.x). :func:`quorum_changes` reads these lines for the effect
-measure of partition faults (:mod:`kchaos.harness.checker.effects`).
+``ProspectiveState`` on 4.x). A node's process logs its first such line ``from null``:
+its raft state initialised at start, so a controller that started again after a crash
+shows a second one. :func:`quorum_changes` reads these lines for the effect measures of
+partition faults and of crashes of controller-only nodes
+(:mod:`kchaos.harness.checker.effects`).
 """
 
 from __future__ import annotations
@@ -48,10 +52,13 @@ class QuorumChange:
     state: str  # "Leader", "Candidate", "Follower", ... (a trailing "State" dropped)
     epoch: int | None
     where: str  # <container>/server.log:<line>
+    fresh: bool = False  # "from null": the node's raft state was just initialised (it started)
 
 
-def parse_transition(text: str) -> tuple[str, int | None] | None:
-    """(state, epoch) of a ``Completed transition to`` line; None for any other line."""
+def parse_transition(text: str) -> tuple[str, int | None, bool] | None:
+    """(state, epoch, fresh) of a ``Completed transition to`` line, ``fresh`` when it is the
+    first of the node's process (``from null``: its raft state initialised at start); None
+    for any other line."""
     if _MARK not in text:
         return None
     match = _TRANSITION.search(text)
@@ -59,7 +66,8 @@ def parse_transition(text: str) -> tuple[str, int | None] | None:
         return None
     state = match.group(1).removesuffix("State")
     epoch = _EPOCH.search(text, match.end())
-    return state, int(epoch.group(1)) if epoch else None
+    fresh = text.rstrip().rsplit(" from ", 1)[-1].startswith("null")
+    return state, int(epoch.group(1)) if epoch else None, fresh
 
 
 def quorum_changes(rd: RunDir) -> list[QuorumChange] | None:
@@ -80,6 +88,7 @@ def quorum_changes(rd: RunDir) -> list[QuorumChange] | None:
             if unix_ms is None:
                 continue
             time = history_time_ns(unix_ms, found.origin_unix_ns)
-            out.append(QuorumChange(time, node.node_id, said[0], said[1], node.where(number)))
+            state, epoch, fresh = said
+            out.append(QuorumChange(time, node.node_id, state, epoch, node.where(number), fresh))
     out.sort(key=lambda c: (c.time, c.node))
     return out

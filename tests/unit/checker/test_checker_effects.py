@@ -117,6 +117,29 @@ def test_a_crash_of_a_controller_only_node_is_not_measured(tmp_path: Path) -> No
     assert e["effect"] == "not-measured"
 
 
+def test_a_crash_of_a_controller_only_node_is_seen_as_its_raft_state_initialised_anew(
+    tmp_path: Path,
+) -> None:
+    def started(at: float) -> str:
+        return (
+            f"{stamp(int(at * S))} INFO [RaftManager id=101] Completed transition to"
+            " Unattached(epoch=4, voters=[101, 102, 103], electionTimeoutMs=1375) from null"
+            " (org.apache.kafka.raft.QuorumState)"
+        )
+
+    def run(path: Path, lines: list[str]) -> dict[str, Any]:
+        controller_logs(path, {101: lines})
+        c = C()
+        registered(c, 1, 2, 3)
+        return evidence(path, history("kill", ["controller-101"]), c)
+
+    e = run(tmp_path / "a", [started(1.0), raft(5.0, 101, "Leader", 1), started(21.0)])
+    assert e["effect"] == "seen" and "controller 101 started again at 21.0 s" in e["observed"]
+    # only its first start, and a later transition that is no start: not seen
+    e = run(tmp_path / "b", [started(1.0), raft(15.0, 101, "FollowerState", 2)])
+    assert e["effect"] == "not-seen" and "did not start again" in e["observed"]
+
+
 def test_term_tells_its_exit_codes_and_power_loss_needs_every_broker(tmp_path: Path) -> None:
     c = C()
     registered(c, 1, 2)
