@@ -14,6 +14,7 @@ Grammar (one string):
 ``coordinator:txn:ID``  the transaction coordinator of transactional id ID now
 ``coordinator:group:G`` the group coordinator of consumer group G now
 ``client:txn:ID``      the workload's transactional worker holding id ID (no node)
+``brokers-except:SPEC``  every broker but the nodes SPEC (any node spec above) names now
 ``none``               no node (faults that take their nodes from params)
 ``broker-2``, ``2``    a named node, by name or id; several joined by commas
 =====================  ==========================================================
@@ -30,6 +31,10 @@ The leader and the active controller are the cluster's own reads,
 A ``client:`` target names a client process, not a node: it resolves to no node, and
 only faults that act on client processes take it (``Fault.takes_client``); they find
 the process through the run's client directory (``kchaos.faults.clients``).
+
+``brokers-except:`` turns a live spec around: ``brokers-except:coordinator:txn:ID`` is
+every broker that is not that id's coordinator, so a toxic on their client links delays a
+transaction's produce requests while its coordinator requests (EndTxn) go through.
 """
 
 from __future__ import annotations
@@ -47,16 +52,20 @@ from kchaos.harness.errors import ClusterError, FaultError
 
 _KEYWORDS = ("all", "brokers", "controllers", "minority", "majority", "controller", "none")
 _TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+EXCEPT = "brokers-except:"
 
 
 @dataclass(frozen=True)
 class TargetSpec:
-    kind: str  # one of _KEYWORDS, "random", "leader", "coordinator", "client", "named"
+    kind: str  # one of _KEYWORDS, "random", "leader", "coordinator", "client", "named",
+    # "except"
     count: int = 1
     topic: str = ""
     partition: int = 0
     names: tuple[str, ...] = ()
     key: str = ""  # coordinator: "txn:ID" or "group:G"; client: "txn:ID"
+    inner: TargetSpec | None = None  # brokers-except: the nodes left out
+
 
     def __str__(self) -> str:
         if self.kind == "random":
@@ -69,6 +78,8 @@ class TargetSpec:
             return f"client:{self.key}"
         if self.kind == "named":
             return ",".join(self.names)
+        if self.kind == "except":
+            return f"{EXCEPT}{self.inner}"
         return self.kind
 
 
@@ -78,6 +89,11 @@ def parse_target(text: str | int, where: Where | None = None) -> TargetSpec:
     raw = str(text).strip()
     if raw in _KEYWORDS:
         return TargetSpec(raw)
+    if raw.startswith(EXCEPT):
+        inner = parse_target(raw[len(EXCEPT) :], where)
+        if inner.kind in ("none", "client", "except"):
+            raise where.error(f"{EXCEPT} needs a spec that names nodes, got {raw!r}")
+        return TargetSpec("except", inner=inner)
     if raw == "random" or raw.startswith("random:"):
         count = raw.partition(":")[2] or "1"
         if not count.isdigit() or int(count) < 1:
@@ -141,6 +157,13 @@ def resolve(cluster: Targeting, spec: TargetSpec | str, rng: random.Random) -> l
         return [cluster.node(leader)]
     if spec.kind == "coordinator":
         return [cluster.node(coordinator_node(cluster, parse_key(spec.key)))]
+    if spec.kind == "except":
+        assert spec.inner is not None
+        left_out = {n.node_id for n in resolve(cluster, spec.inner, rng)}
+        kept = [n for n in nodes if n.is_broker and n.node_id not in left_out]
+        if not kept:
+            raise FaultError(f"target {spec}: no broker is left")
+        return kept
     out = []
     for name in spec.names:
         key: int | str = int(name) if name.isdigit() else name

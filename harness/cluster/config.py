@@ -43,7 +43,11 @@ JVM_ENV_VARS = frozenset(
     }
 )
 DATA_DIR = "/var/lib/kafka/data"
-STATE_CHANGE_LOGGING = "state.change.logger=INFO"  # KAFKA_LOG4J_LOGGERS of every node
+# KAFKA_LOG4J_LOGGERS of every node. The state-change logger at INFO (the images quiet it
+# to WARN); KafkaApis at DEBUG, where it logs only requests it refused ("Produce request
+# with correlation id N from client C on partition P failed due to E"): a late produce a
+# leader refused is otherwise in no log at all (KIP-890's verification, 3.6+).
+NODE_LOGGERS = "state.change.logger=INFO,kafka.server.KafkaApis=DEBUG"
 DATA_UID = 1000  # the official image runs Kafka as appuser (uid 1000)
 LISTENER_PROTOCOLS = "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT"
 _PROPERTY_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -184,9 +188,9 @@ def node_environment(
     env = properties_to_env(node_properties(spec, node_id, toxiproxy_ip))
     env["CLUSTER_ID"] = cluster_id
     env["KAFKA_HEAP_OPTS"] = f"-Xms{spec.heap} -Xmx{spec.heap}"
-    # The images quiet the state-change logger to WARN; a stock broker logs it at INFO,
-    # and a run keeps it (RUN_DIR/logs/*/state-change.log: which broker led from when).
-    env["KAFKA_LOG4J_LOGGERS"] = STATE_CHANGE_LOGGING
+    # A stock broker logs state changes at INFO and a run keeps them
+    # (RUN_DIR/logs/*/state-change.log: which broker led from when); see NODE_LOGGERS.
+    env["KAFKA_LOG4J_LOGGERS"] = NODE_LOGGERS
     if spec.jvm_performance_opts:
         env["KAFKA_JVM_PERFORMANCE_OPTS"] = spec.jvm_performance_opts
     return env

@@ -27,7 +27,7 @@ _NODE = re.compile(r"^(?:broker-|controller-)?(?P<id>[0-9]+)$")
 _TARGET_HELP = (
     "all, brokers, controllers, random, random:K, minority, majority, controller, none, "
     "leader:TOPIC:PARTITION, coordinator:txn:ID, coordinator:group:GROUP, client:txn:ID, broker-N, "
-    "controller-N, N, or several nodes joined by commas"
+    "controller-N, N, several nodes joined by commas, or brokers-except: before any of these"
 )
 
 
@@ -42,6 +42,8 @@ def _check_target(src: Source, sc: Scenario, path: Path_, target: str) -> None:
         spec = parse_target(target)
     except ConfigError as exc:
         raise src.error(path, exc.detail) from None
+    while spec.kind == "except" and spec.inner is not None:
+        spec = spec.inner  # brokers-except:SPEC: SPEC's topic or nodes must exist too
     if spec.kind == "leader":
         topic = {t.name: t for t in sc.topics}.get(spec.topic)
         if topic is None:
@@ -158,10 +160,12 @@ def semantic_checks(src: Source, sc: Scenario) -> None:
     for i, step in enumerate(sc.nemesis.steps):
         base: Path_ = ("nemesis", "steps", i)
         _check_target(src, sc, (*base, "target"), step.target)
-        end = step.at + (step.for_ or 0.0)
-        if end > duration:
+        # A step may outlast the workload: the final heal ends it, once every worker has
+        # stopped (what kip-890-hanging-transaction needs: held bytes released only after
+        # the producer's last abort). It must start while the workload runs.
+        if step.at >= duration:
             raise src.error(
-                (*base, "at"), f"fault ends at {end:g}s, after the workload's {duration:g}s"
+                (*base, "at"), f"fault starts at {step.at:g}s, after the workload's {duration:g}s"
             )
     rnd = sc.nemesis.random
     if rnd is not None and sc.nemesis.steps:

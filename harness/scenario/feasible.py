@@ -101,7 +101,11 @@ def check_schedule(src: Source, sc: Scenario, plan: Plan) -> None:
 
 def _check_coordinator(src: Source, plan: Plan, target: str, target_path: Path_) -> None:
     """A coordinator target must name a transactional id or a group the workload uses:
-    any other has no coordinator to find, and the fault would never start."""
+    any other has no coordinator to find, and the fault would never start (also behind
+    ``brokers-except:``)."""
+    from kchaos.faults.targets import EXCEPT
+
+    target = target.removeprefix(EXCEPT)
     if not target.startswith("coordinator:"):
         return
     from kchaos.faults.coordinators import parse_key

@@ -55,7 +55,8 @@ DEFS: dict[str, Any] = {
         "majority, controller (the active one), leader:TOPIC:PARTITION, "
         "coordinator:txn:TRANSACTIONAL_ID, coordinator:group:GROUP, "
         "client:txn:TRANSACTIONAL_ID (a transactional client process: the zombie fault "
-        "only), none, a node name (broker-2) or id, several joined by commas.",
+        "only), none, a node name (broker-2) or id, several joined by commas; "
+        "brokers-except:SPEC is every broker SPEC does not name.",
     },
     "anomaly": {"enum": list(KINDS)},
     "cause": {"enum": list(DUPLICATE_CAUSES)},

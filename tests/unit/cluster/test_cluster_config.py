@@ -131,7 +131,9 @@ def test_environment_holds_cluster_id_heap_and_every_property() -> None:
     }
     assert back == props
     assert env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == "1"
-    assert env["KAFKA_LOG4J_LOGGERS"] == "state.change.logger=INFO"  # RUN_DIR/logs
+    assert env["KAFKA_LOG4J_LOGGERS"] == (  # RUN_DIR/logs; refused requests
+        "state.change.logger=INFO,kafka.server.KafkaApis=DEBUG"
+    )
 
 
 def test_quorum_voters_for_one_broker() -> None:

@@ -163,3 +163,29 @@ def test_coordinator_condition_round_trips() -> None:
     )
     assert trig.condition_spec() == when
     assert "coordinator partition of group:copier" in trig.describe()
+
+
+def test_brokers_except_the_coordinator_follows_it(tmp_path: Path) -> None:
+    spec = parse_target("brokers-except:coordinator:txn:kchaos-t4")
+    assert spec == TargetSpec("except", inner=TargetSpec("coordinator", key="txn:kchaos-t4"))
+    assert parse_target(str(spec)) == spec
+    cluster = FakeCluster(3, tmp_path)
+    cluster.partition_counts = {"__transaction_state": 50}
+    txn_p = coordinator_partition("kchaos-t4", 50)
+    cluster.leaders = {("__transaction_state", txn_p): 2}
+    rng = random.Random(0)
+    assert [n.node_id for n in resolve(cluster, spec, rng)] == [1, 3]
+    cluster.leaders[("__transaction_state", txn_p)] = 3
+    assert [n.node_id for n in resolve(cluster, spec, rng)] == [1, 2]
+    assert [n.node_id for n in resolve(cluster, "brokers-except:1,3", rng)] == [2]
+    with pytest.raises(FaultError, match="no broker is left"):
+        resolve(cluster, "brokers-except:brokers", rng)
+
+
+@pytest.mark.parametrize(
+    "bad", ["brokers-except:", "brokers-except:none", "brokers-except:client:txn:a",
+            "brokers-except:brokers-except:1", "brokers-except:leader:t"]
+)  # fmt: skip
+def test_brokers_except_needs_a_spec_that_names_nodes(bad: str) -> None:
+    with pytest.raises(ConfigError):
+        parse_target(bad)

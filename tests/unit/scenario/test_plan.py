@@ -53,7 +53,8 @@ def test_every_library_schedule_builds_and_is_reproducible():
         a = plan_of(sc).schedule
         assert a is not None and a.faults, name
         assert a.to_list() == plan_of(library.load(name)).schedule.to_list(), name  # type: ignore[union-attr]
-        assert a.length <= sc.workload.duration, name
+        # every step starts while the workload runs (one may outlast it: the final heal)
+        assert max(f.at for f in a.faults) < sc.workload.duration, name
         assert a.seed == sc.seed
 
 
