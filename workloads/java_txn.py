@@ -330,10 +330,12 @@ class JavaTxnProducer(BridgeClient):
 
     def init(self, timeout: float) -> tuple[int | None, int | None]:
         if not self.connected:
+            # one deadline for the start: the listening line, then the connection
+            deadline = time.monotonic() + START_TIMEOUT_S
             if not self._listening.wait(START_TIMEOUT_S):
                 told = f"{self.name}: no listening line in {START_TIMEOUT_S:.0f} s"
                 raise TxnError("JAVA_CLIENT_START", told, fatal=True)
-            self.connect(self._address, PORT, START_TIMEOUT_S)
+            self.connect(self._address, PORT, max(deadline - time.monotonic(), 1.0))
         return super().init(timeout)
 
     def close(self) -> None:

@@ -65,7 +65,7 @@ class TxnWorkerConfig:
     topics: tuple[str, ...] = ()  # the producer's topics
     lib: str = "confluent"
     first: int = 0  # the first transaction number
-    # lib "java": where its client containers run (JavaTarget.to_json)
+    # lib "java": where its client containers run (java_txn.target_of)
     java: dict[str, str] | None = None
 
     def to_json(self) -> str:

@@ -313,13 +313,15 @@ def _listed(items: Sequence[str]) -> str:
 
 
 # -- crashes: a new broker epoch ----------------------------------------------------------
-def _controllers_started(fault: Fault, ctx: Context, nodes: list[int]) -> tuple[EffectState, str]:
+def _controllers_started(
+    fault: Fault, ctx: Context, nodes: list[int]
+) -> list[tuple[EffectState, str]]:
     """A crash of controller-only nodes, which register no broker epoch: each started
     again, its raft state initialised anew (a ``from null`` transition line in its log)
-    after the fault's start."""
+    after the fault's start. One finding per node."""
     changes = ctx.quorum()
     if changes is None:
-        return NOT_MEASURED, ctx.quorum_note
+        return [(NOT_MEASURED, ctx.quorum_note)]
     end = _restart_end(fault, ctx.facts)
     parts: list[tuple[EffectState, str]] = []
     for node in nodes:
@@ -339,7 +341,7 @@ def _controllers_started(fault: Fault, ctx: Context, nodes: list[int]) -> tuple[
                     f" and {_s(end)}",
                 )
             )
-    return _summed(parts)
+    return parts
 
 
 def _new_epoch(record: ControllerRecord, broker: int, start: int, end: int) -> str | None:
@@ -373,20 +375,24 @@ def _restart_end(fault: Fault, facts: Facts) -> int:
 def measure_crash(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     """kill, term, hard-reboot, power-loss, rolling-restart: each target broker registers
     again with a new broker epoch after the fault's start (controller.jsonl); term and
-    rolling-restart add their recorded exit codes."""
+    rolling-restart add their recorded exit codes. A controller-only target is measured
+    as starting again (:func:`_controllers_started`), in every crash, whatever else it
+    hit (a power loss of every node)."""
     brokers, others = broker_targets(fault)
-    if not brokers and others:
-        controllers = [_CONTROLLER.match(n) if isinstance(n, str) else None for n in others]
-        if all(controllers):
-            return _controllers_started(fault, ctx, [int(m.group(1)) for m in controllers if m])
-    record = ctx.record
-    if record is None:
-        return NOT_MEASURED, f"no {CONTROLLER_JSONL}: broker epochs unknown"
-    if not brokers:
-        return no_broker(others)
-    end = _restart_end(fault, ctx.facts)
+    found = [(_CONTROLLER.match(n) if isinstance(n, str) else None, n) for n in others]
+    controllers = [int(m.group(1)) for m, _ in found if m]
+    unmeasurable = [n for m, n in found if not m]
     parts: list[tuple[EffectState, str]] = []
-    for broker in brokers:
+    if controllers:
+        parts.extend(_controllers_started(fault, ctx, controllers))
+    record = ctx.record
+    unknown = f"no {CONTROLLER_JSONL}: broker epochs unknown"
+    if not brokers and not controllers:
+        return (NOT_MEASURED, unknown) if record is None else no_broker(others)
+    if brokers and record is None:
+        parts.append((NOT_MEASURED, unknown))
+    end = _restart_end(fault, ctx.facts)
+    for broker in brokers if record is not None else ():
         told = _new_epoch(record, broker, fault.start_time, end)
         if told is None:
             parts.append(
@@ -405,7 +411,7 @@ def measure_crash(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     elif fault.fault == "rolling-restart":
         # its stop line names every node it restarted: none named, none restarted
         parts.append((NOT_SEEN, "the stop line records no node's exit code"))
-    return _summed(parts, others, notes)
+    return _summed(parts, unmeasurable, notes)
 
 
 # -- partitions and pauses: ISR shrinks, fencings, leaders' Shrinking ISR lines -----------
@@ -510,14 +516,18 @@ def _quorum_moved(
     ctx: Context, involved: Iterable[int], start: int, end: int
 ) -> tuple[EffectState, str]:
     """The metadata quorum's leadership moving between ``start`` and ``end``: a node
-    becoming its leader, or a separated node standing for election or resigning
+    becoming its leader while the leader before the fault was one of the separated
+    nodes (an election the cut made; one elsewhere in the cluster does not count), or a
+    separated node standing for election or resigning
     (:mod:`kchaos.harness.checker.quorumlog`)."""
     changes = ctx.quorum()
     if changes is None:
         return NOT_MEASURED, ctx.quorum_note
     separated = set(involved)
     window = [c for c in changes if start <= c.time <= end]
-    led = [c for c in window if c.state == LEADER]
+    before = [c for c in changes if c.time < start and c.state == LEADER]
+    cut_leader = bool(before) and before[-1].node in separated
+    led = [c for c in window if c.state == LEADER] if cut_leader else []
     lost = [c for c in window if c.state in ELECTING and c.node in separated]
     if not led and not lost:
         return NOT_SEEN, (

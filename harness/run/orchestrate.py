@@ -267,7 +267,8 @@ def run_scenario(
                 finally:
                     if not keep_cluster:
                         with progress.phase("teardown"):
-                            cluster.stop()
+                            # the run's evidence is collected: no controlled shutdown
+                            cluster.stop(graceful=False)
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted"
         raise RunInterrupted("interrupted") from None

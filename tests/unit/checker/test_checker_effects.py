@@ -139,6 +139,25 @@ def test_a_crash_of_a_controller_only_node_is_seen_as_its_raft_state_initialised
     e = run(tmp_path / "b", [started(1.0), raft(15.0, 101, "FollowerState", 2)])
     assert e["effect"] == "not-seen" and "did not start again" in e["observed"]
 
+    # a power loss of every node measures the controller beside the brokers
+    def power_loss(path: Path, lines: list[str], broker_back: bool) -> dict[str, Any]:
+        controller_logs(path, {101: lines})
+        c = C()
+        registered(c, 1, 2)
+        c.broker(25 * S, 1, 500)
+        if broker_back:
+            c.broker(25 * S, 2, 501)
+        return evidence(path, history("power-loss", ["broker-1", "broker-2", "controller-101"]), c)
+
+    e = power_loss(tmp_path / "c", [started(1.0), started(24.0)], broker_back=True)
+    assert e["effect"] == "seen", e
+    assert "controller 101 started again at 24.0 s" in e["observed"]
+    assert "not measurable" not in e["observed"]
+    e = power_loss(tmp_path / "d", [started(1.0)], broker_back=True)
+    assert e["effect"] == "not-seen" and "controller 101 did not start again" in e["observed"]
+    e = power_loss(tmp_path / "e", [started(1.0), started(24.0)], broker_back=False)
+    assert e["effect"] == "not-seen" and "broker 2 did not register again" in e["observed"]
+
 
 def test_term_tells_its_exit_codes_and_power_loss_needs_every_broker(tmp_path: Path) -> None:
     c = C()
@@ -284,7 +303,7 @@ def test_a_cut_among_controllers_is_seen_as_the_quorum_failing_over(tmp_path: Pa
         return evidence(path, h, c)
 
     won = [raft(12.5, 102, "CandidateState", 2), raft(12.6, 102, "Leader", 2)]
-    e = run(tmp_path / "a", {102: won})
+    e = run(tmp_path / "a", {101: [raft(1.0, 101, "Leader", 1)], 102: won})
     assert e["effect"] == "seen" and "node 102 at 12.6 s (epoch 2)" in e["observed"]
     # only the cut leader resigning: it lost the quorum, seen too
     e = run(tmp_path / "b", {101: [raft(13.0, 101, "ResignedState", 1)]})
@@ -300,6 +319,18 @@ def test_a_cut_among_controllers_is_seen_as_the_quorum_failing_over(tmp_path: Pa
         },
     )
     assert e["effect"] == "not-seen" and "no quorum leader elected" in e["observed"]
+
+
+def test_an_election_the_cut_did_not_make_does_not_count(tmp_path: Path) -> None:
+    # followers 102 and 103 cut from each other; the leader 101, on neither side, is
+    # elected again in the window (another cause): not the cut's effect
+    lines = {101: [raft(1.0, 101, "Leader", 1), raft(12.6, 101, "Leader", 2)]}
+    controller_logs(tmp_path, lines)
+    c = C()
+    registered(c, 1, 2, 3)
+    h = history("cut", ["controller-102"], detail={"to": ["controller-103"]})
+    e = evidence(tmp_path, h, c)
+    assert e["effect"] == "not-seen" and "no quorum leader elected" in e["observed"], e
 
 
 def test_a_cut_of_a_broker_from_the_controllers_ignores_elections_among_them(
