@@ -66,7 +66,6 @@ class TargetSpec:
     key: str = ""  # coordinator: "txn:ID" or "group:G"; client: "txn:ID"
     inner: TargetSpec | None = None  # brokers-except: the nodes left out
 
-
     def __str__(self) -> str:
         if self.kind == "random":
             return "random" if self.count == 1 else f"random:{self.count}"

@@ -116,7 +116,9 @@ def test_java_transactions_check_their_configs_readers_and_copier() -> None:
     err = error_of(JAVA_TXN.replace("      linger.ms: 2\n", "      log_level: 3\n"))
     assert err.field == "workload.transactions.configs.log_level"
     assert "the transactional producers' client" in str(err)
-    err = error_of(JAVA_TXN.replace("      subscribe: 1\n", "      subscribe: 1\n      assign: 1\n"))
+    err = error_of(
+        JAVA_TXN.replace("      subscribe: 1\n", "      subscribe: 1\n      assign: 1\n")
+    )
     assert err.field == "workload.transactions.readers.assign"
     copier = "    copier:\n      input: t\n      output: t2\n      group: g\n"
     err = error_of(JAVA_TXN.replace("    readers:\n", copier + "    readers:\n"))
