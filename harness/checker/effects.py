@@ -392,7 +392,9 @@ def measure_crash(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     if brokers and record is None:
         parts.append((NOT_MEASURED, unknown))
     end = _restart_end(fault, ctx.facts)
-    for broker in brokers if record is not None else ():
+    for broker in brokers:
+        if record is None:
+            break
         told = _new_epoch(record, broker, fault.start_time, end)
         if told is None:
             parts.append(
