@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kchaos.harness.analysis.tables import PART, READERS, Tables
+from kchaos.harness.analysis.tables import PART, Tables
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Row
+    from pyspark.sql import Column, DataFrame
 
     from kchaos.harness.analysis.txn import TxnTables
 
@@ -170,9 +170,7 @@ def lost_write(found: DataFrame, t: Tables) -> DataFrame:
     )
 
 
-def uncommitted_read(
-    found: DataFrame, t: Tables, excused: DataFrame | None = None
-) -> DataFrame:
+def uncommitted_read(found: DataFrame, t: Tables, excused: DataFrame | None = None) -> DataFrame:
     """``excused``: (rk, index, value) of polls not to count (read_uncommitted reads of
     values of fail or info transactions)."""
     from pyspark.sql import functions as F
@@ -256,7 +254,6 @@ def foreign_reads(found: DataFrame, t: Tables) -> DataFrame:
     some partition read without their acknowledgement: the first stage's ``foreign``
     rows, and, for such a value acknowledged in another partition, its reads there too
     (read again from the read records, the few values broadcast; usually there is none)."""
-    from pyspark.sql import functions as F
 
     from kchaos.harness.analysis import partitions as pp
 
@@ -270,9 +267,11 @@ def foreign_reads(found: DataFrame, t: Tables) -> DataFrame:
     n_homed = homed.count()
     if n_homed == 0:
         return rows
-    homed = homed.sparkSession.createDataFrame(homed.collect(), homed.schema) if (
-        n_homed <= BROADCAST_ROWS
-    ) else homed
+    homed = (
+        homed.sparkSession.createDataFrame(homed.collect(), homed.schema)
+        if (n_homed <= BROADCAST_ROWS)
+        else homed
+    )
     again = t.reads.join(_maybe_broadcast(homed, n_homed), ["rk", "value"], "left_semi")
     rest = rows.join(_maybe_broadcast(homed, n_homed), ["rk", "value"], "left_anti")
     return rest.unionByName(again.select(*cols))

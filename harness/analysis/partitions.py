@@ -193,7 +193,9 @@ def partition_pass(t: pa.Table, end: DrainEnd | None) -> pa.Table:
     # -- inconsistent-offset: two values at one offset (reads and acknowledgements)
     seen = pa.concat_tables(
         [
-            _where(reads, pc.is_valid(reads["offset"])).select(["offset", "value", "index", "time"]),
+            _where(reads, pc.is_valid(reads["offset"])).select(
+                ["offset", "value", "index", "time"]
+            ),
             _where(acks, pc.greater_equal(acks["offset"], 0)).select(
                 ["offset", "value", "index", "time"]
             ),
@@ -298,7 +300,9 @@ def partition_pass(t: pa.Table, end: DrainEnd | None) -> pa.Table:
         else:
             blind = acks.slice(0, 0)
         if blind.num_rows:
-            read_here = pc.is_in(blind["value"], value_set=pc.unique(reads["value"]), skip_nulls=True)
+            read_here = pc.is_in(
+                blind["value"], value_set=pc.unique(reads["value"]), skip_nulls=True
+            )
             unseen = _where(blind, pc.invert(read_here))
             if unseen.num_rows:
                 out.append(_rows(UNSEEN, unseen))

@@ -128,9 +128,7 @@ def test_uncommitted_read_and_its_near_misses() -> None:
         "w",
     ]
     # between a stuck last stable offset and the high watermark: the drain could not read
-    assert values(partition_pass(t, DrainEnd(lso=0, hwm=4, readable=1)), UNCOMMITTED) == [
-        "u"
-    ]
+    assert values(partition_pass(t, DrainEnd(lso=0, hwm=4, readable=1)), UNCOMMITTED) == ["u"]
     # an undrained partition judges no read
     assert values(partition_pass(t, None), UNCOMMITTED) == []
 
