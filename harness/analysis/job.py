@@ -240,8 +240,8 @@ def run_job(
                 [(r.key, txn_timeout_ms(r.path) * 1_000_000) for r in runs],
                 "rk int, timeout_ns long",
             )
-            anomalies, found = all_anomalies(tables, txn, timeouts)
-            cached.append(found.unpersist)
+            anomalies, first_stage = all_anomalies(tables, txn, timeouts)
+            cached.append(first_stage.unpersist)
             anomalies = anomalies.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(anomalies.unpersist)
             report = _anomaly_report(anomalies, examples)
