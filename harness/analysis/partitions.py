@@ -117,8 +117,65 @@ def _rows(tag: str, t: pa.Table, **columns: Any) -> pa.Table:
     return pa.table(out)
 
 
-def _where(t: pa.Table, mask: Any) -> pa.Table:
-    return t.filter(mask)  # null in the mask: the row is dropped, as in a SQL WHERE
+class _Offsets:
+    """A group's offsets as numbers, with comparisons as a SQL filter reads them: a null
+    offset, or a null bound, satisfies none. ``slot``: a small number per distinct
+    offset (``slots`` of them; a null offset has slot ``slots``, its own), so that sets
+    of offsets are boolean arrays indexed by slot rather than hash sets."""
+
+    def __init__(self, column: Any) -> None:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self.valid = column.is_valid().to_numpy(zero_copy_only=False)
+        self.at = column.fill_null(0).to_numpy(zero_copy_only=False)
+        known = self.at[self.valid]
+        lo = int(known.min()) if len(known) else 0
+        hi = int(known.max()) if len(known) else -1
+        if hi - lo <= 4 * len(self.at) + 1024:  # dense, as a partition's offsets are
+            self.slots = hi - lo + 1
+            self.slot = np.where(self.valid, self.at - lo, self.slots)
+        else:
+            encoded = pc.dictionary_encode(pa.array(known))
+            self.slots = len(encoded.dictionary)
+            self.slot = np.full(len(self.at), self.slots)
+            self.slot[self.valid] = encoded.indices.to_numpy(zero_copy_only=False)
+
+    def ge(self, bound: int | None) -> Any:
+        import numpy as np
+
+        if bound is None:
+            return np.zeros(len(self.at), dtype=bool)
+        return self.valid & (self.at >= bound)
+
+    def lt(self, bound: int | None) -> Any:
+        import numpy as np
+
+        if bound is None:
+            return np.zeros(len(self.at), dtype=bool)
+        return self.valid & (self.at < bound)
+
+    def marked(self, rows: Any) -> Any:
+        """For every row: whether its offset is one of the offsets of ``rows`` (never for
+        a null offset)."""
+        import numpy as np
+
+        found = np.zeros(self.slots + 1, dtype=bool)
+        found[self.slot[rows]] = True
+        found[self.slots] = False
+        return found[self.slot]
+
+
+def _differ(keys: Any, codes: Any, size: int) -> Any:
+    """For every row: whether some row with the same key (a number below ``size``) has
+    another code. One pass: each key keeps some row's code; a key holding two codes has
+    a row that differs from whichever was kept."""
+    import numpy as np
+
+    kept = np.full(size, -1, dtype=np.int64)
+    kept[keys] = codes
+    return np.asarray(codes != kept[keys])
 
 
 def partition_pass(t: pa.Table, end: DrainEnd | None) -> pa.Table:
@@ -129,183 +186,163 @@ def partition_pass(t: pa.Table, end: DrainEnd | None) -> pa.Table:
     - lost-write, unseen: the send's value and offset, index/time of its completion,
       ``i_invoke``;
     - uncommitted-read, foreign: one read: its ``src``, value, offset, index, time;
-    - duplicate: the value, the lowest offset it was read at (``offset``) and the highest
+    - duplicate: the value, the lowest offset it was read at (``offset``; null when one
+      of its reads has none, as Spark orders nulls first) and the highest
       (``other_offset``), the first index and time it was read;
     - inconsistent-offset: the offset, the lowest value seen there and the highest
       (``other_value``; null for an acknowledgement drained at another offset), the first
       index and time.
+
+    Values are compared as numbers: each distinct value gets a code once per group (a
+    null value gets one of its own that matches nothing), and "is this value in the
+    drain / acknowledged here / read here" become lookups in arrays indexed by code.
     """
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    src = t["src"]
-    acks = _where(t, pc.equal(src, ACK))
-    reads = _where(t, pc.less(src, ACK))
-    txn_acks = _where(t, pc.equal(src, TXN_ACK))
-    drain = _where(reads, pc.equal(reads["src"], DRAIN))
-    drained_values = pc.unique(drain["value"])
-    drained_offsets = pc.unique(drain["offset"])
-    out: list[pa.Table] = []
-    if end is not None:  # typed scalars: a null one compares as SQL's null does
-        lso, hwm, readable = (pa.scalar(v, pa.int64()) for v in (end.lso, end.hwm, end.readable))
-        stuck = None not in (end.readable, end.hwm) and end.readable < end.hwm  # type: ignore[operator]
+    if t.num_rows == 0:
+        return _empty()
+    t = t.combine_chunks()
+    src = t["src"].to_numpy(zero_copy_only=False)
+    encoded = pc.dictionary_encode(t["value"]).combine_chunks()
+    null_code = len(encoded.dictionary)
+    codes = encoded.indices.fill_null(null_code).to_numpy(zero_copy_only=False)
+    off = _Offsets(t["offset"])
 
-    def in_drain(values: Any) -> Any:
-        return pc.is_in(values, value_set=drained_values, skip_nulls=True)
+    is_ack, is_read, is_drain = src == ACK, src < ACK, src == DRAIN
+    is_poll, is_txn = is_read & ~is_drain, src == TXN_ACK
+
+    def per_value(rows: Any) -> Any:
+        """For every row: whether its value is among the values of ``rows``."""
+        found = np.zeros(null_code + 1, dtype=bool)
+        found[codes[rows]] = True
+        found[null_code] = False  # a null value matches nothing, as in a join
+        return found[codes]
+
+    in_drain = per_value(is_drain)
+    acked_here = per_value(is_ack)
+    out: list[pa.Table] = []
+
+    def emit(tag: str, rows: Any, **columns: Any) -> None:
+        if rows.any():
+            out.append(_rows(tag, t.filter(pa.array(rows)), **columns))
+
+    lso, hwm, readable = (end.lso, end.hwm, end.readable) if end is not None else (None,) * 3
+    outside = off.lt(readable) | off.ge(hwm)  # outside the drain's complete view
 
     # -- lost-write
-    if end is not None and acks.num_rows:
-        judged = _where(acks, pc.greater_equal(acks["offset"], lso))
-        off = judged["offset"]
-        outside = pc.or_kleene(pc.less(off, readable), pc.greater_equal(off, hwm))
-        missing = pc.and_kleene(pc.invert(in_drain(judged["value"])), outside)
-        above = pc.greater_equal(off, hwm)
-        if pc.any(above).as_py():
-            # at or above the high watermark and drained at that very offset: the drain
-            # says the log ends before it (rare: a plain loop over those rows)
-            at = set(zip(drain["offset"].to_pylist(), drain["value"].to_pylist(), strict=True))
-            here = [
-                bool(a) and (o, v) in at
-                for a, o, v in zip(
-                    above.to_pylist(), off.to_pylist(), judged["value"].to_pylist(), strict=True
-                )
-            ]
-            missing = pc.or_kleene(missing, pa.array(here, pa.bool_()))
-        lost = _where(judged, missing)
-        if lost.num_rows:
-            out.append(_rows(LOST, lost))
+    if end is not None:
+        judged = is_ack & off.ge(lso)
+        lost = judged & ~in_drain & outside
+        # at or above the high watermark and drained at that very offset: the drain says
+        # the log ends before it (rare: a plain loop over those rows)
+        check = judged & off.ge(hwm) & ~lost
+        if check.any():
+            where = is_drain & off.valid
+            drained_at = set(zip(off.at[where].tolist(), codes[where].tolist(), strict=True))
+            for i in np.flatnonzero(check):
+                lost[i] = (int(off.at[i]), int(codes[i])) in drained_at
+        emit(LOST, lost)
 
     # -- uncommitted-read: one row per read; the job groups them per value
     if end is not None:
-        polled = _where(reads, pc.not_equal(reads["src"], DRAIN))
-        off = polled["offset"]
-        bad = pc.and_kleene(
-            pc.and_kleene(
-                pc.greater_equal(off, lso),
-                pc.or_kleene(pc.less(off, readable), pc.greater_equal(off, hwm)),
-            ),
-            pc.invert(in_drain(polled["value"])),
-        )
-        found = _where(polled, bad)
-        if found.num_rows:
-            out.append(_rows(UNCOMMITTED, found))
+        emit(UNCOMMITTED, is_poll & off.ge(lso) & outside & ~in_drain)
 
-    # -- inconsistent-offset: two values at one offset (reads and acknowledgements)
-    seen = pa.concat_tables(
-        [
-            _where(reads, pc.is_valid(reads["offset"])).select(
-                ["offset", "value", "index", "time"]
-            ),
-            _where(acks, pc.greater_equal(acks["offset"], 0)).select(
-                ["offset", "value", "index", "time"]
-            ),
-            _where(txn_acks, pc.greater_equal(txn_acks["offset"], 0)).select(
-                ["offset", "value", "index", "time"]
-            ),
-        ]
-    )
-    by_offset = seen.group_by("offset").aggregate(
-        [("value", "min"), ("value", "max"), ("index", "min"), ("time", "min")]
-    )
-    two = _where(by_offset, pc.not_equal(by_offset["value_min"], by_offset["value_max"]))
-    if two.num_rows:
+    # -- inconsistent-offset: two values at one offset (reads and acknowledgements);
+    # the offsets are found on codes, their values' text only for those few
+    positions = (is_read & off.valid) | ((is_ack | is_txn) & off.ge(0))
+    valued = np.flatnonzero(positions & (codes != null_code))
+    conflict = np.zeros(len(src), dtype=bool)
+    conflict[valued] = _differ(off.slot[valued], codes[valued], off.slots + 1)
+    at_bad = positions & off.marked(conflict)
+    if at_bad.any():
+        g = (
+            t.filter(pa.array(at_bad))
+            .group_by("offset")
+            .aggregate([("value", "min"), ("value", "max"), ("index", "min"), ("time", "min")])
+        )
         out.append(
             _rows(
                 INCONSISTENT,
-                two,
-                value=two["value_min"],
-                other_value=two["value_max"],
-                index=two["index_min"],
-                time=two["time_min"],
+                g,
+                value=g["value_min"],
+                other_value=g["value_max"],
+                index=g["index_min"],
+                time=g["time_min"],
             )
         )
     # ... and an acknowledgement at or above the log start where the drain holds no record,
     # its value drained at another offset of the partition (one per offset, unless two
     # values were seen there)
-    if end is not None and acks.num_rows:
-        off = acks["offset"]
-        moved = _where(
-            acks,
-            pc.and_kleene(
-                pc.and_kleene(pc.greater_equal(off, 0), pc.greater_equal(off, lso)),
-                pc.and_kleene(
-                    pc.invert(pc.is_in(off, value_set=drained_offsets, skip_nulls=True)),
-                    in_drain(acks["value"]),
-                ),
-            ),
-        )
-        moved = _where(
-            moved, pc.invert(pc.is_in(moved["offset"], value_set=two["offset"], skip_nulls=True))
-        )
-        if moved.num_rows:
-            g = moved.group_by("offset").aggregate(
-                [("value", "min"), ("index", "min"), ("time", "min")]
+    if end is not None:
+        moved = is_ack & off.ge(0) & off.ge(lso) & ~off.marked(is_drain) & in_drain
+        moved &= ~at_bad
+        if moved.any():
+            g = (
+                t.filter(pa.array(moved))
+                .group_by("offset")
+                .aggregate([("value", "min"), ("index", "min"), ("time", "min")])
             )
             out.append(
                 _rows(
-                    INCONSISTENT,
-                    g,
-                    value=g["value_min"],
-                    index=g["index_min"],
-                    time=g["time_min"],
+                    INCONSISTENT, g, value=g["value_min"], index=g["index_min"], time=g["time_min"]
                 )
             )
 
-    # -- reads of values acknowledged elsewhere or not at all: the second stage's
-    acked_here = pc.is_in(reads["value"], value_set=pc.unique(acks["value"]), skip_nulls=True)
-    foreign = _where(reads, pc.invert(acked_here))
-    if foreign.num_rows:
-        out.append(_rows(FOREIGN, foreign))
+    # -- reads of values not acknowledged here: the second stage's
+    emit(FOREIGN, is_read & ~acked_here)
 
-    # -- duplicate: a value acknowledged here, read here at two or more offsets (its
-    # reads elsewhere, if any, make it foreign there, and the second stage judges it)
-    own = _where(reads, acked_here)
-    if own.num_rows:
-        by_value = own.group_by("value").aggregate(
-            [
-                ("offset", "count_distinct", pc.CountOptions(mode="all")),
-                ("offset", "min"),
-                ("offset", "max"),
-                ("index", "min"),
-                ("time", "min"),
-            ]
+    # -- duplicate: a value acknowledged here, read here at two or more offsets (a null
+    # offset counting as one); its reads elsewhere, if any, make it foreign there, and
+    # the second stage judges it
+    own = np.flatnonzero(is_read & acked_here)
+    two_offsets = np.zeros(len(src), dtype=bool)
+    two_offsets[own] = _differ(codes[own], off.slot[own], null_code + 1)
+    twice = np.zeros(len(src), dtype=bool)
+    twice[own] = per_value(two_offsets)[own]
+    if twice.any():
+        rows = t.filter(pa.array(twice))
+        dup = (
+            rows.append_column("c", pa.array(codes[twice]))
+            .group_by("c")
+            .aggregate(
+                [
+                    ("offset", "min"),
+                    ("offset", "max"),
+                    ("offset", "count", pc.CountOptions(mode="only_valid")),
+                    ("index", "count", pc.CountOptions(mode="all")),
+                    ("index", "min"),
+                    ("time", "min"),
+                ]
+            )
         )
-        dup = _where(by_value, pc.greater(by_value["offset_count_distinct"], 1))
-        if dup.num_rows:
-            out.append(
-                _rows(
-                    DUPLICATE,
-                    dup,
-                    offset=dup["offset_min"],
-                    other_offset=dup["offset_max"],
-                    index=dup["index_min"],
-                    time=dup["time_min"],
-                )
+        nulls_first = pc.if_else(
+            pc.less(dup["offset_count"], dup["index_count"]),
+            pa.nulls(dup.num_rows, pa.int64()),
+            dup["offset_min"],
+        )
+        out.append(
+            _rows(
+                DUPLICATE,
+                dup,
+                value=encoded.dictionary.take(dup["c"]),
+                offset=nulls_first,
+                other_offset=dup["offset_max"],
+                index=dup["index_min"],
+                time=dup["time_min"],
             )
+        )
 
     # -- unseen candidates: acknowledged, the partition not drained completely (or the
     # value above a stuck last stable offset and not drained), and not read here
-    if acks.num_rows:
-        if end is None:
-            blind = acks
-        elif stuck:
-            off = acks["offset"]
-            blind = _where(
-                acks,
-                pc.and_kleene(
-                    pc.and_kleene(pc.greater_equal(off, lso), pc.greater_equal(off, readable)),
-                    pc.and_kleene(pc.less(off, hwm), pc.invert(in_drain(acks["value"]))),
-                ),
-            )
-        else:
-            blind = acks.slice(0, 0)
-        if blind.num_rows:
-            read_here = pc.is_in(
-                blind["value"], value_set=pc.unique(reads["value"]), skip_nulls=True
-            )
-            unseen = _where(blind, pc.invert(read_here))
-            if unseen.num_rows:
-                out.append(_rows(UNSEEN, unseen))
+    if end is None:
+        blind = is_ack
+    elif readable is not None and hwm is not None and readable < hwm:
+        blind = is_ack & off.ge(lso) & off.ge(readable) & off.lt(hwm) & ~in_drain
+    else:
+        blind = np.zeros(len(src), dtype=bool)
+    emit(UNSEEN, blind & ~per_value(is_read))
 
     return pa.concat_tables(out) if out else _empty()
 
