@@ -235,3 +235,26 @@ def test_empty_output_has_the_output_columns() -> None:
     out = partition_pass(rows(), None)
     assert out.num_rows == 0
     assert "other_offset" in out.column_names and "tag" in out.column_names
+
+
+def test_offsets_far_apart_are_matched_as_close_ones() -> None:
+    """Offsets spread too far for an array per offset take the hashed way: same rows."""
+    far = 10**15
+    t = rows(
+        (DRAIN, "a", 0),
+        (DRAIN, "b", far),
+        (ACK, "b", far + 7),  # b drained at another offset: inconsistent-offset
+        (POLL, "x", far + 9),
+        (POLL, "y", far + 9),  # two values at one offset
+        (ACK, "a", far + 7),  # and a third value where b was acknowledged
+    )
+    out = tagged(partition_pass(t, DrainEnd(0, far + 1, far + 1)), INCONSISTENT)
+    found = sorted((r["offset"], r["value"], r["other_value"]) for r in out)
+    assert found == [(far + 7, "a", "b"), (far + 9, "x", "y")]
+
+
+def test_a_read_without_offset_counts_as_one_more_position() -> None:
+    t = rows((ACK, "a", 3), (POLL, "a", 3), (POLL, "a", None), (ACK, "b", 4), (POLL, "b", None))
+    (dup,) = tagged(partition_pass(t, None), DUPLICATE)
+    # Spark orders a null first: the lowest position is the one without offset
+    assert (dup["value"], dup["offset"], dup["other_offset"]) == ("a", None, 3)
