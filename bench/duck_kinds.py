@@ -1,9 +1,10 @@
 """The DuckDB baseline of ``kchaos bench analyze``: every data kind of format v1 in SQL.
 
-The Spark job's queries (:mod:`kchaos.harness.analysis.anomalies` over the tables of
-:mod:`kchaos.harness.analysis.tables`) restated for DuckDB, with the same counting rule:
-one counted anomaly per row the job's query returns, so each count here must equal the
-job's ``summary["anomalies"][kind]["count"]`` on the same history.
+The Spark job's rules (its per-partition pass, :mod:`kchaos.harness.analysis.partitions`,
+and the second stage of :mod:`kchaos.harness.analysis.anomalies`) restated for DuckDB as
+plain SQL over whole tables, with the same counting rule: one counted anomaly per row
+the job reports, so each count here must equal the job's
+``summary["anomalies"][kind]["count"]`` on the same history.
 
 - ``sends``: one row per value sent; its completion is its first non-invoke send line
   by index (outcome ok/fail/info, topic, partition, offset there; the topic of an

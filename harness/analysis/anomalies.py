@@ -1,6 +1,11 @@
-"""The data anomalies of format v1 as Spark queries, over all runs at once.
+"""The data anomalies of format v1, over all runs at once, in two stages.
 
-Each query returns rows of one shape (``COLUMNS``), one row per counted anomaly:
+First stage (:func:`per_partition`): every read record, acknowledged send and committed
+transaction position, shuffled once by (run, topic, partition); each partition's rows go
+through :func:`kchaos.harness.analysis.partitions.partition_pass` as one Arrow table.
+Second stage: Spark, on the first stage's few output rows (and, for the values read
+outside their acknowledged partition, on those values' reads), each query returning rows
+of one shape (``COLUMNS``), one row per counted anomaly:
 - lost-write: one per acknowledged send lost;
 - uncommitted-read: one per value polled (or consumed by a copier, format 1.3) but not
   in its partition's drain;
