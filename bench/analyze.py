@@ -1,9 +1,13 @@
 """``kchaos bench analyze``, the measuring: the Spark job against DuckDB computing the
-same kinds, on one generated run directory.
+same kinds, on one generated run directory or on many.
 
-The run (a history.jsonl from harness.histgen, one lost write injected) gets its
-run-end Parquet copy as a real run does (:meth:`RunDir.write_history_parquet`), so the
-job's ``--input auto`` reads ``history.parquet``. Side by side:
+Two shapes: one run of ``events`` events (``runs=1``), or ``runs`` runs of ``events``
+events each (the many-runs shape, e.g. 200 runs of 50,000 events). Each run (a
+history.jsonl from harness.histgen, one lost write injected, its own seed) is generated
+once and reused; it gets its run-end Parquet copy as a real run does
+(:meth:`RunDir.write_history_parquet`), so the job's ``--input auto`` reads
+``history.parquet``. Side by side, over all the runs at once (one job, one DuckDB
+query set):
 - the Parquet copy itself (what the runner pays at the end of a run), reported on its own;
 - Spark start-up (session creation), reported on its own;
 - the full ``kchaos analyze`` job in the started session (every kind, windows, outputs);
@@ -11,8 +15,9 @@ job's ``--input auto`` reads ``history.parquet``. Side by side:
   (:mod:`kchaos.bench.duck_kinds`), as many threads as Spark has cores, on the same
   Parquet copy before and after Spark (the mean is used: the machine may be shared), and
   on the JSON lines once, reported beside it.
-The ratio analyze / DuckDB all kinds (Parquet) is printed; the goal is <= 3. Every
-kind's count must be the same on every side, and lost-write the injected count.
+The ratio analyze / DuckDB all kinds (Parquet) is printed; the goal is <= 3 in both
+shapes. Every kind's count, summed over the runs, must be the same on every side, and
+lost-write the injected count (one per run).
 """
 
 from __future__ import annotations
@@ -58,6 +63,33 @@ def _parquet_copy(rd: RunDir, threads: int) -> float:
     return secs
 
 
+def _generated(run: Path, events: int, seed: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """The generator's record of the run at ``run`` (events, expected counts): generated
+    now, with one lost write, unless it is already there."""
+    from kchaos.harness.histgen import generate_run
+
+    rd = RunDir(run)
+    meta = rd.generated_json
+    if not (rd.history.is_file() and meta.is_file()):
+        log(f"generating {events:,} events into {run} ...")
+        gen, secs = _timed(
+            lambda: generate_run(run, events=events, seed=seed, inject=("lost-write",))
+        )
+        meta.write_text(json.dumps({"events": gen.events, "expected": gen.expected}))
+        log(f"  generated in {secs:.1f}s")
+    info: dict[str, Any] = json.loads(meta.read_text())
+    return info
+
+
+def bench_runs(workdir: Path, events: int, runs: int) -> list[Path]:
+    """Where the bench keeps its runs: ``hist-EVENTS`` for one, ``runs-RUNSxEVENTS/run-NNNN``
+    for many."""
+    if runs == 1:
+        return [workdir / f"hist-{events}"]
+    base = workdir / f"runs-{runs}x{events}"
+    return [base / f"run-{i:04d}" for i in range(runs)]
+
+
 def run_bench(
     events: int,
     workdir: Path,
@@ -65,29 +97,23 @@ def run_bench(
     threads: int,
     driver_memory: str = "6g",
     log: Callable[[str], None] = _silent,
+    runs: int = 1,
 ) -> dict[str, Any]:
-    """Every timing side by side (see the module text); ``log`` hears of the generation
-    of a history that is not there yet."""
+    """Every timing side by side (see the module text); ``events`` per run; ``log`` hears
+    of the generation of a history that is not there yet."""
     from kchaos.harness.analysis.job import run_job
     from kchaos.harness.analysis.runs import resolve_runs
     from kchaos.harness.analysis.session import spark_errors, start_session
-    from kchaos.harness.histgen import generate_run
 
-    run = workdir / f"hist-{events}"
-    rd = RunDir(run)
-    history = rd.history
-    meta = rd.generated_json
-    if not (history.is_file() and meta.is_file()):
-        log(f"generating {events:,} events into {run} ...")
-        gen, secs = _timed(lambda: generate_run(run, events=events, seed=7, inject=("lost-write",)))
-        meta.write_text(json.dumps({"events": gen.events, "expected": gen.expected}))
-        log(f"  generated in {secs:.1f}s")
-    info = json.loads(meta.read_text())
-    copy_s = _parquet_copy(rd, threads)
-    fmt = resolve_runs([run])[0].fmt
-    if fmt != "parquet":
-        raise AnalysisError(f"the job would read {fmt}, not the Parquet copy, in {run}")
-    parquet = rd.history_parquet
+    dirs = bench_runs(workdir, events, runs)
+    infos = [_generated(run, events, 7 + i, log) for i, run in enumerate(dirs)]
+    rds = [RunDir(run) for run in dirs]
+    copy_s = sum(_parquet_copy(rd, threads) for rd in rds)
+    for run, found in zip(dirs, resolve_runs(dirs), strict=True):
+        if found.fmt != "parquet":
+            raise AnalysisError(f"the job would read {found.fmt}, not the Parquet copy, in {run}")
+    parquet = [rd.history_parquet for rd in rds]
+    history = [rd.history for rd in rds]
     # DuckDB on Parquet before and after Spark: the machine is shared, take the mean.
     duck_before, before_s = _timed(lambda: duckdb_kinds(parquet, threads))
     spark, startup = _timed(
@@ -95,20 +121,28 @@ def run_bench(
     )
     try:
         with spark_errors("the benchmark"):
-            result, analyze = _timed(lambda: run_job([run], spark=spark, trend=False))
+            result, analyze = _timed(lambda: run_job(dirs, spark=spark, trend=False))
     finally:
         spark.stop()
     duck_after, after_s = _timed(lambda: duckdb_kinds(parquet, threads))
     duck_json, json_s = _timed(lambda: duckdb_kinds(history, threads))
     duck = (before_s + after_s) / 2
+    analyzed = {kind: 0 for kind in KINDS}
+    for rs in result.runs:
+        for kind, n in job_counts(rs.summary).items():
+            analyzed[kind] += n
     return {
-        "events": info["events"],
-        "history_mb": round(history.stat().st_size / 1e6, 1),
-        "parquet_mb": round(sum(p.stat().st_size for p in part_files(parquet)) / 1e6, 1),
+        "runs": len(dirs),
+        "events_per_run": events,
+        "events": sum(int(info["events"]) for info in infos),
+        "history_mb": round(sum(h.stat().st_size for h in history) / 1e6, 1),
+        "parquet_mb": round(
+            sum(p.stat().st_size for copy in parquet for p in part_files(copy)) / 1e6, 1
+        ),
         "master": master,
         "driver_memory": driver_memory,
         "duckdb_threads": threads,
-        "spark_input": result.runs[0].run.fmt,
+        "spark_input": ",".join(sorted({rs.run.fmt for rs in result.runs})),
         "parquet_copy_s": round(copy_s, 2),
         "spark_startup_s": round(startup, 2),
         "spark_analyze_s": round(analyze, 2),
@@ -119,12 +153,12 @@ def run_bench(
         "ratio_analyze_to_duckdb": round(analyze / duck, 2),
         "ratio_analyze_to_duckdb_json": round(analyze / json_s, 2),
         "kinds": {
-            "analyze": job_counts(result.runs[0].summary),
+            "analyze": analyzed,
             "duckdb_parquet": duck_before,
             "duckdb_parquet_after": duck_after,
             "duckdb_json": duck_json,
         },
-        "expected_lost_write": info["expected"].get("lost-write", 0),
+        "expected_lost_write": sum(int(i["expected"].get("lost-write", 0)) for i in infos),
     }
 
 
@@ -172,8 +206,10 @@ def summary(report: dict[str, Any]) -> str:
         ),
         ("  against duckdb on JSON lines", f"{report['ratio_analyze_to_duckdb_json']:8.2f}"),
     ]
+    runs = report.get("runs", 1)
+    shape = f"{runs} runs of {report['events_per_run']:,} events, " if runs > 1 else ""
     lines = [
-        f"history: {report['events']:,} events, {report['history_mb']} MB JSON lines,"
+        f"history: {shape}{report['events']:,} events, {report['history_mb']} MB JSON lines,"
         f" {report['parquet_mb']} MB Parquet",
         *(f"{label + ':':<40}{value}" for label, value in rows),
         "counts: " + ", ".join(f"{k} {counts[k]}" for k in KINDS),

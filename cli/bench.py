@@ -267,7 +267,14 @@ def bench_check_cmd(
 
 
 @click.command("analyze")
-@click.option("--events", default=10_000_000, show_default=True, help="History size.")
+@click.option("--events", default=10_000_000, show_default=True, help="History size (of each run).")
+@click.option(
+    "--runs",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Runs analysed together, each of --events events (the many-runs shape: 200 of 50000).",
+)
 @click.option(
     "--dir",
     "workdir",
@@ -281,19 +288,26 @@ def bench_check_cmd(
 @click.option("--json-out", type=click.Path(path_type=Path, dir_okay=False), default=None)
 def bench_analyze_cmd(
     events: int,
+    runs: int,
     workdir: Path | None,
     master: str,
     threads: int,
     driver_memory: str,
     json_out: Path | None,
 ) -> int:
-    """The Spark job vs DuckDB computing the same kinds, on a generated run."""
+    """The Spark job vs DuckDB computing the same kinds, on one generated run or many."""
     from kchaos.bench.analyze import counts_agree, run_bench, summary
     from kchaos.harness.paths import runs_dir
 
     where = workdir or runs_dir() / "bench-analyze"
     report = run_bench(
-        events, where, master, threads, driver_memory, log=lambda m: click.echo(m, err=True)
+        events,
+        where,
+        master,
+        threads,
+        driver_memory,
+        log=lambda m: click.echo(m, err=True),
+        runs=runs,
     )
     click.echo(summary(report))
     if json_out is not None:

@@ -1,6 +1,11 @@
-"""The data anomalies of format v1 as Spark queries, over all runs at once.
+"""The data anomalies of format v1, over all runs at once, in two stages.
 
-Each query returns rows of one shape (``COLUMNS``), one row per counted anomaly:
+First stage (:func:`per_partition`): every read record, acknowledged send and committed
+transaction position, shuffled once by (run, topic, partition); each partition's rows go
+through :func:`kchaos.harness.analysis.partitions.partition_pass` as one Arrow table.
+Second stage: Spark, on the first stage's few output rows (and, for the values read
+outside their acknowledged partition, on those values' reads), each query returning rows
+of one shape (``COLUMNS``), one row per counted anomaly:
 - lost-write: one per acknowledged send lost;
 - uncommitted-read: one per value polled (or consumed by a copier, format 1.3) but not
   in its partition's drain;
@@ -18,10 +23,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kchaos.harness.analysis.tables import PART, READERS, Tables
+from kchaos.harness.analysis.tables import PART, Tables
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Row
+    from pyspark.sql import Column, DataFrame
 
     from kchaos.harness.analysis.txn import TxnTables
 
@@ -75,62 +80,113 @@ def _acked(t: Tables) -> DataFrame:
     return t.sends.filter(F.col("outcome") == "ok")
 
 
-def lost_write(t: Tables) -> DataFrame:
+# -- the first stage: one shuffle by (run, topic, partition), one pass per partition
+
+
+def partition_input(t: Tables, more_acks: DataFrame | None = None) -> DataFrame:
+    """The rows of :mod:`kchaos.harness.analysis.partitions`' pass, in ``INPUT_SCHEMA``:
+    every read record, every acknowledged send (one row per value, from the sends table)
+    and ``more_acks``, other acknowledged positions (rk, topic, partition, offset, value,
+    index, time: the committed transactions' ones)."""
     from pyspark.sql import functions as F
 
-    # Lost: the value is nowhere in the partition's drain (and not above a stuck last
-    # stable offset, where the drain could not read), or acknowledged at or above the
-    # high watermark and drained only there. Acknowledged at or above the high watermark
-    # but drained at another offset is an inconsistent-offset instead.
-    marked = t.drain_values.withColumn("in_drain", F.lit(True))
-    judged = _acked(t).join(F.broadcast(t.drained), PART).filter(F.col("offset") >= F.col("lso"))
-    missing = F.col("in_drain").isNull() & (
-        (F.col("offset") < F.col("readable")) | (F.col("offset") >= F.col("hwm"))
-    )
-    # The second case needs an acknowledgement at or above the high watermark. When no
-    # such acknowledgement exists (one small query on the cached sends tells), the join
-    # that finds where the drain holds the value is left out: it shuffles every drained
-    # record for no row (about 6 s of this query's 11 at 10M events, 2026-11-26).
-    if judged.filter(F.col("offset") >= F.col("hwm")).limit(1).count() == 0:
-        lost = judged.join(marked, [*PART, "value"], "left").filter(missing)
-    else:
-        drained_at = (
-            t.reads.filter(F.col("src") == "drain")
-            .select(*PART, "offset", "value")
-            .distinct()
-            .withColumn("at_ack", F.lit(True))
+    from kchaos.harness.analysis import partitions as pp
+
+    none = F.lit(None).cast("long")
+    names = F.array(*[F.lit(s) for s in pp.READ_SOURCES])
+    code = (F.array_position(names, F.col("src")) - 1).cast("tinyint")
+    frames = [
+        t.reads.select(*PART, code.alias("src"), "value", "offset", "index", "time"),
+        _acked(t).select(
+            *PART,
+            F.lit(pp.ACK).cast("tinyint").alias("src"),
+            "value",
+            "offset",
+            F.col("i_done").alias("index"),
+            F.col("t_done").alias("time"),
+            "i_invoke",
+        ),
+    ]
+    frames[0] = frames[0].withColumn("i_invoke", none)
+    if more_acks is not None:
+        frames.append(
+            more_acks.select(
+                *PART,
+                F.lit(pp.TXN_ACK).cast("tinyint").alias("src"),
+                "value",
+                "offset",
+                "index",
+                "time",
+                none.alias("i_invoke"),
+            )
         )
-        lost = (
-            judged.join(marked, [*PART, "value"], "left")
-            .join(drained_at, [*PART, "offset", "value"], "left")
-            .filter(missing | ((F.col("offset") >= F.col("hwm")) & F.col("at_ack").isNotNull()))
-        )
+    return union(frames)
+
+
+def per_partition(t: Tables, more_acks: DataFrame | None = None) -> DataFrame:
+    """The first stage: the rows of every partition grouped once, each group through
+    :func:`kchaos.harness.analysis.partitions.partition_pass` (``OUTPUT_SCHEMA`` rows)."""
+    from kchaos.harness.analysis import partitions as pp
+
+    ends = {
+        (r["rk"], r["topic"], r["partition"]): pp.DrainEnd(r["lso"], r["hwm"], r["readable"])
+        for r in t.drained.select(*PART, "lso", "hwm", "readable").collect()
+    }
+    rows = partition_input(t, more_acks)
+    return rows.groupBy(*PART).applyInArrow(pp.grouped_pass(ends), pp.OUTPUT_SCHEMA)
+
+
+def _tagged(found: DataFrame, tag: str) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return found.filter(F.col("tag") == tag)
+
+
+def _read_src(found: DataFrame) -> DataFrame:
+    """Read rows of the first stage with ``src`` as the tables name it (poll, drain,
+    consumed)."""
+    from pyspark.sql import functions as F
+
+    from kchaos.harness.analysis import partitions as pp
+
+    names = F.array(*[F.lit(s) for s in pp.READ_SOURCES])
+    return found.withColumn("src", F.element_at(names, F.col("src").cast("int") + 1))
+
+
+# -- the second stage: what one partition cannot settle, on the few rows it needs
+
+
+def lost_write(found: DataFrame, t: Tables) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    from kchaos.harness.analysis import partitions as pp
+
+    lost = _tagged(found, pp.LOST).join(F.broadcast(t.drained), PART)
     return shape(
         lost,
         "lost-write",
-        F.col("i_done"),
-        F.col("t_done"),
+        F.col("index"),
+        F.col("time"),
         invoke_index=F.col("i_invoke"),
-        ok_index=F.col("i_done"),
+        ok_index=F.col("index"),
         log_start_offset=F.col("lso"),
         high_watermark=F.col("hwm"),
         drain_end_index=F.col("i_end"),
     )
 
 
-def uncommitted_read(t: Tables, excused: DataFrame | None = None) -> DataFrame:
+def uncommitted_read(found: DataFrame, t: Tables, excused: DataFrame | None = None) -> DataFrame:
     """``excused``: (rk, index, value) of polls not to count (read_uncommitted reads of
     values of fail or info transactions)."""
     from pyspark.sql import functions as F
 
-    polled = t.reads.filter(F.col("src").isin(*READERS))  # 1.3: a copier's reads too
+    from kchaos.harness.analysis import partitions as pp
+
+    polled = _tagged(found, pp.UNCOMMITTED)
     if excused is not None:
         polled = polled.join(excused, ["rk", "index", "value"], "left_anti")
     bad = (
         polled.join(F.broadcast(t.drained), PART)
-        .filter(F.col("offset") >= F.col("lso"))
-        .filter((F.col("offset") < F.col("readable")) | (F.col("offset") >= F.col("hwm")))
-        .join(t.drain_values, [*PART, "value"], "left_anti")
         .groupBy("rk", "value")
         .agg(
             F.min(F.struct("index", "topic", "partition", "offset", "lso", "time")).alias("r"),
@@ -150,23 +206,92 @@ def uncommitted_read(t: Tables, excused: DataFrame | None = None) -> DataFrame:
     )
 
 
-# At most this many rows of (run key, value, index) are broadcast to every task.
+def inconsistent_offset(found: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    from kchaos.harness.analysis import partitions as pp
+
+    return shape(
+        _tagged(found, pp.INCONSISTENT),
+        "inconsistent-offset",
+        F.col("index"),
+        F.col("time"),
+        other=F.col("other_value"),
+    )
+
+
+def _foreign_values(found: DataFrame) -> DataFrame:
+    from kchaos.harness.analysis import partitions as pp
+
+    return _tagged(found, pp.FOREIGN).select("rk", "value").distinct()
+
+
+def unseen(found: DataFrame) -> DataFrame:
+    """Acknowledged sends no reader of their partition returned, that no other
+    partition's reader returned either (no foreign read of them anywhere)."""
+    from pyspark.sql import functions as F
+
+    from kchaos.harness.analysis import partitions as pp
+
+    missing = _tagged(found, pp.UNSEEN).join(_foreign_values(found), ["rk", "value"], "left_anti")
+    return shape(
+        missing,
+        "unseen",
+        F.col("index"),
+        F.col("time"),
+        invoke_index=F.col("i_invoke"),
+        ok_index=F.col("index"),
+    )
+
+
+# At most this many rows of (run key, value) are broadcast to every task.
 BROADCAST_ROWS = 500_000
 
 
-def aborted_read(t: Tables) -> DataFrame:
+def _maybe_broadcast(df: DataFrame, n: int) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return F.broadcast(df) if n <= BROADCAST_ROWS else df
+
+
+def foreign_reads(found: DataFrame, t: Tables) -> DataFrame:
+    """Every read (rk, src, index, time, topic, partition, offset, value) of the values
+    some partition read without their acknowledgement: the first stage's ``foreign``
+    rows, and, for such a value acknowledged in another partition, its reads there too
+    (read again from the read records, the few values broadcast; usually there is none)."""
+
+    from kchaos.harness.analysis import partitions as pp
+
+    cols = ["rk", "src", "index", "time", "topic", "partition", "offset", "value"]
+    rows = _read_src(_tagged(found, pp.FOREIGN)).select(*cols)
+    values = _foreign_values(found)
+    n = values.count()
+    if n == 0:
+        return rows
+    homed = _acked(t).select("rk", "value").join(_maybe_broadcast(values, n), ["rk", "value"])
+    n_homed = homed.count()
+    if n_homed == 0:
+        return rows
+    homed = (
+        homed.sparkSession.createDataFrame(homed.collect(), homed.schema)
+        if (n_homed <= BROADCAST_ROWS)
+        else homed
+    )
+    again = t.reads.join(_maybe_broadcast(homed, n_homed), ["rk", "value"], "left_semi")
+    rest = rows.join(_maybe_broadcast(homed, n_homed), ["rk", "value"], "left_anti")
+    return rest.unionByName(again.select(*cols))
+
+
+def aborted_read(reads: DataFrame, t: Tables) -> DataFrame:
+    """``reads``: every read of the values that may have failed (:func:`foreign_reads`:
+    a failed send names no partition, so each read of its value is foreign)."""
     from pyspark.sql import functions as F
 
     failed = t.sends.filter(F.col("outcome") == "fail").select(
         "rk", "value", F.col("i_done").alias("fail_index")
     )
-    # Failed sends are usually a small share of the sends: broadcast, they let the join
-    # scan the read records instead of shuffling them all (a count on the cached sends
-    # tells; above BROADCAST_ROWS the join shuffles both sides, as Spark plans it).
-    if failed.count() <= BROADCAST_ROWS:
-        failed = F.broadcast(failed)
     found = (
-        t.reads.join(failed, ["rk", "value"])
+        reads.join(failed, ["rk", "value"])
         .groupBy("rk", "value")
         .agg(
             F.min(F.struct("index", "topic", "partition", "offset", "time", "src")).alias("r"),
@@ -187,48 +312,16 @@ def aborted_read(t: Tables) -> DataFrame:
     )
 
 
-# At most this many candidate positions of inconsistent-offset are taken to the driver and
-# broadcast; with more (a history full of them), its queries run on every row.
-FEW = 10_000
-
-
-def _few_keys(candidates: DataFrame, keys: list[str]) -> list[Row] | None:
-    """The distinct ``keys`` of ``candidates`` (one Spark job), or None when there are
-    more than ``FEW``."""
-    rows = candidates.select(*keys).distinct().limit(FEW + 1).collect()
-    return None if len(rows) > FEW else rows
-
-
-def _only(df: DataFrame, keys: list[Row] | None, names: list[str]) -> DataFrame:
-    """The rows of ``df`` whose ``names`` equal one of ``keys`` (None: every row), nulls
-    matching nulls as a grouping puts them together. The keys are few and broadcast, so
-    ``df`` is only scanned, not shuffled; with no key, not even scanned."""
-    from functools import reduce
-
+def duplicate(found: DataFrame, reads: DataFrame) -> DataFrame:
+    """The first stage's duplicates of values read in one partition only, and those of
+    the foreign values over ``reads``, all their reads (:func:`foreign_reads`)."""
     from pyspark.sql import functions as F
 
-    if keys is None:
-        return df
-    if not keys:
-        return df.limit(0)
-    schema = df.select(*names).schema
-    found = df.sparkSession.createDataFrame(keys, schema)
-    renamed = found.select(*[F.col(c).alias(f"_k_{c}") for c in names])
-    cond = reduce(lambda a, b: a & b, [F.col(c).eqNullSafe(F.col(f"_k_{c}")) for c in names])
-    return df.join(F.broadcast(renamed), cond, "left_semi")
-
-
-def _local(df: DataFrame) -> DataFrame:
-    """``df`` (a few rows) computed now, as a local table."""
-    return df.sparkSession.createDataFrame(df.collect(), df.schema)
-
-
-def duplicate(t: Tables) -> DataFrame:
-    from pyspark.sql import functions as F
+    from kchaos.harness.analysis import partitions as pp
 
     pos = F.struct("topic", "partition", "offset")
-    dup = (
-        t.reads.groupBy("rk", "value")
+    across = (
+        reads.groupBy("rk", "value")
         .agg(
             F.min(pos).alias("lo"),
             F.max(pos).alias("hi"),
@@ -238,165 +331,27 @@ def duplicate(t: Tables) -> DataFrame:
         .filter(F.col("lo") != F.col("hi"))
         .select("rk", "value", "lo.*", "hi", "first", "t")
     )
+    within = (
+        _tagged(found, pp.DUPLICATE)
+        .join(_foreign_values(found), ["rk", "value"], "left_anti")
+        .select(
+            "rk",
+            "value",
+            "topic",
+            "partition",
+            "offset",
+            F.struct("topic", "partition", F.col("other_offset").alias("offset")).alias("hi"),
+            F.col("index").alias("first"),
+            F.col("time").alias("t"),
+        )
+    )
     return shape(
-        dup,
+        across.unionByName(within),
         "duplicate",
         F.col("first"),
         F.col("t"),
         other_position=F.col("hi"),
     )
-
-
-def _two_values(both: DataFrame) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    return (
-        both.groupBy(*PART, "offset")
-        .agg(
-            F.min("value").alias("value"),
-            F.max("value").alias("other_value"),
-            F.min("index").alias("first"),
-            F.min("time").alias("t"),
-        )
-        .filter(F.col("value") != F.col("other_value"))
-    )
-
-
-def inconsistent_offset(t: Tables, more_acks: DataFrame | None = None) -> DataFrame:
-    """``more_acks``: other acknowledged positions (rk, topic, partition, offset, value,
-    index, time), the committed transactions' ones."""
-    from pyspark.sql import functions as F
-
-    seen = t.reads.select(*PART, "offset", "value", "index", "time", "src")
-    acks = _acked(t).filter(F.col("offset") >= 0)
-    acked = acks.select(
-        *PART, "offset", "value", F.col("i_done").alias("index"), F.col("t_done").alias("time")
-    )
-    both = seen.unionByName(acked.withColumn("src", F.lit("ack")))
-    if more_acks is not None:
-        more = more_acks.filter(F.col("offset") >= 0).withColumn("src", F.lit("txn"))
-        both = both.unionByName(more)
-    both = both.filter(F.col("offset").isNotNull())
-    # A moved acknowledgement: acknowledged at or above the drain's log start offset where
-    # the drain holds no record (at or above its high watermark, or a gap), the value
-    # drained at another offset. One per position, unless two values were seen there.
-    #
-    # Both parts group every read and acknowledgement by position; a min/max of the
-    # values there made Spark sort them all. First, with numbers only in the buffers
-    # (hashed), the positions that matter: two or more distinct values (counted over the
-    # distinct (position, value) pairs, on one shuffle by position), or an acknowledgement
-    # where the drain of its (drained) partition holds no record. Both parts then run on
-    # the rows of those positions only.
-    by_pair = (
-        both.repartition(*PART, "offset")
-        .groupBy(*PART, "offset", "value")
-        .agg(
-            F.max((F.col("src") == "drain").cast("int")).alias("drained"),
-            F.max((F.col("src") == "ack").cast("int")).alias("acked"),
-        )
-    )
-    by_pos = by_pair.groupBy(*PART, "offset").agg(
-        F.count(F.lit(1)).alias("n"),
-        F.max("drained").alias("drained"),
-        F.max("acked").alias("acked"),
-    )
-    ends = t.drained.select(*PART, "lso")
-    candidates = by_pos.join(F.broadcast(ends), PART, "left").filter(
-        (F.col("n") > 1)
-        | (
-            (F.col("drained") == 0)
-            & (F.col("acked") == 1)
-            & F.col("lso").isNotNull()
-            & (F.col("offset") >= F.col("lso"))
-        )
-    )
-    where = [*PART, "offset"]
-    keys = _few_keys(candidates, where)
-    bad = _two_values(_only(both, keys, where).drop("src"))
-    if keys is not None:  # a few rows: computed once here, not once per use below
-        bad = _local(bad)
-    drain_pos = t.reads.filter(F.col("src") == "drain").select(*PART, "offset")
-    judged = (
-        _only(acks, keys, where)
-        .join(F.broadcast(t.drained), PART)
-        .filter(F.col("offset") >= F.col("lso"))
-        .join(_only(drain_pos, keys, where), where, "left_anti")
-    )
-    if keys is not None:
-        judged = _local(judged)
-    if keys is None:
-        moved_acks = judged.join(t.drain_values, [*PART, "value"], "left_semi")
-    else:  # few acknowledgements: broadcast them and scan the drained values
-        wanted = F.broadcast(judged.select(*PART, "value").distinct())
-        found = t.drain_values.join(wanted, [*PART, "value"])
-        moved_acks = judged.join(found, [*PART, "value"], "left_semi")
-    moved = (
-        moved_acks.groupBy(*PART, "offset")
-        .agg(
-            F.min("value").alias("value"),
-            F.lit(None).cast("string").alias("other_value"),
-            F.min("i_done").alias("first"),
-            F.min("t_done").alias("t"),
-        )
-        .join(bad.select(*PART, "offset"), where, "left_anti")
-    )
-    return shape(
-        bad.unionByName(moved),
-        "inconsistent-offset",
-        F.col("first"),
-        F.col("t"),
-        other=F.col("other_value"),
-    )
-
-
-def unseen(t: Tables) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    seen_values = t.reads.select("rk", "value")  # an anti join needs no distinct
-    acked = _acked(t)
-    undrained = acked.join(F.broadcast(t.drained.select(*PART)), PART, "left_anti")
-    # acknowledged above a stuck last stable offset, where the drain could not read.
-    # Only a partition whose readable end is below its high watermark has such offsets;
-    # with none (the tiny cached drained table says so), the query leaves this part out,
-    # for its anti join would shuffle every drained value for no row (5 s at 10M events).
-    stuck = t.drained.filter(F.col("readable") < F.col("hwm"))
-    missing = undrained
-    if stuck.limit(1).count() > 0:
-        blind = (
-            acked.join(F.broadcast(stuck), PART)
-            .filter(
-                (F.col("offset") >= F.col("lso"))
-                & (F.col("offset") >= F.col("readable"))
-                & (F.col("offset") < F.col("hwm"))
-            )
-            .join(t.drain_values, [*PART, "value"], "left_anti")
-            .select(*undrained.columns)
-        )
-        missing = missing.unionByName(blind)
-    # No acknowledged send outside the drained partitions and no stuck partition (the
-    # usual case; one small query on the cached sends tells): nothing can be missing, and
-    # the anti join, which would shuffle every read record for no row, is left out.
-    if missing is undrained and undrained.limit(1).count() == 0:
-        missing = undrained.limit(0)
-    missing = missing.join(seen_values, ["rk", "value"], "left_anti")
-    return shape(
-        missing,
-        "unseen",
-        F.col("i_done"),
-        F.col("t_done"),
-        invoke_index=F.col("i_invoke"),
-        ok_index=F.col("i_done"),
-    )
-
-
-QUERIES = {
-    "lost-write": lost_write,
-    "uncommitted-read": uncommitted_read,
-    "aborted-read": aborted_read,
-    "duplicate": duplicate,
-    "inconsistent-offset": inconsistent_offset,
-    "unseen": unseen,
-}
 
 
 def union(frames: list[DataFrame]) -> DataFrame:
@@ -408,22 +363,28 @@ def union(frames: list[DataFrame]) -> DataFrame:
 
 def all_anomalies(
     t: Tables, x: TxnTables | None = None, timeouts: DataFrame | None = None
-) -> DataFrame:
-    """Every data anomaly of every run, one DataFrame of ``COLUMNS``. ``x``: the
+) -> tuple[DataFrame, DataFrame]:
+    """Every data anomaly of every run, one DataFrame of ``COLUMNS``, and the first
+    stage's rows it was made from (cached: the caller unpersists them). ``x``: the
     transaction tables (None: no run has a txn line); ``timeouts``: (rk, timeout_ns),
     each run's transaction timeout, for hanging-transaction."""
+    from pyspark import StorageLevel
+
     from kchaos.harness.analysis import txn_anomalies as tx
 
+    more_acks = tx.committed_positions(x) if x is not None else None
+    found = per_partition(t, more_acks).persist(StorageLevel.MEMORY_AND_DISK)
+    reads = foreign_reads(found, t)
     frames = [
-        lost_write(t),
-        uncommitted_read(t, tx.excused_reads(x) if x is not None else None),
-        aborted_read(t),
-        duplicate(t),
-        inconsistent_offset(t, tx.committed_positions(x) if x is not None else None),
-        unseen(t),
+        lost_write(found, t),
+        uncommitted_read(found, t, tx.excused_reads(x) if x is not None else None),
+        aborted_read(reads, t),
+        duplicate(found, reads),
+        inconsistent_offset(found),
+        unseen(found),
     ]
     if timeouts is not None:
         frames.append(tx.hanging_transaction(t, x, timeouts))
     if x is not None:
         frames += tx.txn_queries(x, t)
-    return union(frames)
+    return union(frames), found

@@ -225,11 +225,11 @@ def run_job(
         lap = _laps(seconds, t1)
         lap("load")
         with spark_errors("the analysis"):
-            tables = build_tables(loaded.events, files, loaded.send_topics)
-            cached.append(lambda: unpersist(tables))
             has_txn = any(
                 f in (F_TXN, F_TXN_INIT) for rows in loaded.counts.values() for f, *_ in rows
             )
+            tables = build_tables(loaded.events, files, loaded.send_topics, keep_reads=has_txn)
+            cached.append(lambda: unpersist(tables))
             txn = build_txn_tables(loaded.events, tables, files) if has_txn else None
             if txn is not None:
                 cached.append(lambda: unpersist_txn(txn))
@@ -240,7 +240,9 @@ def run_job(
                 [(r.key, txn_timeout_ms(r.path) * 1_000_000) for r in runs],
                 "rk int, timeout_ns long",
             )
-            anomalies = all_anomalies(tables, txn, timeouts).persist(StorageLevel.MEMORY_AND_DISK)
+            anomalies, first_stage = all_anomalies(tables, txn, timeouts)
+            cached.append(first_stage.unpersist)
+            anomalies = anomalies.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(anomalies.unpersist)
             report = _anomaly_report(anomalies, examples)
             txn_stats = _txn_stats(txn, anomalies)

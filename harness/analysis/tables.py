@@ -7,6 +7,7 @@
   reader).
 - drained: one row per partition with a ``drain-end`` line (log start offset, high
   watermark, isolation, last stable offset, time and index of its last such line).
+- drain_values: the distinct (run, topic, partition, value) the drain returned.
 """
 
 from __future__ import annotations
@@ -166,16 +167,23 @@ def build_drained(events: DataFrame) -> DataFrame:
 
 
 def build_tables(
-    events: DataFrame, files: dict[int, str], topics: Sequence[str] | None = None
+    events: DataFrame,
+    files: dict[int, str],
+    topics: Sequence[str] | None = None,
+    keep_reads: bool = False,
 ) -> Tables:
-    """Derive and cache the three tables (the caller unpersists them); ``topics`` as
-    :func:`build_sends` takes them."""
+    """Derive the tables (the caller unpersists them); ``topics`` as :func:`build_sends`
+    takes them. The sends and the drained partitions are cached; the read records and
+    the drained values only with ``keep_reads`` (the transaction tables query them again
+    and again): otherwise the per-partition stage reads them once, straight from the
+    events, and the second stage only where it must (see anomalies.foreign_reads)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    sends = build_sends(events, topics).persist(StorageLevel.MEMORY_AND_DISK)
-    reads = build_reads(events).persist(StorageLevel.MEMORY_AND_DISK)
-    drained = build_drained(events).persist(StorageLevel.MEMORY_AND_DISK)
+    keep = StorageLevel.MEMORY_AND_DISK
+    sends = build_sends(events, topics).persist(keep)
+    reads = build_reads(events)
+    drained = build_drained(events).persist(keep)
     orphan = (
         sends.filter((F.col("n_invoke") == 0) & (F.col("n_done") > 0))
         .select("rk", "value", "i_done")
@@ -190,9 +198,10 @@ def build_tables(
             file=files.get(row["rk"]),
             field="value",
         )
-    drain_values = (
-        reads.filter(F.col("src") == "drain").select(*PART, "value").distinct()
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    drain_values = reads.filter(F.col("src") == "drain").select(*PART, "value").distinct()
+    if keep_reads:
+        reads = reads.persist(keep)
+        drain_values = drain_values.persist(keep)
     return Tables(sends=sends, reads=reads, drained=drained, drain_values=drain_values)
 
 
