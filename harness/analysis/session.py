@@ -101,6 +101,10 @@ def start_session(
         builder = builder.master(DEFAULT_MASTER)
     if not under_spark_submit():
         builder = builder.config("spark.driver.memory", driver_memory)
+        # The Python workers of the per-partition pass import kchaos and pyarrow: they must
+        # run this interpreter, not whatever "python3" is first on PATH (PySpark's
+        # default). Under spark-submit the cluster's own PYSPARK_PYTHON decides.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
         with _stderr_to(log_path()):  # the JVM it may start inherits this stderr
             spark = builder.getOrCreate()
