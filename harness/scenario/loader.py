@@ -21,6 +21,7 @@ from kchaos.harness.cluster.spec import mount_options
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.paths import packaged_schema
 from kchaos.harness.rundir.loglines import LogLine, parse_log_lines
+from kchaos.harness.rundir.runjson import length_key
 from kchaos.harness.rundir.tickets import KNOWN_BUG_TAG, Ticket
 from kchaos.harness.scenario import plan
 from kchaos.harness.scenario.checks import semantic_checks
@@ -40,7 +41,6 @@ from kchaos.harness.scenario.model import (
     Scenario,
     TopicConfig,
     WorkloadConfig,
-    length_key,
 )
 from kchaos.harness.scenario.properties import load_properties_lines
 from kchaos.harness.scenario.sanity import (

@@ -20,6 +20,7 @@ from kchaos.harness.rundir.files import jsonable
 from kchaos.harness.rundir.loglines import LogLine
 from kchaos.harness.rundir.names import RESULTS_JSON
 from kchaos.harness.rundir.results import Verdict
+from kchaos.harness.rundir.runjson import LENGTH_KEY, OLD_LENGTH_KEY
 from kchaos.harness.rundir.tickets import Ticket
 from kchaos.workloads.spec import (
     DURATION_META,
@@ -163,20 +164,6 @@ class WorkloadConfig:
             "copier there). A run with transactions drains read_committed."
         },
     )
-
-
-# A step's length is ``for`` in every form a schedule takes: a scenario step, run.json's
-# ``schedule`` (faults.schedule) and the pytest plugin's steps. ``duration`` is the old
-# spelling a step may still use (older scenario files and the scenarios older run.json
-# files embed); a step that gives both is refused.
-LENGTH_KEY = "for"
-OLD_LENGTH_KEY = "duration"
-
-
-def length_key(step: Mapping[str, Any]) -> str:
-    """The key that gives a step's length in ``step`` (file or run.json data): ``for``,
-    or the old spelling when only that is there."""
-    return OLD_LENGTH_KEY if OLD_LENGTH_KEY in step and LENGTH_KEY not in step else LENGTH_KEY
 
 
 @dataclass(frozen=True)
