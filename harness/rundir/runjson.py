@@ -15,9 +15,9 @@ and shown unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,11 +30,21 @@ from kchaos.harness.paths import packaged_schema
 from kchaos.harness.rundir.files import jsonable, read_object, write_json
 from kchaos.harness.rundir.loglines import LogLine, parse_log_lines
 from kchaos.harness.rundir.names import RUN_JSON
+from kchaos.harness.rundir.scenario_model import (
+    LENGTH_KEY,
+    OLD_LENGTH_KEY,
+    ExpectConfig,
+    Scenario,
+    int_value,
+    positive_int,
+    transactions_timeout_ms,
+)
 
 __all__ = [
     "FORMAT",
     "RUN_JSON",
     "RunJson",
+    "SETTINGS_ONLY",
     "RunSettings",
     "jsonable",
     "load_run",
@@ -92,8 +102,7 @@ class RunSettings:
     @classmethod
     def from_run_json(cls, data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
         """The settings of a run.json mapping of any form this kchaos reads."""
-        scenario = upgrade(data, source).get("scenario")
-        return run_settings(scenario if isinstance(scenario, Mapping) else None, source)
+        return RunJson.from_mapping(data, source).settings
 
     @classmethod
     def load(cls, run_dir: Path) -> RunSettings:
@@ -130,8 +139,10 @@ class RunJson:
             **_TEXT,
         },
     )
-    # the resolved scenario (Scenario.to_dict()); the file may give a name instead
-    scenario: Mapping[str, Any] | None = field(
+    # the resolved scenario, typed (the file holds Scenario.to_dict()); None where the
+    # file gives a name alone or nothing. A file of settings alone gets a scenario of
+    # those settings (description SETTINGS_ONLY; see upgrade).
+    scenario: Scenario | None = field(
         default=None,
         metadata={
             "description": "the resolved scenario (Scenario.to_dict()), or a scenario name",
@@ -175,6 +186,13 @@ class RunJson:
     )
 
     @property
+    def described(self) -> bool:
+        """True where the file holds a whole scenario (what a run writes), not a name
+        alone or a part (settings alone): what replay can run again."""
+        stored = self.raw.get("scenario")
+        return self.scenario is not None and isinstance(stored, Mapping) and _whole(stored)
+
+    @property
     def present(self) -> bool:
         """False for the empty model of a run directory without run.json."""
         return bool(self.raw) or self.format is not None
@@ -197,12 +215,12 @@ class RunJson:
             )
         current = upgrade(data, source)
         given = current.get("scenario")
-        # the scenario as upgraded, where the file has one (not one of settings alone)
-        sc = given if isinstance(data.get("scenario"), Mapping) else None
-        named = data.get("scenario")
-        name = sc.get("name") if sc is not None else named or data.get("scenario_name")
+        sc = Scenario.from_dict(given, source) if isinstance(given, Mapping) else None
+        # what the file itself says of its scenario (a name, a seed, a release)
+        stored = data.get("scenario")
+        own = stored if isinstance(stored, Mapping) else {}
+        name = own.get("name") if own else stored or data.get("scenario_name")
         image = data.get("image")
-        settings = run_settings(given if isinstance(given, Mapping) else None, source)
 
         def section(key: str) -> Mapping[str, Any]:
             inner = given.get(key) if isinstance(given, Mapping) else None
@@ -211,14 +229,14 @@ class RunJson:
         return cls(
             raw=data,
             source=source,
-            settings=settings,
+            settings=run_settings(sc, source),
             format=fmt,
             run_id=data.get("run_id"),
             status=data.get("status"),
             scenario=sc,
             scenario_name=None if name is None else str(name),
-            seed=data.get("seed", None if sc is None else sc.get("seed")),
-            kafka_version=data.get("kafka_version") or _kafka_version(sc),
+            seed=data.get("seed", own.get("seed")),
+            kafka_version=data.get("kafka_version") or _kafka_version(own),
             kafka_image=(image or {}).get("kafka") if isinstance(image, Mapping) else None,
             start=data.get("start"),
             end=data.get("end"),
@@ -281,20 +299,6 @@ def _types(value: Any) -> str:
 
 # ------------------------------------------------------------------- older forms
 
-# A step's length is ``for`` in every form a schedule takes: a scenario step, run.json's
-# ``schedule`` (faults.schedule) and the pytest plugin's steps. ``duration`` is the old
-# spelling a step may still use (older scenario files and the scenarios older run.json
-# files embed); a step that gives both is refused.
-LENGTH_KEY = "for"
-OLD_LENGTH_KEY = "duration"
-
-
-def length_key(step: Mapping[str, Any]) -> str:
-    """The key that gives a step's length in ``step`` (file or run.json data): ``for``,
-    or the old spelling when only that is there."""
-    return OLD_LENGTH_KEY if OLD_LENGTH_KEY in step and LENGTH_KEY not in step else LENGTH_KEY
-
-
 # Where files before today's form put a checker setting, at the top level or inside the
 # scenario, each list in the order it is looked up (first found wins; the top level before
 # the scenario). The only place these spellings are known: :func:`upgrade` moves each to
@@ -310,6 +314,19 @@ _OLD_TOPICS = ("topics", "workload.topics")
 _OLD_TXN = ("workload.transactions", "transactions")
 _OLD_PRODUCER = ("producer", "workload.producer", "workload.producers")
 _OLD_TXN_TIMEOUT = ("transaction.timeout.ms", "transaction_timeout_ms")
+# The older spellings above that are not the scenario's own keys, removed from it once
+# their settings moved.
+_OLD_IN_SCENARIO = (
+    "acks",
+    "broker_config",
+    "producer",
+    "consumer",
+    "transactions",
+    "cluster.broker_config",
+    "cluster.config",
+    "workload.producer",
+)
+_THRESHOLDS = ("max_offline_seconds", "max_time_to_full_isr_seconds", "min_ok_sends")
 
 
 def upgrade(data: Mapping[str, Any], source: str = RUN_JSON) -> dict[str, Any]:
@@ -331,12 +348,17 @@ def upgrade(data: Mapping[str, Any], source: str = RUN_JSON) -> dict[str, Any]:
 
     A top-level setting wins over the scenario's (as it always did); a moved value that
     cannot be what it says is a HistoryError naming ``source`` and the field the file gave
-    it under. The result has no top-level copies: its ``scenario`` is a mapping (possibly of
-    the settings alone, with the name the file gave), or the file's name alone.
+    it under. Older spellings found inside the scenario are moved and dropped from it.
+
+    The result has no top-level copies. Its ``scenario`` is a whole scenario mapping, which
+    :meth:`Scenario.from_dict` types, or the file's name alone, or absent. A part of a
+    scenario (settings alone, as hand-written files give them) is made whole with every
+    other field its default: the name the file gave (else :data:`SETTINGS_ONLY_NAME`), the
+    description :data:`SETTINGS_ONLY`, no topics but those with settings, a workload of 0 s.
     """
     out = {k: v for k, v in data.items() if k not in _TOP_LEVEL_COPIES}
     given = data.get("scenario")
-    sc = _plain(given) if isinstance(given, Mapping) else {}
+    sc = plain_data(given) if isinstance(given, Mapping) else {}
     roots = [("", data), ("scenario.", given if isinstance(given, Mapping) else {})]
 
     def find(paths: tuple[str, ...]) -> tuple[Any, str] | None:
@@ -361,30 +383,31 @@ def upgrade(data: Mapping[str, Any], source: str = RUN_JSON) -> dict[str, Any]:
 
     acks = find(_OLD_ACKS)
     if acks is not None:
-        section("workload", "producers")["acks"] = acks[0]
+        section("workload", "producers")["acks"] = str(acks[0])
     broker = find(_OLD_BROKER)
     if broker is not None and isinstance(broker[0], Mapping):
         _broker_settings(broker[0], source, broker[1])
         props = section("cluster", "server_properties")
-        props.update(_plain(broker[0]))
+        props.update(plain_data(broker[0]))
     topics = find(_OLD_TOPICS)
-    if topics is not None:
+    if topics is not None and topics[1] != "scenario.topics":  # not already in place
         _merge_topics(sc, _topic_items(topics[0]), source, topics[1])
     top_checks = data.get("checks")
     if isinstance(top_checks, Mapping):
         checks = section("checks")
-        checks.update({k: v for k, v in top_checks.items() if v is not None})
+        checks.update({k: top_checks[k] for k in _THRESHOLDS if top_checks.get(k) is not None})
         _threshold_settings(checks, source, "checks")
     top_expect = data.get("expect")
     if isinstance(top_expect, Mapping):
         if top_expect.get("log_lines") is not None:
             _log_lines(top_expect["log_lines"], source, "expect")
-        section("expect").update(_plain(top_expect))
+        known = {f.name for f in dataclasses.fields(ExpectConfig)}
+        section("expect").update({k: plain_data(v) for k, v in top_expect.items() if k in known})
     txn = find(_OLD_TXN)
     timeout = None
     if txn is not None and isinstance(txn[0], Mapping):
         timeout = transactions_timeout_ms(txn[0], source, txn[1])
-        section("workload")["transactions"] = _plain(txn[0])
+        section("workload")["transactions"] = plain_data(txn[0])
     if timeout is None:
         for path in _OLD_PRODUCER:
             hit = find((path,))
@@ -392,22 +415,67 @@ def upgrade(data: Mapping[str, Any], source: str = RUN_JSON) -> dict[str, Any]:
                 continue
             key = next((k for k in _OLD_TXN_TIMEOUT if k in hit[0]), None)
             if key is not None:
-                ms = _positive(hit[0][key], source, f"{hit[1]}.{key}")
+                ms = positive_int(hit[0][key], source, f"{hit[1]}.{key}")
                 configs = section("workload", "transactions", "configs")
                 configs["transaction.timeout.ms"] = str(ms)
                 break
+    for path in _OLD_IN_SCENARIO:
+        *parents, last = path.split(".")
+        node: Any = sc
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(last, None)
     steps = _mapping(sc.get("nemesis")).get("steps")
     if isinstance(steps, list):
-        for step in steps:
-            if isinstance(step, dict) and length_key(step) == OLD_LENGTH_KEY:
-                step[LENGTH_KEY] = step.pop(OLD_LENGTH_KEY)
-    if sc and isinstance(given, str):
-        out["scenario"] = {"name": given, **sc}
-    elif sc or isinstance(given, str):
+        for i, step in enumerate(steps):
+            if not isinstance(step, dict) or OLD_LENGTH_KEY not in step:
+                continue
+            if LENGTH_KEY in step:
+                raise HistoryError(
+                    f"the step gives its length twice: {OLD_LENGTH_KEY} is the old "
+                    f"spelling of {LENGTH_KEY}",
+                    file=source,
+                    field=f"scenario.nemesis.steps.{i}.{OLD_LENGTH_KEY}",
+                )
+            step[LENGTH_KEY] = step.pop(OLD_LENGTH_KEY)
+    if sc and not _whole(sc):
+        # settings alone, or a part of a scenario (hand-written files): a scenario of
+        # them, every other field its default
+        sc = {
+            "name": given if isinstance(given, str) else SETTINGS_ONLY_NAME,
+            "description": SETTINGS_ONLY,
+            "cluster": {},
+            "topics": [],
+            **sc,
+        }
+        section("workload").setdefault("duration", 0.0)
+    if sc or isinstance(given, str):
         out["scenario"] = sc or given
     else:
         out.pop("scenario", None)
     return out
+
+
+def _whole(scenario: Mapping[str, Any]) -> bool:
+    """True for a scenario mapping with every field a scenario must have (what a run
+    writes), False for a part of one."""
+    workload = scenario.get("workload")
+    return all(k in scenario for k in _REQUIRED) and (
+        isinstance(workload, Mapping) and "duration" in workload
+    )
+
+
+_REQUIRED = tuple(
+    f.name
+    for f in dataclasses.fields(Scenario)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+)
+
+#: The description of the scenario :func:`upgrade` makes of a part of one (settings
+#: alone, in a hand-written file) where the part has none, and its name.
+SETTINGS_ONLY = "run.json states checker settings alone, not the scenario that ran"
+SETTINGS_ONLY_NAME = "settings-only"
 
 
 # The top-level keys of earlier forms that today's form holds in the scenario only.
@@ -427,12 +495,13 @@ _TOP_LEVEL_COPIES = frozenset(
 )
 
 
-def _plain(node: Any) -> Any:
-    """A deep copy of JSON-like data as dicts and lists (upgrade changes its copy only)."""
+def plain_data(node: Any) -> Any:
+    """A deep copy of JSON-like data as dicts with string keys and lists (the shapes the
+    YAML reader gives; upgrade changes its copy only)."""
     if isinstance(node, Mapping):
-        return {str(k): _plain(v) for k, v in node.items()}
+        return {str(k): plain_data(v) for k, v in node.items()}
     if isinstance(node, list | tuple):
-        return [_plain(v) for v in node]
+        return [plain_data(v) for v in node]
     return node
 
 
@@ -457,7 +526,8 @@ def _merge_topics(
     sc: dict[str, Any], items: list[tuple[str, Mapping[str, Any]]], source: str, where: str
 ) -> None:
     """Each topic's configs into the scenario's ``topics`` list, by name."""
-    topics = sc.get("topics") if isinstance(sc.get("topics"), list) else []
+    existing = sc.get("topics")
+    topics: list[Any] = existing if isinstance(existing, list) else []
     by_name = {t.get("name"): t for t in topics if isinstance(t, dict)}
     for name, configs in items:
         _topic_settings(name, configs, source, where)
@@ -467,19 +537,19 @@ def _merge_topics(
             topics.append(entry)
         if not isinstance(entry.get("configs"), dict):
             entry["configs"] = {}
-        entry["configs"].update(_plain(configs))
+        entry["configs"].update(plain_data(configs))
     sc["topics"] = topics
 
 
 # ------------------------------------------------------------------- checker settings
 
 
-def run_settings(scenario: Mapping[str, Any] | None, source: str = RUN_JSON) -> RunSettings:
-    """What the checkers read from a run.json's scenario in today's form (:func:`upgrade`
-    brings every earlier form to it); Kafka's defaults for what it does not state.
+def run_settings(scenario: Scenario | None, source: str = RUN_JSON) -> RunSettings:
+    """What the checkers read from a run's scenario (run.json's, typed; :func:`upgrade`
+    brings every earlier form to it); Kafka's defaults where there is none.
 
-    - acks: ``workload.producers.acks``; ``all`` / ``-1`` mean acks=all (the default). A
-      send line's own optional ``acks`` field overrides it for that send.
+    - acks: ``workload.producers.acks``; ``all`` / ``-1`` mean acks=all. A send line's
+      own optional ``acks`` field overrides it for that send.
     - ``cluster.server_properties``: ``unclean.leader.election.enable``,
       ``min.insync.replicas`` and ``broker.session.timeout.ms``.
     - ``topics[].configs``: the same first two, overriding the broker's for that topic.
@@ -487,33 +557,31 @@ def run_settings(scenario: Mapping[str, Any] | None, source: str = RUN_JSON) -> 
       ``min_ok_sends``.
     - ``expect.log_lines``: the lines the checker looks for in the nodes' logs.
     - ``workload.transactions``: the producers' transaction timeout
-      (:func:`transactions_timeout_ms`).
+      (:meth:`TxnSpec.checked_timeout_ms`).
+
+    A property that cannot be what it says is a HistoryError naming ``source`` and the
+    field (``scenario.<path>``).
     """
-    sc = scenario or {}
-    kwargs: dict[str, Any] = {}
-    workload = _mapping(sc.get("workload"))
-    producers = _mapping(workload.get("producers"))
-    if "acks" in producers:
-        kwargs["acks_all"] = acks_is_all(producers["acks"])
-    props = _mapping(_mapping(sc.get("cluster")).get("server_properties"))
+    if scenario is None:
+        return RunSettings()
+    sc = scenario
+    kwargs: dict[str, Any] = {"acks_all": acks_is_all(sc.workload.producers.acks)}
+    props = sc.cluster.server_properties
     kwargs.update(_broker_settings(props, source, "scenario.cluster.server_properties"))
     unclean: dict[str, bool] = {}
     min_isr: dict[str, int] = {}
-    for name, configs in _topic_items(sc.get("topics")):
-        t_unclean, t_min = _topic_settings(name, configs, source, "scenario.topics")
+    for topic in sc.topics:
+        t_unclean, t_min = _topic_settings(topic.name, topic.configs, source, "scenario.topics")
         unclean.update(t_unclean)
         min_isr.update(t_min)
-    if unclean or min_isr:
-        kwargs.update(topic_unclean=unclean, topic_min_insync=min_isr)
-    kwargs.update(_threshold_settings(_mapping(sc.get("checks")), source, "scenario.checks"))
-    expect = _mapping(sc.get("expect"))
-    if expect.get("log_lines") is not None:
-        kwargs["log_lines"] = _log_lines(expect["log_lines"], source, "scenario.expect")
-    txn = workload.get("transactions")
-    if isinstance(txn, Mapping):
-        timeout = transactions_timeout_ms(txn, source, "scenario.workload.transactions")
-        if timeout is not None:
-            kwargs["transaction_timeout_ms"] = timeout
+    kwargs.update(topic_unclean=unclean, topic_min_insync=min_isr)
+    checks = {k: getattr(sc.checks, k) for k in _THRESHOLDS}
+    kwargs.update(_threshold_settings(checks, source, "scenario.checks"))
+    kwargs["log_lines"] = sc.expect.log_lines
+    tx = sc.workload.transactions
+    if tx is not None:
+        where = "scenario.workload.transactions"
+        kwargs["transaction_timeout_ms"] = tx.checked_timeout_ms(source, where)
     return RunSettings(**kwargs)
 
 
@@ -536,9 +604,11 @@ def _broker_settings(props: Mapping[str, Any], source: str, where: str) -> dict[
     if _UNCLEAN in props:
         out["unclean_enabled"] = _bool(props[_UNCLEAN], source, f"{where}.{_UNCLEAN}")
     if _MIN_ISR in props:
-        out["min_insync"] = _positive(props[_MIN_ISR], source, f"{where}.{_MIN_ISR}")
+        out["min_insync"] = positive_int(props[_MIN_ISR], source, f"{where}.{_MIN_ISR}")
     if _SESSION in props:
-        out["broker_session_timeout_ms"] = _positive(props[_SESSION], source, f"{where}.{_SESSION}")
+        out["broker_session_timeout_ms"] = positive_int(
+            props[_SESSION], source, f"{where}.{_SESSION}"
+        )
     return out
 
 
@@ -550,7 +620,7 @@ def _topic_settings(
     if _UNCLEAN in configs:
         unclean[name] = _bool(configs[_UNCLEAN], source, f"{where}.{name}.{_UNCLEAN}")
     if _MIN_ISR in configs:
-        min_isr[name] = _positive(configs[_MIN_ISR], source, f"{where}.{name}.{_MIN_ISR}")
+        min_isr[name] = positive_int(configs[_MIN_ISR], source, f"{where}.{name}.{_MIN_ISR}")
     return unclean, min_isr
 
 
@@ -574,37 +644,12 @@ def _threshold_settings(checks: Mapping[str, Any], source: str, where: str) -> d
         out[key] = float(value)
     value = checks.get("min_ok_sends")
     if value is not None:
-        out["min_ok_sends"] = _int(value, source, f"{where}.min_ok_sends")
+        out["min_ok_sends"] = int_value(value, source, f"{where}.min_ok_sends")
         if out["min_ok_sends"] < 0:
             raise HistoryError(
                 f"must not be negative, got {value}", file=source, field=f"{where}.min_ok_sends"
             )
     return out
-
-
-def transactions_timeout_ms(
-    section: Mapping[str, Any], source: str = RUN_JSON, where: str = "workload.transactions"
-) -> int | None:
-    """The transaction.timeout.ms a scenario's ``workload.transactions`` section gives its
-    producers: its raw ``configs`` entry where it sets one (the client takes that over
-    everything), else ``timeout`` in seconds; None where the section states neither. The
-    workers (:mod:`kchaos.harness.scenario.plan`) and the checkers read it here, so they
-    cannot disagree."""
-    configs = section.get("configs")
-    if isinstance(configs, Mapping) and "transaction.timeout.ms" in configs:
-        return _positive(
-            configs["transaction.timeout.ms"], source, f"{where}.configs.transaction.timeout.ms"
-        )
-    seconds = section.get("timeout")
-    if seconds is None:
-        return None
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
-        raise HistoryError(
-            f"expected a positive number of seconds, got {shown(seconds)}",
-            file=source,
-            field=f"{where}.timeout",
-        )
-    return int(round(seconds * 1000))
 
 
 def acks_is_all(value: Any) -> bool:
@@ -618,24 +663,3 @@ def _bool(value: Any, source: str, where: str) -> bool:
     if text in ("true", "false"):
         return text == "true"
     raise HistoryError(f"expected true or false, got {shown(value)}", file=source, field=where)
-
-
-def _int(value: Any, source: str, where: str) -> int:
-    """An integer, or a string of one (Kafka properties are strings); not 1.5, not "2.0"."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,18}\s*", value):
-        return int(value)
-    raise HistoryError(f"expected an integer, got {shown(value)}", file=source, field=where)
-
-
-def _positive(value: Any, source: str, where: str) -> int:
-    """A whole number, at least 1 (min.insync.replicas, a timeout in ms)."""
-    number = _int(value, source, where)
-    if number < 1:
-        raise HistoryError(
-            f"expected a positive integer, got {shown(value)}", file=source, field=where
-        )
-    return number

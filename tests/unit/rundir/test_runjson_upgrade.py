@@ -6,7 +6,6 @@ The inputs are in fixtures/old_run_json (its README says where each comes from).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.loglines import LogLine
 from kchaos.harness.rundir.runjson import RunJson, RunSettings, run_settings, upgrade
+from kchaos.harness.rundir.scenario_model import Scenario
 
 FIXTURES = Path(__file__).parent / "fixtures" / "old_run_json"
 
@@ -82,7 +82,7 @@ def test_the_upgrade_leaves_today_s_form_and_is_done_once(name: str) -> None:
     steps = scenario.get("nemesis", {}).get("steps", [])
     assert all("duration" not in s for s in steps)  # a step's length is `for`
     assert upgrade(current, name) == current
-    assert run_settings(scenario, name) == EXPECTED[name][0]
+    assert run_settings(Scenario.from_dict(scenario, name), name) == EXPECTED[name][0]
 
 
 def test_the_old_run_keeps_its_scenario_and_its_steps_lengths() -> None:
@@ -128,14 +128,18 @@ def test_an_upgrade_error_names_the_file_and_the_field_the_file_used(
     assert (info.value.file, info.value.field) == ("runs/x/run.json", field)
 
 
-def test_settings_have_one_spelling_in_today_s_form() -> None:
-    """run_settings reads the scenario's own keys; an older spelling inside a scenario
-    that was not upgraded is not read (upgrade is the one place that knows them)."""
-    old_spelling = {
-        "producer": {"acks": "0"},
-        "cluster": {"broker_config": {"min.insync.replicas": "3"}},
-    }
-    assert run_settings(old_spelling) == RunSettings()
-    assert asdict(run_settings(upgrade({"scenario": old_spelling})["scenario"])) == asdict(
-        RunSettings(acks_all=False, min_insync=3)
-    )
+def test_older_spellings_inside_a_scenario_are_moved_and_dropped() -> None:
+    """Inside the scenario too, the older spellings are upgrade's alone: it moves their
+    settings to the model's fields and leaves none of them for the typed model, which
+    knows only its own fields."""
+    old = {"producer": {"acks": "0"}, "cluster": {"broker_config": {"min.insync.replicas": 3}}}
+    current = upgrade({"scenario": old})["scenario"]
+    assert "producer" not in current and "broker_config" not in current["cluster"]
+    assert current["workload"]["producers"] == {"acks": "0"}
+    assert current["cluster"]["server_properties"] == {"min.insync.replicas": 3}
+    sc = Scenario.from_dict(current)
+    assert sc.cluster.server_properties == {"min.insync.replicas": "3"}  # as Kafka reads it
+    assert run_settings(sc) == RunSettings(acks_all=False, min_insync=3)
+    with pytest.raises(HistoryError) as info:
+        Scenario.from_dict({**current, "producer": {"acks": "0"}}, "r/run.json")
+    assert info.value.field == "scenario.producer"
