@@ -29,7 +29,6 @@ from kchaos.harness.rundir.tickets import (
     NOT_JUDGED,
     OUTSIDE_RANGE,
     Ticket,
-    ticket_of,
 )
 from kchaos.reports import html, junit
 from kchaos.reports.build import RunReport
@@ -216,7 +215,8 @@ def ticket_tables(
     scenario names a ticket and nothing was left out."""
     by_ticket: dict[str, tuple[Ticket, dict[str, list[tuple[bool, bool, set[str]]]]]] = {}
     for r in reports:
-        ticket = ticket_of(r.data.run.scenario)
+        scenario = r.data.run.scenario
+        ticket = None if scenario is None else scenario.ticket
         if ticket is None:
             continue
         version = str(r.summary.get("kafka_version"))

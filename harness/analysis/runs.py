@@ -139,7 +139,7 @@ def run_facts(path: Path) -> dict[str, Any]:
 
 def txn_timeout_ms(path: Path) -> int:
     """The transaction timeout the run's producers ran with: the checker's own setting
-    (run.json's run description, :func:`~kchaos.harness.rundir.runjson.settings_of`), so
+    (:func:`~kchaos.harness.rundir.runjson.run_settings` of run.json's typed scenario), so
     the job and ``kchaos check`` judge ``hanging-transaction`` by the same number; Kafka's
     default (60 s) where there is no run.json."""
     return load_run(path, missing_ok=True).settings.transaction_timeout_ms

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from kchaos.harness.run.progress import RunProgress
     from kchaos.harness.run.record import RunRecord
     from kchaos.harness.rundir.rundir import RunDir
-    from kchaos.harness.scenario.model import Scenario
+    from kchaos.harness.rundir.scenario_model import Scenario
     from kchaos.workloads.metrics import HarnessMetrics
 
 

@@ -47,7 +47,7 @@ from kchaos.harness.run.shard import ShardSpec
 from kchaos.harness.rundir.tickets import Ticket
 
 if TYPE_CHECKING:
-    from kchaos.harness.scenario.model import Scenario
+    from kchaos.harness.rundir.scenario_model import Scenario
 
 SCALA_BINARY = "2.13"  # compose/kafka/pom.xml's scala.binary
 Resolver = Callable[[str], str | None]  # version -> None when found, else why not

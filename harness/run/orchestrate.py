@@ -37,7 +37,7 @@ from kchaos.harness.run.progress import RunProgress
 from kchaos.harness.run.topics import await_full_isr, create_topics
 from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.harness.rundir.rundir import RunDir
-from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.rundir.scenario_model import Scenario
 from kchaos.harness.scenario.plan import image_source, plan_of
 
 if TYPE_CHECKING:

@@ -47,7 +47,7 @@ from typing import Any
 from kchaos.harness.rundir.files import jsonable
 from kchaos.harness.rundir.names import RUN_JSON
 from kchaos.harness.rundir.runjson import FORMAT, write_run
-from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.rundir.scenario_model import Scenario
 
 __all__ = [
     "FORMAT",

@@ -25,9 +25,9 @@ from typing import Any
 from kchaos.harness.errors import ConfigError, HistoryError, KchaosError, shown
 from kchaos.harness.rundir.names import RUN_JSON
 from kchaos.harness.rundir.runjson import RunJson, load_run
+from kchaos.harness.rundir.scenario_model import LENGTH_KEY, Scenario
 from kchaos.harness.scenario.dump import file_data
 from kchaos.harness.scenario.loader import load_scenario_data
-from kchaos.harness.scenario.model import LENGTH_KEY, Scenario
 
 
 def read_run_json(run_dir: Path) -> RunJson:
@@ -36,10 +36,14 @@ def read_run_json(run_dir: Path) -> RunJson:
     run = load_run(run_dir)
     if run.format is None:
         raise HistoryError("must be an integer, got None", file=run.source, field="format")
-    if run.scenario is None:
-        raise HistoryError(
-            f"missing: {RUN_JSON} has no scenario", file=run.source, field="scenario"
+    if not run.described:
+        stored = run.get("scenario")
+        message = (
+            "the stored scenario is incomplete (a part of one: no scenario to run)"
+            if isinstance(stored, Mapping)
+            else f"missing: {RUN_JSON} has no scenario"
         )
+        raise HistoryError(message, file=run.source, field="scenario")
     return run
 
 
@@ -83,14 +87,9 @@ def explicit_params(fault: Any, params: Any) -> Any:
 
 def scenario_data(run: RunJson, file: str) -> dict[str, Any]:
     """Scenario-file data of a stored run: its scenario, Kafka version and schedule."""
-    try:
-        data = file_data(dict(run.scenario or {}))
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise HistoryError(
-            f"the stored scenario is incomplete ({type(exc).__name__}: {exc})",
-            file=file,
-            field="scenario",
-        ) from None
+    if run.scenario is None:
+        raise HistoryError(f"missing: {RUN_JSON} has no scenario", file=file, field="scenario")
+    data = file_data(run.scenario.to_dict())
     if run.kafka_version is not None:
         data["cluster"]["kafka_version"] = run.kafka_version
     if run.seed is not None:
@@ -160,7 +159,7 @@ def replay_run(
         extra={"replay_of": replay_of(run_dir, run)},
         prometheus=prometheus,
     )
-    image = read_run_json(result.run_dir).kafka_image
+    image = load_run(result.run_dir).kafka_image
     before = run.kafka_image
     if kafka_version is None and before and image and image != before:
         console.print(f"[yellow]note: the original ran on image {before}, this one on {image}[/]")

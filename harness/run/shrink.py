@@ -44,8 +44,8 @@ from kchaos.harness.rundir.history import F_FAULT, PHASE_START, read_events
 from kchaos.harness.rundir.names import RESULTS_JSON
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.rundir.runjson import RunJson
+from kchaos.harness.rundir.scenario_model import LENGTH_KEY, Scenario
 from kchaos.harness.scenario.dump import step_data, to_yaml
-from kchaos.harness.scenario.model import LENGTH_KEY, Scenario
 
 MIN_DURATION = 1.0  # seconds: durations are not halved below this
 RANDOM_TARGETS = ("random", "minority", "majority")

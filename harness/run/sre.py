@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from kchaos.harness.errors import ConfigError, shown
 from kchaos.harness.rundir.history import READ_COMMITTED
-from kchaos.harness.scenario.model import (
+from kchaos.harness.rundir.scenario_model import (
     ChecksConfig,
     ExpectConfig,
     Scenario,

@@ -17,8 +17,8 @@ from kchaos.harness.run.orchestrate import run_scenario
 from kchaos.harness.run.progress import Batch, each, run_guess
 from kchaos.harness.run.shard import BatchLog, ShardSpec
 from kchaos.harness.rundir.expect import worst_exit
+from kchaos.harness.rundir.scenario_model import Scenario
 from kchaos.harness.scenario.loader import load_scenario
-from kchaos.harness.scenario.model import Scenario
 from kchaos.reports.build import RunReport
 from kchaos.reports.console import make_console, print_batch
 from kchaos.reports.suite import SuiteFailure, write_suite_reports

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kchaos.harness.errors import ClusterError, ReadinessTimeout, WorkloadError
-from kchaos.harness.scenario.model import Scenario, TopicConfig
+from kchaos.harness.rundir.scenario_model import Scenario, TopicConfig
 
 if TYPE_CHECKING:
     from kchaos.harness.cluster.api import NodeLifecycle

@@ -15,9 +15,9 @@ and shown unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,18 +30,29 @@ from kchaos.harness.paths import packaged_schema
 from kchaos.harness.rundir.files import jsonable, read_object, write_json
 from kchaos.harness.rundir.loglines import LogLine, parse_log_lines
 from kchaos.harness.rundir.names import RUN_JSON
+from kchaos.harness.rundir.scenario_model import (
+    LENGTH_KEY,
+    OLD_LENGTH_KEY,
+    ExpectConfig,
+    Scenario,
+    int_value,
+    positive_int,
+    transactions_timeout_ms,
+)
 
 __all__ = [
     "FORMAT",
     "RUN_JSON",
     "RunJson",
+    "SETTINGS_ONLY",
     "RunSettings",
     "jsonable",
     "load_run",
     "read_object",
     "schema",
-    "settings_of",
+    "run_settings",
     "transactions_timeout_ms",
+    "upgrade",
     "write_run",
 ]
 
@@ -90,8 +101,8 @@ class RunSettings:
 
     @classmethod
     def from_run_json(cls, data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
-        """The settings of a run.json mapping (see :func:`settings_of` for the keys)."""
-        return settings_of(data, source)
+        """The settings of a run.json mapping of any form this kchaos reads."""
+        return RunJson.from_mapping(data, source).settings
 
     @classmethod
     def load(cls, run_dir: Path) -> RunSettings:
@@ -128,8 +139,10 @@ class RunJson:
             **_TEXT,
         },
     )
-    # the resolved scenario (Scenario.to_dict()); the file may give a name instead
-    scenario: Mapping[str, Any] | None = field(
+    # the resolved scenario, typed (the file holds Scenario.to_dict()); None where the
+    # file gives a name alone or nothing. A file of settings alone gets a scenario of
+    # those settings (description SETTINGS_ONLY; see upgrade).
+    scenario: Scenario | None = field(
         default=None,
         metadata={
             "description": "the resolved scenario (Scenario.to_dict()), or a scenario name",
@@ -173,6 +186,13 @@ class RunJson:
     )
 
     @property
+    def described(self) -> bool:
+        """True where the file holds a whole scenario (what a run writes), not a name
+        alone or a part (settings alone): what replay can run again."""
+        stored = self.raw.get("scenario")
+        return self.scenario is not None and isinstance(stored, Mapping) and _whole(stored)
+
+    @property
     def present(self) -> bool:
         """False for the empty model of a run directory without run.json."""
         return bool(self.raw) or self.format is not None
@@ -193,28 +213,30 @@ class RunJson:
                 file=source,
                 field="format",
             )
-        scenario = data.get("scenario")
-        sc = scenario if isinstance(scenario, Mapping) else None
-        name = sc.get("name") if sc is not None else scenario or data.get("scenario_name")
+        current = upgrade(data, source)
+        given = current.get("scenario")
+        sc = Scenario.from_dict(given, source) if isinstance(given, Mapping) else None
+        # what the file itself says of its scenario (a name, a seed, a release)
+        stored = data.get("scenario")
+        own = stored if isinstance(stored, Mapping) else {}
+        name = own.get("name") if own else stored or data.get("scenario_name")
         image = data.get("image")
 
         def section(key: str) -> Mapping[str, Any]:
-            inner = sc.get(key) if sc is not None else None
-            if isinstance(inner, Mapping):
-                return dict(inner)
-            return dict(data.get(key) or {})
+            inner = given.get(key) if isinstance(given, Mapping) else None
+            return dict(inner) if isinstance(inner, Mapping) else {}
 
         return cls(
             raw=data,
             source=source,
-            settings=settings_of(data, source),
+            settings=run_settings(sc, source),
             format=fmt,
             run_id=data.get("run_id"),
             status=data.get("status"),
             scenario=sc,
             scenario_name=None if name is None else str(name),
-            seed=data.get("seed", None if sc is None else sc.get("seed")),
-            kafka_version=data.get("kafka_version") or _kafka_version(sc),
+            seed=data.get("seed", own.get("seed")),
+            kafka_version=data.get("kafka_version") or _kafka_version(own),
             kafka_image=(image or {}).get("kafka") if isinstance(image, Mapping) else None,
             start=data.get("start"),
             end=data.get("end"),
@@ -275,37 +297,72 @@ def _types(value: Any) -> str:
     return " or ".join(n for n in names if n != "null") or "null"
 
 
-# ------------------------------------------------------------------- checker settings
+# ------------------------------------------------------------------- older forms
+
+# Where files before today's form put a checker setting, at the top level or inside the
+# scenario, each list in the order it is looked up (first found wins; the top level before
+# the scenario). The only place these spellings are known: :func:`upgrade` moves each to
+# the one place today's form has it, inside ``scenario``.
+_OLD_ACKS = ("producer.acks", "workload.producer.acks", "workload.producers.acks", "acks")
+_OLD_BROKER = (
+    "broker_config",
+    "cluster.broker_config",
+    "cluster.server_properties",
+    "cluster.config",
+)
+_OLD_TOPICS = ("topics", "workload.topics")
+_OLD_TXN = ("workload.transactions", "transactions")
+_OLD_PRODUCER = ("producer", "workload.producer", "workload.producers")
+_OLD_TXN_TIMEOUT = ("transaction.timeout.ms", "transaction_timeout_ms")
+# The older spellings above that are not the scenario's own keys, removed from it once
+# their settings moved.
+_OLD_IN_SCENARIO = (
+    "acks",
+    "broker_config",
+    "producer",
+    "consumer",
+    "transactions",
+    "cluster.broker_config",
+    "cluster.config",
+    "workload.producer",
+)
+_THRESHOLDS = ("max_offline_seconds", "max_time_to_full_isr_seconds", "min_ok_sends")
 
 
-def settings_of(data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
-    """What the checkers read from run.json (all optional; Kafka's defaults otherwise).
+def upgrade(data: Mapping[str, Any], source: str = RUN_JSON) -> dict[str, Any]:
+    """``data`` (any run.json this kchaos reads) in today's form; every later reader
+    takes only that form.
 
-    Keys looked up, first match wins, at the top level or under ``scenario``:
+    Today's run.json holds each fact once, in the resolved scenario (``Scenario.to_dict()``):
+    the settings the checkers read are ``scenario.workload.producers.acks``,
+    ``scenario.cluster.server_properties``, ``scenario.topics[].configs``,
+    ``scenario.checks``, ``scenario.expect`` and ``scenario.workload.transactions``, and a
+    step's length is ``for``. Earlier forms, converted here:
 
-    - acks: ``producer.acks``, ``workload.producer.acks``, ``workload.producers.acks``,
-      ``acks``. ``all`` / ``-1`` mean acks=all (the default when absent). A send line's
-      own optional ``acks`` field overrides it for that send.
-    - broker properties: ``broker_config``, ``cluster.broker_config``,
-      ``cluster.server_properties``, ``cluster.config``: a mapping of server properties;
-      ``unclean.leader.election.enable``, ``min.insync.replicas`` and
-      ``broker.session.timeout.ms`` are read.
-    - topic configs: ``topics`` (or ``workload.topics``): a list of ``{"name": ..,
-      "configs": {..}}`` or a mapping name -> ``{"configs": {..}}``; the same two
-      properties, overriding the broker's for that topic.
-    - thresholds: ``checks.max_offline_seconds``, ``checks.max_time_to_full_isr_seconds``,
-      ``checks.min_ok_sends``.
-    - transaction timeout: what the transactional producers ran with, from the scenario's
-      ``workload.transactions`` (:func:`transactions_timeout_ms`); in a run.json without
-      that section, ``transaction.timeout.ms`` (or ``transaction_timeout_ms``) in the
-      ``producer``, ``workload.producer`` or ``workload.producers`` mapping.
+    - runs before 2026-11-26 copied the seed and the scenario's sections to the top level
+      (``cluster``, ``topics``, ``producer``, ``consumer``, ``transactions``, ``checks``,
+      ``expect``) and gave a step's length as ``duration``;
+    - hand-written files (and tests, and the history generator) state a setting alone,
+      under the names of :data:`_OLD_ACKS`, :data:`_OLD_BROKER`, :data:`_OLD_TOPICS`,
+      :data:`_OLD_TXN`, or ``transaction.timeout.ms`` in a producer mapping.
+
+    A top-level setting wins over the scenario's (as it always did); a moved value that
+    cannot be what it says is a HistoryError naming ``source`` and the field the file gave
+    it under. Older spellings found inside the scenario are moved and dropped from it.
+
+    The result has no top-level copies. Its ``scenario`` is a whole scenario mapping, which
+    :meth:`Scenario.from_dict` types, or the file's name alone, or absent. A part of a
+    scenario (settings alone, as hand-written files give them) is made whole with every
+    other field its default: the name the file gave (else :data:`SETTINGS_ONLY_NAME`), the
+    description :data:`SETTINGS_ONLY`, no topics but those with settings, a workload of 0 s.
     """
-    roots = [data]
-    if isinstance(data.get("scenario"), Mapping):
-        roots.append(data["scenario"])
+    out = {k: v for k, v in data.items() if k not in _TOP_LEVEL_COPIES}
+    given = data.get("scenario")
+    sc = plain_data(given) if isinstance(given, Mapping) else {}
+    roots = [("", data), ("scenario.", given if isinstance(given, Mapping) else {})]
 
-    def find(*paths: str) -> tuple[Any, str] | None:
-        for root in roots:
+    def find(paths: tuple[str, ...]) -> tuple[Any, str] | None:
+        for prefix, root in roots:
             for path in paths:
                 node: Any = root
                 for part in path.split("."):
@@ -313,128 +370,290 @@ def settings_of(data: Mapping[str, Any], source: str = RUN_JSON) -> RunSettings:
                         break
                     node = node[part]
                 else:
-                    return node, path
+                    return node, prefix + path
         return None
 
-    kwargs: dict[str, Any] = {}
-    acks = find("producer.acks", "workload.producer.acks", "workload.producers.acks", "acks")
+    def section(*path: str) -> dict[str, Any]:
+        node = sc
+        for part in path:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        return node
+
+    acks = find(_OLD_ACKS)
     if acks is not None:
-        kwargs["acks_all"] = acks_is_all(acks[0])
-    broker = find(
-        "broker_config", "cluster.broker_config", "cluster.server_properties", "cluster.config"
-    )
+        section("workload", "producers")["acks"] = str(acks[0])
+    broker = find(_OLD_BROKER)
     if broker is not None and isinstance(broker[0], Mapping):
-        props = broker[0]
-        if _UNCLEAN in props:
-            kwargs["unclean_enabled"] = _bool(props[_UNCLEAN], source, f"{broker[1]}.{_UNCLEAN}")
-        if _MIN_ISR in props:
-            kwargs["min_insync"] = _positive(props[_MIN_ISR], source, f"{broker[1]}.{_MIN_ISR}")
-        if _SESSION in props:
-            kwargs["broker_session_timeout_ms"] = _positive(
-                props[_SESSION], source, f"{broker[1]}.{_SESSION}"
-            )
-    topics = find("topics", "workload.topics")
-    if topics is not None:
-        t_unclean, t_min = _topic_configs(topics[0], source)
-        kwargs["topic_unclean"] = t_unclean
-        kwargs["topic_min_insync"] = t_min
-    for key in ("max_offline_seconds", "max_time_to_full_isr_seconds"):
-        hit = find(f"checks.{key}")
-        if hit is not None and hit[0] is not None:
-            if (
-                isinstance(hit[0], bool)
-                or not isinstance(hit[0], int | float)
-                or not math.isfinite(hit[0])
-                or hit[0] < 0
-            ):
-                raise HistoryError(
-                    f"expected a number of seconds, got {shown(hit[0])}",
-                    file=source,
-                    field=f"checks.{key}",
-                )
-            kwargs[key] = float(hit[0])
-    hit = find("checks.min_ok_sends")
-    if hit is not None and hit[0] is not None:
-        kwargs["min_ok_sends"] = _int(hit[0], source, "checks.min_ok_sends")
-        if kwargs["min_ok_sends"] < 0:
-            raise HistoryError(
-                f"must not be negative, got {hit[0]}", file=source, field="checks.min_ok_sends"
-            )
-    hit = find("expect.log_lines")
-    if hit is not None:
-
-        def bad(path: tuple[str | int, ...], message: str) -> Exception:
-            where = ".".join(str(p) for p in ("expect", "log_lines", *path))
-            return HistoryError(message, file=source, field=where)
-
-        kwargs["log_lines"] = parse_log_lines(hit[0], bad)
-    txn = find("workload.transactions", "transactions")
+        _broker_settings(broker[0], source, broker[1])
+        props = section("cluster", "server_properties")
+        props.update(plain_data(broker[0]))
+    topics = find(_OLD_TOPICS)
+    if topics is not None and topics[1] != "scenario.topics":  # not already in place
+        _merge_topics(sc, _topic_items(topics[0]), source, topics[1])
+    top_checks = data.get("checks")
+    if isinstance(top_checks, Mapping):
+        checks = section("checks")
+        checks.update({k: top_checks[k] for k in _THRESHOLDS if top_checks.get(k) is not None})
+        _threshold_settings(checks, source, "checks")
+    top_expect = data.get("expect")
+    if isinstance(top_expect, Mapping):
+        if top_expect.get("log_lines") is not None:
+            _log_lines(top_expect["log_lines"], source, "expect")
+        known = {f.name for f in dataclasses.fields(ExpectConfig)}
+        section("expect").update({k: plain_data(v) for k, v in top_expect.items() if k in known})
+    txn = find(_OLD_TXN)
+    timeout = None
     if txn is not None and isinstance(txn[0], Mapping):
-        timeout = transactions_timeout_ms(txn[0], source)
-        if timeout is not None:
-            kwargs["transaction_timeout_ms"] = timeout
-    for path in ("producer", "workload.producer", "workload.producers"):
-        if "transaction_timeout_ms" in kwargs:
-            break
-        hit = find(path)
-        if hit is None or not isinstance(hit[0], Mapping):
-            continue
-        for key in ("transaction.timeout.ms", "transaction_timeout_ms"):
-            if key in hit[0]:
-                kwargs["transaction_timeout_ms"] = _positive(hit[0][key], source, f"{path}.{key}")
+        timeout = transactions_timeout_ms(txn[0], source, txn[1])
+        section("workload")["transactions"] = plain_data(txn[0])
+    if timeout is None:
+        for path in _OLD_PRODUCER:
+            hit = find((path,))
+            if hit is None or not isinstance(hit[0], Mapping):
+                continue
+            key = next((k for k in _OLD_TXN_TIMEOUT if k in hit[0]), None)
+            if key is not None:
+                ms = positive_int(hit[0][key], source, f"{hit[1]}.{key}")
+                configs = section("workload", "transactions", "configs")
+                configs["transaction.timeout.ms"] = str(ms)
                 break
-        if "transaction_timeout_ms" in kwargs:
-            break
-    return RunSettings(**kwargs)
+    for path in _OLD_IN_SCENARIO:
+        *parents, last = path.split(".")
+        node: Any = sc
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(last, None)
+    steps = _mapping(sc.get("nemesis")).get("steps")
+    if isinstance(steps, list):
+        for i, step in enumerate(steps):
+            if not isinstance(step, dict) or OLD_LENGTH_KEY not in step:
+                continue
+            if LENGTH_KEY in step:
+                raise HistoryError(
+                    f"the step gives its length twice: {OLD_LENGTH_KEY} is the old "
+                    f"spelling of {LENGTH_KEY}",
+                    file=source,
+                    field=f"scenario.nemesis.steps.{i}.{OLD_LENGTH_KEY}",
+                )
+            step[LENGTH_KEY] = step.pop(OLD_LENGTH_KEY)
+    if sc and not _whole(sc):
+        # settings alone, or a part of a scenario (hand-written files): a scenario of
+        # them, every other field its default
+        sc = {
+            "name": given if isinstance(given, str) else SETTINGS_ONLY_NAME,
+            "description": SETTINGS_ONLY,
+            "cluster": {},
+            "topics": [],
+            **sc,
+        }
+        section("workload").setdefault("duration", 0.0)
+    if sc or isinstance(given, str):
+        out["scenario"] = sc or given
+    else:
+        out.pop("scenario", None)
+    return out
 
 
-def transactions_timeout_ms(section: Mapping[str, Any], source: str = RUN_JSON) -> int | None:
-    """The transaction.timeout.ms a scenario's ``workload.transactions`` section gives its
-    producers: its raw ``configs`` entry where it sets one (the client takes that over
-    everything), else ``timeout`` in seconds; None where the section states neither. The
-    workers (:mod:`kchaos.harness.scenario.plan`) and the checkers read it here, so they
-    cannot disagree."""
-    configs = section.get("configs")
-    where = "workload.transactions"
-    if isinstance(configs, Mapping) and "transaction.timeout.ms" in configs:
-        return _positive(
-            configs["transaction.timeout.ms"], source, f"{where}.configs.transaction.timeout.ms"
-        )
-    seconds = section.get("timeout")
-    if seconds is None:
-        return None
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
-        raise HistoryError(
-            f"expected a positive number of seconds, got {shown(seconds)}",
-            file=source,
-            field=f"{where}.timeout",
-        )
-    return int(round(seconds * 1000))
+def _whole(scenario: Mapping[str, Any]) -> bool:
+    """True for a scenario mapping with every field a scenario must have (what a run
+    writes), False for a part of one."""
+    workload = scenario.get("workload")
+    return all(k in scenario for k in _REQUIRED) and (
+        isinstance(workload, Mapping) and "duration" in workload
+    )
 
 
-def acks_is_all(value: Any) -> bool:
-    return str(value).strip().lower() in ("all", "-1")
+_REQUIRED = tuple(
+    f.name
+    for f in dataclasses.fields(Scenario)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+)
+
+#: The description of the scenario :func:`upgrade` makes of a part of one (settings
+#: alone, in a hand-written file) where the part has none, and its name.
+SETTINGS_ONLY = "run.json states checker settings alone, not the scenario that ran"
+SETTINGS_ONLY_NAME = "settings-only"
 
 
-def _topic_configs(topics: Any, source: str) -> tuple[dict[str, bool], dict[str, int]]:
+# The top-level keys of earlier forms that today's form holds in the scenario only.
+_TOP_LEVEL_COPIES = frozenset(
+    {
+        "acks",
+        "broker_config",
+        "cluster",
+        "topics",
+        "producer",
+        "consumer",
+        "workload",
+        "transactions",
+        "checks",
+        "expect",
+    }  # fmt: skip
+)
+
+
+def plain_data(node: Any) -> Any:
+    """A deep copy of JSON-like data as dicts with string keys and lists (the shapes the
+    YAML reader gives; upgrade changes its copy only)."""
+    if isinstance(node, Mapping):
+        return {str(k): plain_data(v) for k, v in node.items()}
+    if isinstance(node, list | tuple):
+        return [plain_data(v) for v in node]
+    return node
+
+
+def _topic_items(topics: Any) -> list[tuple[str, Mapping[str, Any]]]:
+    """(name, configs) of every topic of an older form's list or name -> entry mapping."""
     items: list[tuple[str, Any]] = []
     if isinstance(topics, Mapping):
         items = [(str(k), v) for k, v in topics.items()]
     elif isinstance(topics, list):
         items = [(str(t.get("name")), t) for t in topics if isinstance(t, Mapping)]
-    unclean: dict[str, bool] = {}
-    min_isr: dict[str, int] = {}
+    out = []
     for name, spec in items:
         if not isinstance(spec, Mapping):
             continue
         configs = spec.get("configs", spec.get("config", {}))
-        if not isinstance(configs, Mapping):
-            continue
-        if _UNCLEAN in configs:
-            unclean[name] = _bool(configs[_UNCLEAN], source, f"topics.{name}.{_UNCLEAN}")
-        if _MIN_ISR in configs:
-            min_isr[name] = _positive(configs[_MIN_ISR], source, f"topics.{name}.{_MIN_ISR}")
+        if isinstance(configs, Mapping):
+            out.append((name, configs))
+    return out
+
+
+def _merge_topics(
+    sc: dict[str, Any], items: list[tuple[str, Mapping[str, Any]]], source: str, where: str
+) -> None:
+    """Each topic's configs into the scenario's ``topics`` list, by name."""
+    existing = sc.get("topics")
+    topics: list[Any] = existing if isinstance(existing, list) else []
+    by_name = {t.get("name"): t for t in topics if isinstance(t, dict)}
+    for name, configs in items:
+        _topic_settings(name, configs, source, where)
+        entry = by_name.get(name)
+        if entry is None:
+            entry = by_name[name] = {"name": name}
+            topics.append(entry)
+        if not isinstance(entry.get("configs"), dict):
+            entry["configs"] = {}
+        entry["configs"].update(plain_data(configs))
+    sc["topics"] = topics
+
+
+# ------------------------------------------------------------------- checker settings
+
+
+def run_settings(scenario: Scenario | None, source: str = RUN_JSON) -> RunSettings:
+    """What the checkers read from a run's scenario (run.json's, typed; :func:`upgrade`
+    brings every earlier form to it); Kafka's defaults where there is none.
+
+    - acks: ``workload.producers.acks``; ``all`` / ``-1`` mean acks=all. A send line's
+      own optional ``acks`` field overrides it for that send.
+    - ``cluster.server_properties``: ``unclean.leader.election.enable``,
+      ``min.insync.replicas`` and ``broker.session.timeout.ms``.
+    - ``topics[].configs``: the same first two, overriding the broker's for that topic.
+    - ``checks``: ``max_offline_seconds``, ``max_time_to_full_isr_seconds``,
+      ``min_ok_sends``.
+    - ``expect.log_lines``: the lines the checker looks for in the nodes' logs.
+    - ``workload.transactions``: the producers' transaction timeout
+      (:meth:`TxnSpec.checked_timeout_ms`).
+
+    A property that cannot be what it says is a HistoryError naming ``source`` and the
+    field (``scenario.<path>``).
+    """
+    if scenario is None:
+        return RunSettings()
+    sc = scenario
+    kwargs: dict[str, Any] = {"acks_all": acks_is_all(sc.workload.producers.acks)}
+    props = sc.cluster.server_properties
+    kwargs.update(_broker_settings(props, source, "scenario.cluster.server_properties"))
+    unclean: dict[str, bool] = {}
+    min_isr: dict[str, int] = {}
+    for topic in sc.topics:
+        t_unclean, t_min = _topic_settings(topic.name, topic.configs, source, "scenario.topics")
+        unclean.update(t_unclean)
+        min_isr.update(t_min)
+    kwargs.update(topic_unclean=unclean, topic_min_insync=min_isr)
+    checks = {k: getattr(sc.checks, k) for k in _THRESHOLDS}
+    kwargs.update(_threshold_settings(checks, source, "scenario.checks"))
+    kwargs["log_lines"] = sc.expect.log_lines
+    tx = sc.workload.transactions
+    if tx is not None:
+        where = "scenario.workload.transactions"
+        kwargs["transaction_timeout_ms"] = tx.checked_timeout_ms(source, where)
+    return RunSettings(**kwargs)
+
+
+def _mapping(node: Any) -> Mapping[str, Any]:
+    return node if isinstance(node, Mapping) else {}
+
+
+def _log_lines(raw: Any, source: str, where: str) -> tuple[LogLine, ...]:
+    """An ``expect`` section's ``log_lines``; a bad entry names its field under ``where``."""
+
+    def bad(path: tuple[str | int, ...], message: str) -> Exception:
+        field = ".".join(str(p) for p in (where, "log_lines", *path))
+        return HistoryError(message, file=source, field=field)
+
+    return parse_log_lines(raw, bad)
+
+
+def _broker_settings(props: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if _UNCLEAN in props:
+        out["unclean_enabled"] = _bool(props[_UNCLEAN], source, f"{where}.{_UNCLEAN}")
+    if _MIN_ISR in props:
+        out["min_insync"] = positive_int(props[_MIN_ISR], source, f"{where}.{_MIN_ISR}")
+    if _SESSION in props:
+        out["broker_session_timeout_ms"] = positive_int(
+            props[_SESSION], source, f"{where}.{_SESSION}"
+        )
+    return out
+
+
+def _topic_settings(
+    name: str, configs: Mapping[str, Any], source: str, where: str
+) -> tuple[dict[str, bool], dict[str, int]]:
+    unclean: dict[str, bool] = {}
+    min_isr: dict[str, int] = {}
+    if _UNCLEAN in configs:
+        unclean[name] = _bool(configs[_UNCLEAN], source, f"{where}.{name}.{_UNCLEAN}")
+    if _MIN_ISR in configs:
+        min_isr[name] = positive_int(configs[_MIN_ISR], source, f"{where}.{name}.{_MIN_ISR}")
     return unclean, min_isr
+
+
+def _threshold_settings(checks: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in ("max_offline_seconds", "max_time_to_full_isr_seconds"):
+        value = checks.get(key)
+        if value is None:
+            continue
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            raise HistoryError(
+                f"expected a number of seconds, got {shown(value)}",
+                file=source,
+                field=f"{where}.{key}",
+            )
+        out[key] = float(value)
+    value = checks.get("min_ok_sends")
+    if value is not None:
+        out["min_ok_sends"] = int_value(value, source, f"{where}.min_ok_sends")
+        if out["min_ok_sends"] < 0:
+            raise HistoryError(
+                f"must not be negative, got {value}", file=source, field=f"{where}.min_ok_sends"
+            )
+    return out
+
+
+def acks_is_all(value: Any) -> bool:
+    return str(value).strip().lower() in ("all", "-1")
 
 
 def _bool(value: Any, source: str, where: str) -> bool:
@@ -444,24 +663,3 @@ def _bool(value: Any, source: str, where: str) -> bool:
     if text in ("true", "false"):
         return text == "true"
     raise HistoryError(f"expected true or false, got {shown(value)}", file=source, field=where)
-
-
-def _int(value: Any, source: str, where: str) -> int:
-    """An integer, or a string of one (Kafka properties are strings); not 1.5, not "2.0"."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,18}\s*", value):
-        return int(value)
-    raise HistoryError(f"expected an integer, got {shown(value)}", file=source, field=where)
-
-
-def _positive(value: Any, source: str, where: str) -> int:
-    """A whole number, at least 1 (min.insync.replicas, a timeout in ms)."""
-    number = _int(value, source, where)
-    if number < 1:
-        raise HistoryError(
-            f"expected a positive integer, got {shown(value)}", file=source, field=where
-        )
-    return number

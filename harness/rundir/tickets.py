@@ -34,7 +34,7 @@ judged" (the kind its ``expect`` names was unjudged, kchaos.harness.rundir.expec
 neither: ``not judged`` (:meth:`Ticket.status_of_seeds`).
 
 The run directory keeps the section inside run.json's ``scenario``; the reports read it
-from there with :func:`ticket_of`, so they need nothing but the run directory.
+from there (``RunJson.scenario.ticket``), so they need nothing but the run directory.
 """
 
 from __future__ import annotations
@@ -269,15 +269,3 @@ class Ticket:
             out["runs_before"] = self.runs_before
             out["runs_before_why"] = self.runs_before_why
         return out
-
-
-def ticket_of(scenario: Mapping[str, Any] | None) -> Ticket | None:
-    """The ticket of a resolved scenario as run.json keeps it (None: no ticket, or one
-    this kchaos cannot read)."""
-    raw = (scenario or {}).get("ticket")
-    if not isinstance(raw, Mapping):
-        return None
-    try:
-        return Ticket.from_mapping(raw)
-    except ConfigError:
-        return None

@@ -12,7 +12,7 @@ import re
 
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.anomalies import NOT_INVALID
-from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.rundir.scenario_model import Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source
 
 # Kafka's smallest segment.bytes: 14 bytes (one legacy record's overhead) for a topic

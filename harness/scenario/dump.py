@@ -17,7 +17,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from kchaos.harness.rundir.files import jsonable
-from kchaos.harness.scenario.model import LENGTH_KEY, OLD_LENGTH_KEY, Scenario
+from kchaos.harness.rundir.scenario_model import LENGTH_KEY, OLD_LENGTH_KEY, Scenario
 
 
 def _present(data: Mapping[str, Any], *keys: str) -> dict[str, Any]:

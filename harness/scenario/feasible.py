@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kchaos.harness.errors import ClusterError, FaultError, shown
-from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.rundir.scenario_model import Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source
 
 if TYPE_CHECKING:

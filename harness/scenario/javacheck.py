@@ -13,7 +13,7 @@ readers must subscribe, and the copier is refused (not implemented with it).
 from __future__ import annotations
 
 from kchaos.harness.images.versions import DEFAULT_KAFKA_VERSION
-from kchaos.harness.scenario.model import Scenario
+from kchaos.harness.rundir.scenario_model import Scenario
 from kchaos.harness.scenario.yamlsrc import Source
 from kchaos.workloads.javaconf import names_for
 

@@ -7,8 +7,8 @@ from importlib import resources
 from pathlib import Path
 
 from kchaos.harness.errors import ConfigError
+from kchaos.harness.rundir.scenario_model import Scenario
 from kchaos.harness.scenario.loader import load_scenario
-from kchaos.harness.scenario.model import Scenario
 
 SUFFIXES = (".yaml", ".yml")
 # Suite names that mean "the whole library".

@@ -20,13 +20,10 @@ from kchaos.faults.base import NO_TARGET, takes_no_target
 from kchaos.harness.cluster.spec import mount_options
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.paths import packaged_schema
+from kchaos.harness.rundir.fromjson import prop_str
 from kchaos.harness.rundir.loglines import LogLine, parse_log_lines
-from kchaos.harness.rundir.tickets import KNOWN_BUG_TAG, Ticket
-from kchaos.harness.scenario import plan
-from kchaos.harness.scenario.checks import semantic_checks
-from kchaos.harness.scenario.feasible import check_schedule
-from kchaos.harness.scenario.javacheck import check_java_client
-from kchaos.harness.scenario.model import (
+from kchaos.harness.rundir.runjson import plain_data
+from kchaos.harness.rundir.scenario_model import (
     LENGTH_KEY,
     OLD_LENGTH_KEY,
     ChecksConfig,
@@ -42,6 +39,11 @@ from kchaos.harness.scenario.model import (
     WorkloadConfig,
     length_key,
 )
+from kchaos.harness.rundir.tickets import KNOWN_BUG_TAG, Ticket
+from kchaos.harness.scenario import plan
+from kchaos.harness.scenario.checks import semantic_checks
+from kchaos.harness.scenario.feasible import check_schedule
+from kchaos.harness.scenario.javacheck import check_java_client
 from kchaos.harness.scenario.properties import load_properties_lines
 from kchaos.harness.scenario.sanity import (
     check_durations,
@@ -71,13 +73,6 @@ def parse_duration(value: Any) -> float:
     if not match:
         raise ValueError(f"{value!r} is not a duration (e.g. 30, 500ms, 30s, 2m)")
     return float(match.group(1)) * _UNITS[match.group(2)]
-
-
-def prop_str(value: Any) -> str:
-    """A Kafka property value as Kafka reads it (booleans lower-case)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _props(data: Mapping[str, Any] | None) -> dict[str, str]:
@@ -406,20 +401,11 @@ def load_scenario_data(
     """A scenario from plain data rather than YAML text: the scenario a run directory
     stores (run.json), which replay and shrink run again. The same checks and build as
     :func:`load_scenario`; an error names ``file`` and the field (there are no lines)."""
-    src = Source(data=_plain_data(data), file=file)
+    src = Source(data=plain_data(data), file=file)
     if kafka_version is not None:
         src.data.setdefault("cluster", {})["kafka_version"] = kafka_version
         src.origins[("cluster", "kafka_version")] = "--kafka-version"
     return _checked(src, None)
-
-
-def _plain_data(node: Any) -> Any:
-    """A copy with the shapes the YAML reader gives: dicts with string keys, lists."""
-    if isinstance(node, Mapping):
-        return {str(k): _plain_data(v) for k, v in node.items()}
-    if isinstance(node, list | tuple):
-        return [_plain_data(v) for v in node]
-    return node
 
 
 def _set_length_wins(src: Source) -> None:

@@ -1,6 +1,6 @@
 """A scenario in the other packages' own types, built once, by the loader.
 
-From the validated :class:`~kchaos.harness.scenario.model.Scenario` the loader builds the
+From the validated :class:`~kchaos.harness.rundir.scenario_model.Scenario` the loader builds the
 three things a run hands on: the cluster's :class:`ClusterSpec` (the runner adds the image
 tags and the run id), the clients' :class:`WorkloadSpec` and the nemesis's
 :class:`Schedule` (scripted steps, or the random schedule drawn with the scenario's seed).
@@ -32,7 +32,7 @@ from kchaos.faults.schedule import (
 from kchaos.faults.trigger import TriggerContext, parse_trigger
 from kchaos.harness.cluster.spec import ClusterSpec, default_kafka_version
 from kchaos.harness.errors import ConfigError
-from kchaos.harness.scenario.model import ProducerConfig, Scenario
+from kchaos.harness.rundir.scenario_model import ProducerConfig, Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source, dotted
 from kchaos.workloads.clients import QUIET_LOG_LEVEL
 from kchaos.workloads.spec import (

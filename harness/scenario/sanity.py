@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kchaos.harness.errors import shown
-from kchaos.harness.scenario.model import LENGTH_KEY, OLD_LENGTH_KEY, Scenario, length_key
+from kchaos.harness.rundir.scenario_model import LENGTH_KEY, OLD_LENGTH_KEY, Scenario, length_key
 from kchaos.harness.scenario.yamlsrc import Path_, Source
 
 MIN_ISR = "min.insync.replicas"

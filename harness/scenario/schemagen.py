@@ -1,6 +1,6 @@
 """The published JSON Schema of scenario files, generated from the model.
 
-:mod:`kchaos.harness.scenario.model` is the one definition of a scenario: each field of its
+:mod:`kchaos.harness.rundir.scenario_model` is the one definition of a scenario: each field of its
 frozen dataclasses is a key of the file, with the same name (or the one its ``file``
 metadata gives: a step's ``for_`` is the file's ``for``), and its type and
 ``metadata`` give the key's schema (the rules: :mod:`kchaos.harness.rundir.schemagen`).
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.harness.checker.replicas import DUPLICATE_CAUSES
+from kchaos.harness.rundir import scenario_model as model
 from kchaos.harness.rundir import schemagen
 from kchaos.harness.rundir.anomalies import KINDS
-from kchaos.harness.scenario import model
 
 #: Where the generated file lives in the source tree (package data of kchaos.harness).
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "schema" / "scenario.schema.json"
@@ -65,8 +65,7 @@ DEFS: dict[str, Any] = {
 
 def generate() -> dict[str, Any]:
     """The scenario file's JSON Schema (draft 2020-12), from the model."""
-    # the model imports Plan for type checking only; the file has no plan
-    body = schemagen.object_schema(model.Scenario, names={"Plan": Any})
+    body = schemagen.object_schema(model.Scenario)
     return {**_HEAD, **body, "$defs": DEFS}
 
 

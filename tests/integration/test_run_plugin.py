@@ -24,7 +24,7 @@ USER_TEST = """
 import time
 
 from kchaos.harness.run.topics import create_topics
-from kchaos.harness.scenario.model import TopicConfig
+from kchaos.harness.rundir.scenario_model import TopicConfig
 
 
 def test_leader_pause_keeps_acknowledged_writes(

@@ -33,9 +33,9 @@ from ruamel.yaml import YAML
 from kchaos.cli.check import summary_lines
 from kchaos.harness.checker import check_history
 from kchaos.harness.errors import HistoryError, InputError
+from kchaos.harness.rundir.scenario_model import Scenario
 from kchaos.harness.scenario import load_scenario
 from kchaos.harness.scenario.loader import schema
-from kchaos.harness.scenario.model import Scenario
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

@@ -79,4 +79,4 @@ def test_runs_before_the_scenario_section_keep_their_top_level_transactions() ->
 def test_a_timeout_that_is_not_a_positive_number_is_bad_input() -> None:
     with pytest.raises(HistoryError) as err:
         RunSettings.from_run_json({"scenario": {"workload": {"transactions": {"timeout": "x"}}}})
-    assert err.value.exit_code == 3 and err.value.field == "workload.transactions.timeout"
+    assert err.value.exit_code == 3 and err.value.field == "scenario.workload.transactions.timeout"

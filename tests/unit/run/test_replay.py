@@ -17,10 +17,10 @@ from kchaos.cli import main as cli
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.run import record
 from kchaos.harness.run.replay import read_run_json, replay_scenario
+from kchaos.harness.rundir.scenario_model import Scenario
 from kchaos.harness.scenario import library
 from kchaos.harness.scenario.dump import scenario_yaml
 from kchaos.harness.scenario.loader import load_scenario
-from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.plan import plan_of
 
 

@@ -20,9 +20,9 @@ from kchaos.harness.run.shrink import (
     shorter,
     shrink_run,
 )
+from kchaos.harness.rundir.scenario_model import Scenario
 from kchaos.harness.scenario import library
 from kchaos.harness.scenario.loader import load_scenario
-from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.plan import plan_of
 from kchaos.harness.scenario.yamlsrc import load_yaml
 

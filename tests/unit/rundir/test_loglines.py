@@ -164,7 +164,7 @@ def test_a_bad_line_in_run_json_names_the_field(tmp_path: Path) -> None:
     )
     with pytest.raises(HistoryError) as info:
         RunSettings.load(tmp_path)
-    assert info.value.field == "expect.log_lines.0.contains"
+    assert info.value.field == "scenario.expect.log_lines.0.contains"
 
 
 def test_a_bad_line_in_a_scenario_file_names_its_line(tmp_path: Path) -> None:

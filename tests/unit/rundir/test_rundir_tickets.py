@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kchaos.harness.errors import ConfigError
@@ -13,7 +15,6 @@ from kchaos.harness.rundir.tickets import (
     OTHER_WHEN_FIXED,
     SEEN_WHEN_FIXED,
     Ticket,
-    ticket_of,
 )
 
 BACKPORTED = {"id": "KAFKA-15046", "title": "t", "fixed_in": ["3.7.0", "3.6.2"]}
@@ -99,7 +100,6 @@ def test_a_kip_is_an_id_and_fixed_by_words_the_fix() -> None:
     )
     assert t.fix_note() == "gone from 4.1.0 on: KIP-966's ELR"
     assert Ticket.from_mapping(BACKPORTED).fix_note() == "fixed in 3.6.2, 3.7.0"
-    assert ticket_of({"ticket": t.to_dict()}) == t
 
 
 def test_range() -> None:
@@ -134,9 +134,16 @@ def test_bad_sections_name_the_field(data: dict, field: str) -> None:
     assert err.value.field == field
 
 
-def test_ticket_of_a_run_json_scenario() -> None:
+def test_the_ticket_of_a_run_json_scenario() -> None:
+    from dataclasses import replace
+
+    from kchaos.harness.rundir.runjson import RunJson
+    from kchaos.harness.scenario import library
+
     t = Ticket.from_mapping({**BACKPORTED, "commit": "abc1234", "compare": ["3.6.1", "3.7.0"]})
-    assert ticket_of({"ticket": t.to_dict()}) == t
-    assert ticket_of({"name": "smoke"}) is None
-    assert ticket_of(None) is None
-    assert ticket_of({"ticket": {"id": "garbage"}}) is None
+    sc = replace(library.load("smoke"), ticket=t)
+    stored = json.loads(json.dumps(sc.to_dict()))
+    run = RunJson.from_mapping({"format": 1, "scenario": stored})
+    assert run.scenario is not None and run.scenario.ticket == t
+    untagged = RunJson.from_mapping({"format": 1, "scenario": library.load("smoke").to_dict()})
+    assert untagged.scenario is not None and untagged.scenario.ticket is None

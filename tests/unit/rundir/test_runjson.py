@@ -12,6 +12,7 @@ from kchaos.harness.errors import HistoryError
 from kchaos.harness.run import record
 from kchaos.harness.rundir.runjson import (
     FORMAT,
+    SETTINGS_ONLY,
     RunSettings,
     load_run,
     schema,
@@ -109,7 +110,11 @@ def test_a_hand_written_run_json_with_settings_only(tmp_path: Path) -> None:
         json.dumps({"scenario": "mine", "broker_config": {"min.insync.replicas": "2"}})
     )
     run = load_run(tmp_path)
-    assert run.scenario_name == "mine" and run.scenario is None and run.format is None
+    assert run.scenario_name == "mine" and run.format is None
+    # a scenario of the settings alone, typed like any other, but not one to run again
+    assert run.scenario is not None and not run.described
+    assert run.scenario.name == "mine" and run.scenario.description == SETTINGS_ONLY
+    assert run.scenario.cluster.server_properties == {"min.insync.replicas": "2"}
     assert run.settings.min_insync == 2
     assert run.settings.broker_session_timeout_ms == 9_000  # Kafka's default
 

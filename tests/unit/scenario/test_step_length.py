@@ -14,10 +14,10 @@ from scenario_variants import BASE
 
 from kchaos.harness.errors import ConfigError, HistoryError
 from kchaos.harness.run.replay import replay_scenario
+from kchaos.harness.rundir.scenario_model import Scenario
 from kchaos.harness.scenario import library
 from kchaos.harness.scenario.dump import file_data, scenario_yaml
 from kchaos.harness.scenario.loader import load_scenario, load_scenario_data, schema
-from kchaos.harness.scenario.model import Scenario
 from kchaos.harness.scenario.yamlsrc import load_yaml
 
 # BASE's pause, which has a length, then a step without one
@@ -140,7 +140,8 @@ def test_a_replay_of_a_stored_step_with_both_spellings_is_bad_input(tmp_path: Pa
     data["nemesis"]["steps"][0]["for"] = 5.0
     with pytest.raises(HistoryError) as err:
         replay_scenario(write_run(tmp_path / "run", data, None))
-    assert err.value.field == "nemesis.steps.0.duration"
+    assert err.value.field == "scenario.nemesis.steps.0.duration"
+    assert "gives its length twice" in str(err.value)
 
 
 @pytest.mark.parametrize("name", library.library_names())

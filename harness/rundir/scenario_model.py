@@ -1,4 +1,10 @@
-"""A scenario as frozen dataclasses: what the loader returns and the runner consumes.
+"""The run description: a scenario as frozen dataclasses, what the loader returns, the
+runner consumes and run.json holds (``RunJson.scenario``).
+
+It lives in the run-directory package, at the bottom of the layers, because every reader
+of run.json (the checkers, the reports, the analysis) gets the scenario typed, and the
+transactional workers run with its ``workload.transactions`` (:class:`TxnSpec`) as their
+own spec.
 
 The one definition of a scenario file: every field has the meaning documented in
 docs/scenarios.md, and the published JSON Schema (harness/schema/scenario.schema.json) is
@@ -11,27 +17,303 @@ are kept as strings, exactly as they go into server.properties or a client confi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from kchaos.harness.errors import ConfigError, HistoryError, shown
 from kchaos.harness.rundir.anomalies import KINDS
 from kchaos.harness.rundir.files import jsonable
-from kchaos.harness.rundir.loglines import LogLine
-from kchaos.harness.rundir.names import RESULTS_JSON
+from kchaos.harness.rundir.fromjson import from_json
+from kchaos.harness.rundir.loglines import LogLine, parse_log_lines
+from kchaos.harness.rundir.names import RESULTS_JSON, RUN_JSON
 from kchaos.harness.rundir.results import Verdict
 from kchaos.harness.rundir.tickets import Ticket
-from kchaos.workloads.spec import (
-    DURATION_META,
-    GROUP_META,
-    KEYS_META,
-    MESSAGE_SIZE_META,
-    WORKERS_META,
-    TxnSpec,
-)
 
-if TYPE_CHECKING:
-    from kchaos.harness.scenario.plan import Plan
+# What a transactional worker does after a commit that did not finish (workloads.txn):
+# a new client whose init_transactions fences the old epoch, or an abort on the same
+# client and the next transaction there
+AfterUnfinishedCommit = Literal["reinit", "keep-going"]
+REINIT: AfterUnfinishedCommit = "reinit"
+KEEP_GOING: AfterUnfinishedCommit = "keep-going"
+AFTER_UNFINISHED_COMMIT: tuple[str, ...] = (REINIT, KEEP_GOING)
+
+
+# A step's length is ``for`` in every form a schedule takes: a scenario step, run.json's
+# ``schedule`` (faults.schedule) and the pytest plugin's steps. ``duration`` is the old
+# spelling a step may still use (older scenario files and the scenarios older run.json
+# files embed); a step that gives both is refused.
+LENGTH_KEY = "for"
+OLD_LENGTH_KEY = "duration"
+
+
+def length_key(step: Mapping[str, Any]) -> str:
+    """The key that gives a step's length in ``step`` (file or run.json data): ``for``,
+    or the old spelling when only that is there."""
+    return OLD_LENGTH_KEY if OLD_LENGTH_KEY in step and LENGTH_KEY not in step else LENGTH_KEY
+
+
+def int_value(value: Any, source: str, where: str) -> int:
+    """An integer, or a string of one (Kafka properties are strings); not 1.5, not "2.0"."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,18}\s*", value):
+        return int(value)
+    raise HistoryError(f"expected an integer, got {shown(value)}", file=source, field=where)
+
+
+def positive_int(value: Any, source: str, where: str) -> int:
+    """A whole number, at least 1 (min.insync.replicas, a timeout in ms)."""
+    number = int_value(value, source, where)
+    if number < 1:
+        raise HistoryError(
+            f"expected a positive integer, got {shown(value)}", file=source, field=where
+        )
+    return number
+
+
+def transactions_timeout_ms(
+    section: Mapping[str, Any], source: str = RUN_JSON, where: str = "workload.transactions"
+) -> int | None:
+    """The transaction.timeout.ms a scenario's ``workload.transactions`` section gives its
+    producers: its raw ``configs`` entry where it sets one (the client takes that over
+    everything), else ``timeout`` in seconds; None where the section states neither. The
+    workers (:mod:`kchaos.harness.scenario.plan`) and the checkers read it here, so they
+    cannot disagree."""
+    configs = section.get("configs")
+    if isinstance(configs, Mapping) and "transaction.timeout.ms" in configs:
+        return positive_int(
+            configs["transaction.timeout.ms"], source, f"{where}.configs.transaction.timeout.ms"
+        )
+    seconds = section.get("timeout")
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+        raise HistoryError(
+            f"expected a positive number of seconds, got {shown(seconds)}",
+            file=source,
+            field=f"{where}.timeout",
+        )
+    return int(round(seconds * 1000))
+
+
+# Field metadata of the scenario schema used more than once (schemagen's vocabulary; the
+# scenario model takes these from here, where the transactional classes need them)
+DURATION_META: dict[str, Any] = {"ref": "duration"}
+WORKERS_META: dict[str, Any] = {"minimum": 0, "maximum": 64}  # clients of one kind
+GROUP_META: dict[str, Any] = {"minLength": 1}
+KEYS_META: dict[str, Any] = {"minimum": 0}
+MESSAGE_SIZE_META: dict[str, Any] = {"minimum": 1, "maximum": 1048576}
+# transactional.id of a transactional worker: <prefix>-<process id>
+TXN_ID_PREFIX = "kchaos-t"
+
+
+@dataclass(frozen=True)
+class CopierSpec:
+    """A consume-transform-produce copier (input -> output, offsets in the transaction).
+
+    The scenario's ``workload.transactions.copier`` and the worker's spec alike (one
+    class: the field metadata is the scenario schema's, :mod:`kchaos.harness.rundir.schemagen`).
+    """
+
+    input: str = field(metadata={"minLength": 1})
+    output: str = field(metadata={"minLength": 1})
+    group: str = field(default="kchaos-copier", metadata=GROUP_META)
+    # input records copied per transaction, at most
+    max_batch: int = field(default=20, metadata={"minimum": 1, "maximum": 10000})
+
+
+@dataclass(frozen=True)
+class ReadersConfig:
+    """read_committed consumers of a transactional run (besides ``consumers``)."""
+
+    subscribe: int = field(default=0, metadata=WORKERS_META)  # group members
+    assign: int = field(default=0, metadata=WORKERS_META)  # manual assignment of every partition
+    group: str = field(default="kchaos-txn", metadata=GROUP_META)
+
+
+@dataclass(frozen=True)
+class TxnSpec:
+    """Transactional producers, readers and copier (history format 1.2): the scenario's
+    ``workload.transactions`` and what the workers run with, one class.
+
+    Each producer worker uses ``transactional.id`` ``kchaos-t-<process>``
+    (:data:`TXN_ID_PREFIX`), the same across its restarts. A transaction sends
+    1..``max_sends`` values, each to a topic and key drawn at random, and is aborted on
+    purpose with probability ``abort_ratio``. ``after_unfinished_commit`` says what a
+    worker does when a commit ends without an answer: a new client (``reinit``) or an
+    abort and the next transaction on the same one (``keep-going``); see
+    :mod:`kchaos.workloads.txn`.
+    """
+
+    producers: int = field(
+        default=1,
+        metadata={
+            "description": "Transactional producer workers; transactional.id kchaos-t-<process>.",
+            **WORKERS_META,
+        },
+    )
+    topics: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "description": "Topics the transactional producers write; empty: the workload's "
+            "topics but the copier's output."
+        },
+    )
+    max_sends: int = field(
+        default=4,
+        metadata={
+            "description": "Values per transaction: 1 to this many, each to a random topic "
+            "and key.",
+            "minimum": 1,
+            "maximum": 1000,
+        },
+    )
+    abort_ratio: float = field(
+        default=0.2,
+        metadata={
+            "description": "The share of transactions aborted on purpose.",
+            "minimum": 0,
+            "maximum": 1,
+        },
+    )
+    rate: float = field(
+        default=5.0,
+        metadata={
+            "description": "Transactions per second per producer; 0 = as fast as possible.",
+            "minimum": 0,
+        },
+    )
+    # transaction.timeout.ms, in seconds
+    timeout: float = field(
+        default=10.0,
+        metadata={
+            "description": "transaction.timeout.ms; the drain waits at most this plus 10 s "
+            "for the last stable offsets.",
+            **DURATION_META,
+        },
+    )
+    keys: int = field(default=16, metadata=KEYS_META)
+    message_size: int = field(default=100, metadata=MESSAGE_SIZE_META)
+    process: bool = field(
+        default=True,
+        metadata={
+            "description": "Run each transactional client in a process of its own (default "
+            "true), so that a fault can pause it."
+        },
+    )
+    after_unfinished_commit: AfterUnfinishedCommit = field(
+        default=REINIT,
+        metadata={
+            "description": "What a transactional worker does after a commit that did not "
+            "finish (timed out, or a retriable error after its retries; the transaction is "
+            "recorded info): reinit (default) closes the client and makes a new one with "
+            "the same transactional.id, whose init_transactions fences the old epoch; "
+            "keep-going aborts on the same client and begins the next transaction there, "
+            "without a new init_transactions, as many applications do (what KAFKA-17754 "
+            "needs). A fatal error, or an abort that fails, still makes a new client."
+        },
+    )
+    readers: ReadersConfig = field(
+        default_factory=ReadersConfig,
+        metadata={"description": "read_committed consumers, besides workload.consumers."},
+    )
+    copier: CopierSpec | None = field(
+        default=None,
+        metadata={
+            "description": "A consume-transform-produce copier: reads input read_committed, "
+            "writes one copy per record to output and commits the consumed offsets in the "
+            "same transaction."
+        },
+    )
+    configs: Mapping[str, str] = field(default_factory=dict)  # raw producer configs
+
+    @property
+    def timeout_ms(self) -> int:
+        """The transaction.timeout.ms the producers run with (a raw ``configs`` entry
+        wins over ``timeout``): the one rule the workers and the checkers share."""
+        return self.checked_timeout_ms("workload.transactions", "workload.transactions")
+
+    def checked_timeout_ms(self, source: str, where: str) -> int:
+        """:attr:`timeout_ms`; a value that is not a positive whole number of ms is a
+        HistoryError naming ``source`` and the field under ``where``."""
+        found = transactions_timeout_ms(
+            {"timeout": self.timeout, "configs": self.configs}, source, where
+        )
+        return int(round(self.timeout * 1000)) if found is None else found
+
+    @property
+    def max_rate(self) -> float | None:
+        """Transactions per second per producer, None for as fast as possible (``rate`` 0)."""
+        return self.rate if self.rate > 0 else None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TxnSpec:
+        """The spec from its ``dataclasses.asdict`` form (it crosses to a worker process)."""
+        spec = dict(data)
+        copier = spec.pop("copier", None)
+        readers = spec.pop("readers", None) or {}
+        return cls(
+            **{**spec, "topics": tuple(spec.get("topics", ()))},
+            copier=None if copier is None else CopierSpec(**copier),
+            readers=ReadersConfig(**readers),
+        )
+
+    def validate(self, topics: tuple[str, ...], where: str = "transactions") -> None:
+        if self.producers < 0:
+            raise ConfigError("producers must be >= 0", field=f"{where}.producers")
+        if self.after_unfinished_commit not in AFTER_UNFINISHED_COMMIT:
+            raise ConfigError(
+                f"after_unfinished_commit must be one of {', '.join(AFTER_UNFINISHED_COMMIT)}, "
+                f"not {self.after_unfinished_commit!r}",
+                field=f"{where}.after_unfinished_commit",
+            )
+        if self.max_sends < 1:
+            raise ConfigError("max_sends must be at least 1", field=f"{where}.max_sends")
+        if not 0.0 <= self.abort_ratio <= 1.0:
+            raise ConfigError("abort_ratio must be within [0, 1]", field=f"{where}.abort_ratio")
+        if self.rate < 0:
+            raise ConfigError("rate must not be negative (0 for max)", field=f"{where}.rate")
+        if self.timeout_ms < 1000:
+            raise ConfigError("timeout must be at least 1 s", field=f"{where}.timeout")
+        if self.message_size < 1:
+            raise ConfigError("message_size must be at least 1", field=f"{where}.message_size")
+        for name in self.producer_topics(topics):
+            if name not in topics:
+                raise ConfigError(
+                    f"topic {name!r} is not a workload topic", field=f"{where}.topics"
+                )
+        if self.producers and not self.producer_topics(topics):
+            raise ConfigError("the transactional producers have no topic", field=f"{where}.topics")
+        c = self.copier
+        if c is not None:
+            for key, name in (("input", c.input), ("output", c.output)):
+                if name not in topics:
+                    raise ConfigError(
+                        f"topic {name!r} is not a workload topic", field=f"{where}.copier.{key}"
+                    )
+            if c.input == c.output:
+                raise ConfigError("input and output must differ", field=f"{where}.copier.output")
+            if c.max_batch < 1:
+                raise ConfigError("max_batch must be at least 1", field=f"{where}.copier.max_batch")
+
+    def producer_topics(self, topics: tuple[str, ...]) -> tuple[str, ...]:
+        """The topics the transactional producers write."""
+        if self.topics:
+            return self.topics
+        out = self.copier.output if self.copier is not None else None
+        return tuple(t for t in topics if t != out)
+
+    def written_topics(self, topics: tuple[str, ...]) -> tuple[str, ...]:
+        """The topics transactions write: the producers' and the copier's output."""
+        found = list(self.producer_topics(topics)) if self.producers else []
+        if self.copier is not None and self.copier.output not in found:
+            found.append(self.copier.output)
+        return tuple(found)
+
 
 # The anomaly kinds `expect` may name: the vocabulary defined once in rundir.anomalies.
 ANOMALY_KINDS: tuple[str, ...] = KINDS
@@ -163,20 +445,6 @@ class WorkloadConfig:
             "copier there). A run with transactions drains read_committed."
         },
     )
-
-
-# A step's length is ``for`` in every form a schedule takes: a scenario step, run.json's
-# ``schedule`` (faults.schedule) and the pytest plugin's steps. ``duration`` is the old
-# spelling a step may still use (older scenario files and the scenarios older run.json
-# files embed); a step that gives both is refused.
-LENGTH_KEY = "for"
-OLD_LENGTH_KEY = "duration"
-
-
-def length_key(step: Mapping[str, Any]) -> str:
-    """The key that gives a step's length in ``step`` (file or run.json data): ``for``,
-    or the old spelling when only that is there."""
-    return OLD_LENGTH_KEY if OLD_LENGTH_KEY in step and LENGTH_KEY not in step else LENGTH_KEY
 
 
 @dataclass(frozen=True)
@@ -402,10 +670,40 @@ class Scenario:
     )
     # The cluster, workload and schedule in their own packages' types, built by the
     # loader (harness.scenario.plan); not part of the scenario's value or its file.
-    plan: Plan | None = field(default=None, compare=False, repr=False, metadata={"file": False})
+    # (a kchaos.harness.scenario.plan.Plan: typed Any here, where the run description
+    # lives, below the packages that plan a run)
+    plan: Any = field(default=None, compare=False, repr=False, metadata={"file": False})
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = RUN_JSON) -> Scenario:
+        """The scenario of its :meth:`to_dict` form (run.json's ``scenario``): every field
+        checked against its type, ``expect.log_lines`` as the loader checks them; a value
+        that is not what its field says is a HistoryError naming ``source`` and the field
+        (``scenario.<path>``)."""
+
+        def error(path: tuple[str | int, ...], message: str) -> Exception:
+            where = ".".join(str(p) for p in ("scenario", *path))
+            return HistoryError(message, file=source, field=where)
+
+        expect = data.get("expect")
+        if isinstance(expect, Mapping) and expect.get("log_lines") is not None:
+            lines = expect["log_lines"]
+            parse_log_lines(lines, lambda p, m: error(("expect", "log_lines", *p), m))
+        plain = {k: v for k, v in data.items() if k != "plan"}
+        nemesis = plain.get("nemesis")
+        if isinstance(nemesis, Mapping) and isinstance(nemesis.get("steps"), list):
+            # a step's length is ``for`` in the file and in to_dict(), ``for_`` here
+            steps = [
+                {("for_" if k == LENGTH_KEY else k): v for k, v in step.items()}
+                if isinstance(step, Mapping)
+                else step
+                for step in nemesis["steps"]
+            ]
+            plain["nemesis"] = {**nemesis, "steps": steps}
+        return from_json(cls, plain, error)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready copy (for run.json); loading it back gives the same scenario."""
+        """A JSON-ready copy (for run.json); :meth:`from_dict` gives the same scenario."""
         data = jsonable(asdict(replace(self, plan=None)))
         assert isinstance(data, dict)
         data.pop("plan")
