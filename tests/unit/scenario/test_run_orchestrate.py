@@ -41,8 +41,9 @@ class FakeCluster:
         self.started = True
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 20.0, *, graceful: bool = True) -> None:
         self.stopped = True
+        self.graceful = graceful
 
     def wait_ready(self, timeout: float) -> None:
         pass
@@ -83,6 +84,8 @@ def test_completed_run_writes_everything(fakes, monkeypatch, tmp_path: Path):
     sc = library.load("smoke")
     result = orchestrate.run_scenario(sc, out=tmp_path / "run", quiet=True)
     assert fakes[0].started and fakes[0].stopped
+    # the evidence is collected before the teardown: no controlled shutdown then
+    assert fakes[0].graceful is False
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["status"] == "completed" and run["end"]
     assert run["image"] == {"kafka": "kchaos/kafka:4.4.0", "toxiproxy": "kchaos/toxiproxy:2.12.0"}
