@@ -153,6 +153,7 @@ def registry() -> dict[str, type[Fault]]:
         network,
         partition,
         pause,
+        request_hold,
         zombie,
     )
 
@@ -255,7 +256,7 @@ def fault_spec(
     if parsed.kind == "client" and not cls.takes_client:
         raise where.child("target").error(
             f"{fault} acts on nodes, not on a client process: got {target_text!r} "
-            "(the fault aimed at a transactional client is zombie)"
+            "(the faults aimed at a transactional client are zombie and hold-request)"
         )
     if cls.default_target == NO_TARGET and parsed.kind != NO_TARGET:
         raise where.child("target").error(

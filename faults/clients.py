@@ -45,6 +45,12 @@ class TxnClient(Protocol):
         """Its last ``ok txn-init`` line, None before one."""
         ...
 
+    def address(self) -> str | None:
+        """The IP address its Kafka connections leave from when its Kafka client runs in
+        a container of its own (``workload.client: java``); None when they leave from the
+        harness's host, whose network a fault must not touch."""
+        ...
+
 
 class ClientDirectory(Protocol):
     def txn_client(self, transactional_id: str) -> TxnClient:

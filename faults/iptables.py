@@ -23,6 +23,7 @@ with KCHAOS.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 
 from kchaos.harness.cluster.api import PROXY_PORT_BASE, NodeAccess, NodeHandle, NodeProcesses
@@ -108,7 +109,7 @@ def install_script(chain: str, rules: Sequence[Sequence[str]]) -> str:
         f" || iptables -w -I OUTPUT 1 -j {MAIN_CHAIN}",
         f"iptables -w -N {chain} 2>/dev/null || iptables -w -F {chain}",
     ]
-    lines += [f"iptables -w -A {chain} " + " ".join(rule) for rule in rules]
+    lines += [f"iptables -w -A {chain} " + " ".join(shlex.quote(a) for a in rule) for rule in rules]
     lines.append(
         f"iptables -w -C {MAIN_CHAIN} -j {chain} 2>/dev/null"
         f" || iptables -w -A {MAIN_CHAIN} -j {chain}"

@@ -65,6 +65,12 @@ def txn_slot(process: int) -> int:
     return slot
 
 
+def client_address(subnet: str, process: int) -> str:
+    """The address of transactional process ``process``'s client container (every
+    instance of it: a replacement for the same process reuses it)."""
+    return host_ip(subnet, ADDRESS_BASE + txn_slot(process))
+
+
 def target_of(runtime: JavaRuntime) -> dict[str, str]:
     """Where a transactional worker's Java clients run, as JSON (it crosses to a child
     process, which opens its own Docker connection: :func:`runtime_of`)."""

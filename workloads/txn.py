@@ -207,11 +207,15 @@ class TxnWorkerBase:
             return self._end("fail", txn, error=exc.name, aborted=ABORT_ERROR, cause=exc)
         error: TxnError | SendRefused | None = None
         try:
-            for s in sends:
+            for i, s in enumerate(sends):
+                if i and self.spec.send_interval and self.stop_event.wait(self.spec.send_interval):
+                    error = TxnError("STOPPING", "the workload stopped mid-transaction",
+                                     abortable=True)  # fmt: skip
+                    break
                 data = self._pad(s["value"])
                 key = s.get("key")
                 client.send(s["topic"], None if key is None else key.encode(), data, s["value"])
-            left = client.flush(self._remaining())
+            left = 0 if error is not None else client.flush(self._remaining())
             if left:
                 error = TxnError("TIMED_OUT", f"{left} sends unacknowledged", abortable=True)
             failed = [r.error for r in self._results.values() if r.error]

@@ -214,6 +214,16 @@ class _TrackedWorker:
         """Its last ``ok txn-init`` line (None before one)."""
         return self._tracker.last_init
 
+    def address(self) -> str | None:
+        """Where its Kafka connections come from: its Java client container's address
+        (fixed per process, :func:`~kchaos.workloads.java_txn.client_address`), None for
+        librdkafka, which runs in this host's network."""
+        if self.config.lib != "java" or not self.config.java:
+            return None
+        from kchaos.workloads.java_txn import client_address
+
+        return client_address(self.config.java["subnet"], self.process)
+
 
 class TxnThreadWorker(_TrackedWorker):
     """A transactional worker in a harness thread (``TxnSpec.process`` false)."""

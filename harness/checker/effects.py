@@ -593,6 +593,45 @@ def measure_hold(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     return _summed(parts)
 
 
+# -- hold-request: the client connection caught --------------------------------------------
+def measure_request_hold(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """hold-request: its rules caught a connection at a request of its kind (the stop
+    line's ``detail.held_packets``, read from the rules' counters before they went), the
+    client gave up on that connection before the release (``held_sockets``: a state
+    other than ESTAB, the client closed it) and the held bytes reached Toxiproxy after
+    it (``delivered_after_s``): a request delivered late, after the client's retry."""
+    held = fault.stop_detail.get("held_packets")
+    caught = fault.stop_detail.get("caught")
+    api = fault.detail.get("api", "request")
+    if not isinstance(held, int):
+        return NOT_MEASURED, "the stop line records no held_packets (the counters were not read)"
+    if held <= 0:
+        return NOT_SEEN, f"the client sent no {api} request while the fault held"
+    told = f"one connection held from its {api} request on: {held} packet(s) dropped"
+    delivered = fault.stop_detail.get("delivered_after_s")
+    sockets = fault.stop_detail.get("held_sockets")
+    states = (
+        [s.get("state") for s in sockets if isinstance(s, dict)]
+        if isinstance(sockets, list)
+        else []
+    )
+    if states and all(state == "ESTAB" for state in states):
+        # the client had not given up on the request yet: it arrived slow, not late
+        return NOT_SEEN, (
+            f"{told}; released before the client timed it out (its connection still open),"
+            " so it arrived in time, not after a retry"
+        )
+    if isinstance(delivered, int | float):
+        return SEEN, (
+            f"{told}; the client had closed that connection, and the held bytes were"
+            f" acknowledged {delivered:g} s after the release"
+        )
+    if fault.stop_detail.get("undelivered"):
+        # held, but not seen to arrive late: the mechanism did not run to its end
+        return NOT_SEEN, f"{told}; still unacknowledged after the release (never delivered)"
+    return SEEN, f"{told} (connections caught: {caught}; the release was not watched)"
+
+
 # -- leadership: the leaders moved --------------------------------------------------------
 def _window(fault: Fault, facts: Facts) -> tuple[int, int]:
     return fault.start_time - LEADERSHIP_LOOKBACK_NS, _end(fault, facts)
@@ -959,6 +998,7 @@ MEASURES: dict[str, Measure] = {
     "power-loss": measure_crash,
     "rolling-restart": measure_crash,
     "zombie": measure_zombie,
+    "hold-request": measure_request_hold,
     "preferred-election": measure_preferred,
     "reassign": measure_reassign,
 }

@@ -126,6 +126,11 @@ class NodeProcesses(Protocol):
         "... is not running" when the container has no process (and so no namespace)."""
         ...
 
+    def client_net_exec(self, address: str, cmd: Sequence[str]) -> tuple[int, str]:
+        """:meth:`net_exec` in the network namespace of the run's running client container
+        (role ``client``) at ``address`` on the run's network; ClusterError when none is."""
+        ...
+
     def signal(self, node: NodeHandle, sig: str) -> None:
         """Send a signal ("STOP", "CONT", "KILL", "TERM") to the node's broker JVM, from
         the host by its pid."""

@@ -58,6 +58,7 @@ from kchaos.harness.cluster.state import RunState, load, save
 from kchaos.harness.cluster.topology import (
     container_name,
     fs_label,
+    network_name,
     plan_nodes,
     run_dir,
     stop_order,
@@ -71,7 +72,7 @@ from kchaos.harness.errors import (
     SetupError,
     WaitTimeout,
 )
-from kchaos.harness.labels import new_run_id
+from kchaos.harness.labels import LABEL_ROLE, LABEL_RUN, new_run_id
 
 METRICS_PORT = 7071
 JMX_PORT = METRICS_PORT
@@ -137,6 +138,22 @@ class Cluster:
 
     def net_exec(self, node: NodeHandle, cmd: Sequence[str]) -> tuple[int, str]:
         return run_in_netns(self.container(node), cmd)
+
+    def client_net_exec(self, address: str, cmd: Sequence[str]) -> tuple[int, str]:
+        net = network_name(self.run_id)
+        found = [
+            c
+            for c in self.client.containers.list(
+                filters={"label": [f"{LABEL_RUN}={self.run_id}", f"{LABEL_ROLE}=client"]}
+            )
+            if ((c.attrs.get("NetworkSettings") or {}).get("Networks") or {})
+            .get(net, {})
+            .get("IPAddress")
+            == address
+        ]
+        if not found:
+            raise ClusterError(f"run {self.run_id}: no running client container at {address}")
+        return run_in_netns(found[0], cmd)
 
     def signal(self, node: NodeHandle, sig: str | int) -> None:
         send_signal(jvm_pid(self.container(node)), sig)

@@ -196,6 +196,17 @@ class TxnSpec:
             **DURATION_META,
         },
     )
+    # seconds between two sends of one transaction
+    send_interval: float = field(
+        default=0.0,
+        metadata={
+            "description": "Pause between two sends of one transaction (default 0): a "
+            "transaction stays open that much longer per value, so that a request delayed "
+            "from an earlier transaction lands while one is open and still sending "
+            "(kafka-17754-delayed-end-txn).",
+            **DURATION_META,
+        },
+    )
     keys: int = field(default=16, metadata=KEYS_META)
     message_size: int = field(default=100, metadata=MESSAGE_SIZE_META)
     process: bool = field(
@@ -279,6 +290,14 @@ class TxnSpec:
             raise ConfigError("rate must not be negative (0 for max)", field=f"{where}.rate")
         if self.timeout_ms < 1000:
             raise ConfigError("timeout must be at least 1 s", field=f"{where}.timeout")
+        if self.send_interval < 0:
+            raise ConfigError("send_interval must not be negative", field=f"{where}.send_interval")
+        if self.send_interval * (self.max_sends - 1) * 1000 >= self.timeout_ms / 2:
+            raise ConfigError(
+                f"send_interval x (max_sends - 1) = {self.send_interval * (self.max_sends - 1):g} s"
+                " leaves less than half the transaction timeout for the commit",
+                field=f"{where}.send_interval",
+            )
         if self.message_size < 1:
             raise ConfigError("message_size must be at least 1", field=f"{where}.message_size")
         for name in self.producer_topics(topics):

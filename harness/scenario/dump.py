@@ -87,6 +87,8 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
         if t.get("copier"):
             txn["copier"] = dict(t["copier"])
         txn["configs"] = dict(t.get("configs") or {})
+        if t.get("send_interval"):
+            txn["send_interval"] = t["send_interval"]
         if t.get("after_unfinished_commit", "reinit") != "reinit":
             txn["after_unfinished_commit"] = t["after_unfinished_commit"]
         workload["transactions"] = txn

@@ -189,7 +189,7 @@ def _transactions(src: Source, t: Mapping[str, Any] | None) -> TxnSpec | None:
         ),
         copier=copier,
         configs=_props(t.get("configs")),
-        **_durations(src, ("workload", "transactions"), t, ("timeout",)),
+        **_durations(src, ("workload", "transactions"), t, ("timeout", "send_interval")),
     )
 
 
