@@ -7,10 +7,15 @@ do that: a proxy keeps send order across its connections and copies its toxics t
 new one, so the retry can never overtake the held original (docs/tickets.md). Holding the
 one connection in the client's own network namespace can.
 
-How: the target is a transactional worker whose Kafka client runs in a container of its
-own (``client:txn:ID`` with ``workload.client: java``); its namespace carries only that
-producer's connections. The fault's chain there (:mod:`kchaos.faults.iptables`, the host's
-iptables through nsenter) has four rules on the client's packets to Toxiproxy:
+How: the target is a transactional worker (``client:txn:ID``). When its Kafka client runs
+in a container of its own (``workload.client: java``) the chain goes in that container's
+namespace, which carries only that producer's connections (:mod:`kchaos.faults.iptables`,
+the host's iptables through nsenter). A librdkafka worker runs in the harness's host: the
+chain then goes in the host's own namespace, named for the run
+(:mod:`kchaos.harness.cluster.hostnet`, which ``kchaos cleanup`` also clears), and its
+rules match only packets to the run's Toxiproxy address, where only this run's clients
+send; an EndTxn there comes from a transactional producer of the run, so give such a run
+one. Four rules on the client's packets to Toxiproxy:
 
 1. a packet of a connection already marked is dropped;
 2. a packet whose TCP payload starts a request of the API key (``u32``: the int16 after
@@ -45,6 +50,7 @@ from typing import ClassVar
 from kchaos.faults import clients, iptables
 from kchaos.faults.base import Fault, register
 from kchaos.faults.params import Param
+from kchaos.harness.cluster import hostnet
 from kchaos.harness.errors import ClusterError, FaultError, HealError
 
 #: Request kinds the fault can catch, by their Kafka API key (the protocol's ApiKeys).
@@ -130,7 +136,7 @@ class HoldRequest(Fault):
     def target_names(self) -> list[str]:
         return [f"client:{self.client}"]
 
-    def _address(self) -> str:
+    def _address(self) -> str | None:
         if self.client is None:
             raise FaultError(f"{self.name}: needs a target {self.default_target}")
         _kind, tid = clients.parse_client(self.client)
@@ -138,19 +144,15 @@ class HoldRequest(Fault):
             worker = clients.directory(self.cluster.run_id).txn_client(tid)
         except LookupError as exc:
             raise FaultError(f"client:{self.client}: {exc}") from exc
-        address = worker.address()
-        if address is None:
-            raise FaultError(
-                f"{self.name}: client:{self.client} runs in the harness's own network"
-                " (librdkafka); its connections can be held only from a container of its"
-                " own: workload.client: java"
-            )
-        return address
+        return worker.address()
 
     def _run(self, script: str, *, heal: bool) -> str:
         err = HealError if heal else FaultError
         try:
-            code, out = self.cluster.client_net_exec(self._where, ["sh", "-c", script])
+            if self._where is None:
+                code, out = hostnet.run(script)
+            else:
+                code, out = self.cluster.client_net_exec(self._where, ["sh", "-c", script])
         except ClusterError as exc:
             raise err(f"iptables for client:{self.client}: {exc}") from exc
         if code != 0:
@@ -158,14 +160,29 @@ class HoldRequest(Fault):
         return out
 
     def _start(self) -> None:
-        self._chain = iptables.fault_chain(self.id)
         self._where = self._address()
         api = self.params["api"]
-        mark = self.mark_base | (zlib.crc32(self.id.encode()) & 0xFFFF)
-        rules = hold_rules(self.cluster.toxiproxy_ip, API_KEYS[api], mark, f"KC{self.id}")
-        self.detail.update(address=self._where, api=api, api_key=API_KEYS[api])
+        key = f"{self.cluster.run_id}/{self.id}" if self._where is None else self.id
+        mark = self.mark_base | (zlib.crc32(key.encode()) & 0xFFFF)
+        recent = f"KC{zlib.crc32(key.encode()):08x}"
+        rules = hold_rules(self.cluster.toxiproxy_ip, API_KEYS[api], mark, recent)
+        self.detail.update(api=api, api_key=API_KEYS[api])
+        if self._where is None:
+            self._chain = hostnet.chain_name(self.cluster.run_id, self.id)
+            self._remove = hostnet.remove_script(self._chain)
+            script = hostnet.install_script(self._chain, rules)
+            self.detail["namespace"] = "host"
+        else:
+            self._chain = iptables.fault_chain(self.id)
+            self._remove = iptables.remove_script(self._chain)
+            script = iptables.install_script(self._chain, rules)
+            self.detail.update(namespace="client container", address=self._where)
         self._installed = False
-        self._run(iptables.install_script(self._chain, rules), heal=False)
+        try:
+            self._run(script, heal=False)
+        except FaultError:
+            self._run(self._remove, heal=True)  # a half-built chain must not stay
+            raise
         self._installed = True
 
     def _stop(self) -> None:
@@ -181,7 +198,7 @@ class HoldRequest(Fault):
             self.detail["caught"] = parse_caught(listing)
         sockets = self._unsent() if held else {}
         try:
-            self._run(iptables.remove_script(self._chain), heal=True)
+            self._run(self._remove, heal=True)
         except HealError as exc:
             if "no running client container" not in str(exc):
                 raise
@@ -197,7 +214,7 @@ class HoldRequest(Fault):
         """The client's sockets to Toxiproxy with bytes unacknowledged; empty when ``ss``
         cannot be run there (a measure, never a reason for the stop to fail)."""
         try:
-            out = self._run("ss -tnH", heal=True)
+            out = self._run(f"ss -tnH dst {self.cluster.toxiproxy_ip}", heal=True)
         except HealError:
             return {}
         return unsent_sockets(out, self.cluster.toxiproxy_ip)

@@ -38,7 +38,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from kchaos.harness.cluster import clientpids, filesystem, prometheus
+from kchaos.harness.cluster import clientpids, filesystem, hostnet, prometheus
 from kchaos.harness.cluster.api import ClusterHandle
 from kchaos.harness.cluster.containers import container_pids, docker_client
 from kchaos.harness.cluster.retry import Poll
@@ -256,6 +256,7 @@ def cleanup_run(
     if healer is not None and not dry_run:
         done += heal_faults(run_id, healer, echo)
     done += remove_run(client, run_id, echo, dry_run)
+    done += hostnet.remove_run_chains(run_id, echo, dry_run)
     return done
 
 

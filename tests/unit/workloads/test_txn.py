@@ -16,7 +16,7 @@ import pytest
 from workload_fakes import FakeConsumer
 
 from kchaos.harness.checker import check_history
-from kchaos.harness.errors import TxnError
+from kchaos.harness.errors import ConfigError, TxnError
 from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.clients import SendCallback, SendResult
 from kchaos.workloads.spec import KEEP_GOING, REINIT, AfterUnfinishedCommit, CopierSpec, TxnSpec
@@ -92,14 +92,15 @@ class Harness:
 
     def __init__(self, txns: int, script: dict[str, list[TxnError | None]] | None = None,
                  *, abort_ratio: float = 0.0, pid: tuple[int | None, int | None] = (42, 3),
-                 max_sends: int = 3, mode: AfterUnfinishedCommit = REINIT) -> None:  # fmt: skip
+                 max_sends: int = 3, mode: AfterUnfinishedCommit = REINIT,
+                 send_interval: float = 0.0) -> None:  # fmt: skip
         self.sink = ListSink()
         self.clients: list[FakeTxnClient] = []
         self.stop = threading.Event()
         self.script = script or {}
         self.pid = pid
         spec = TxnSpec(max_sends=max_sends, abort_ratio=abort_ratio, rate=0, timeout=1.0,
-                       after_unfinished_commit=mode)  # fmt: skip
+                       after_unfinished_commit=mode, send_interval=send_interval)  # fmt: skip
         self.worker = TxnProducer(
             7, TID, spec, self.sink, self._factory, topics=("a", "b"), stop=self.stop
         )
@@ -536,3 +537,45 @@ def test_a_keep_going_history_is_read_by_the_checker(tmp_path: Path) -> None:
     results = check_history(path)
     stats = results.stats["transactions"]
     assert stats["inits"] == 1 and "zombie-commit" not in results.anomalies
+
+
+def test_send_interval_spaces_a_transactions_sends() -> None:
+    h = Harness(3, max_sends=3, send_interval=0.05)
+    h.worker.rng.randint = lambda a, b: 3  # type: ignore[method-assign]  # three sends each
+    sent_at: list[float] = []
+    original = FakeTxnClient.send
+
+    def timed(self: FakeTxnClient, *args: Any) -> None:
+        sent_at.append(time.monotonic())
+        original(self, *args)
+
+    FakeTxnClient.send = timed  # type: ignore[method-assign]
+    try:
+        events = h.run()
+    finally:
+        FakeTxnClient.send = original  # type: ignore[method-assign]
+    assert len(lines(events, "txn", "ok")) == 3
+    gaps = [b - a for a, b in zip(sent_at, sent_at[1:], strict=False)]
+    within = [gaps[0], gaps[1], gaps[3], gaps[4], gaps[6], gaps[7]]  # not across transactions
+    assert all(g >= 0.045 for g in within), gaps
+
+
+def test_a_stop_between_spaced_sends_aborts_the_transaction() -> None:
+    h = Harness(1, max_sends=2, send_interval=5.0)
+    h.worker.rng.randint = lambda a, b: 2  # type: ignore[method-assign]
+    threading.Timer(0.2, h.stop.set).start()
+    started = time.monotonic()
+    events = h.run()
+    assert time.monotonic() - started < 3
+    (ended,) = lines(events, "txn", "fail")
+    assert ended["error"] == "STOPPING"
+    assert h.clients[0].calls.count("send") == 1 and "abort" in h.clients[0].calls
+
+
+@pytest.mark.parametrize("interval", [-1.0, 0.3])
+def test_send_interval_is_refused_when_negative_or_eating_the_commits_time(
+    interval: float,
+) -> None:
+    spec = TxnSpec(max_sends=4, send_interval=interval, timeout=1.0, topics=("a",))
+    with pytest.raises(ConfigError, match="send_interval"):
+        spec.validate(("a",))

@@ -1,0 +1,97 @@
+"""iptables chains a run puts in the *host's* own network namespace, and their cleanup.
+
+Nearly every kchaos rule lives in a container's namespace and goes with it. One fault
+cannot do that: ``hold-request`` aimed at a librdkafka worker, whose Kafka connections
+leave from the harness's host (``kchaos.faults.request_hold``). Its chain there is named
+for the run (:func:`chain_name`: ``KCHAOS-H`` and eight hex digits of the run id's CRC-32,
+then the fault id), jumped to from OUTPUT, and matches only packets to the run's own
+Toxiproxy address. :func:`remove_run_chains` removes every chain of one run, and nothing
+else: ``kchaos cleanup`` calls it, so a harness killed while the chain held leaves
+nothing behind.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import zlib
+from collections.abc import Callable
+
+from kchaos.harness.errors import ClusterError
+
+HOST_PREFIX = "KCHAOS-H"
+_TIMEOUT_S = 20.0
+
+
+def run_prefix(run_id: str) -> str:
+    return f"{HOST_PREFIX}{zlib.crc32(run_id.encode()):08x}-"
+
+
+def chain_name(run_id: str, fault_id: str) -> str:
+    """The host chain of one fault of one run (iptables allows 28 characters)."""
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", fault_id)
+    return f"{run_prefix(run_id)}{safe}"[:28]
+
+
+def install_script(chain: str, rules: list[list[str]]) -> str:
+    import shlex
+
+    lines = [
+        "set -e",
+        f"iptables -w -N {chain} 2>/dev/null || iptables -w -F {chain}",
+        *(f"iptables -w -A {chain} " + " ".join(shlex.quote(a) for a in rule) for rule in rules),
+        f"iptables -w -C OUTPUT -j {chain} 2>/dev/null || iptables -w -I OUTPUT 1 -j {chain}",
+    ]
+    return "\n".join(lines)
+
+
+def remove_script(chain: str) -> str:
+    return "\n".join(
+        [
+            f"while iptables -w -D OUTPUT -j {chain} 2>/dev/null; do :; done",
+            f"iptables -w -F {chain} 2>/dev/null || true",
+            f"iptables -w -X {chain} 2>/dev/null || true",
+        ]
+    )
+
+
+def run(script: str) -> tuple[int, str]:
+    """Run a script with the host's sh, in the host's namespace; (exit code, output)."""
+    try:
+        done = subprocess.run(
+            ["sh", "-c", script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ClusterError(f"host iptables: {exc}") from exc
+    return done.returncode, done.stdout.decode("utf-8", "replace")
+
+
+def run_chains(run_id: str, listing: str) -> list[str]:
+    """The chains of ``run_id`` in ``iptables -S`` output."""
+    prefix = run_prefix(run_id)
+    return sorted(
+        {
+            m.group(1)
+            for m in re.finditer(r"^-N (\S+)$", listing, re.M)
+            if m.group(1).startswith(prefix)
+        }
+    )
+
+
+def remove_run_chains(run_id: str, echo: Callable[[str], None], dry_run: bool = False) -> list[str]:
+    """Remove every host chain of ``run_id`` (a run's cleanup); what was removed."""
+    code, listing = run("command -v iptables >/dev/null || exit 0; iptables -w -S")
+    if code != 0:
+        echo(f"host iptables could not be listed: {listing.strip()[-200:]}")
+        return []
+    done = []
+    for chain in run_chains(run_id, listing):
+        if not dry_run:
+            run(remove_script(chain))
+        done.append(f"removed host iptables chain {chain}")
+        echo(done[-1])
+    return done
