@@ -33,7 +33,7 @@ from kchaos.harness.labels import labels_for
 from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.workloads.java_events import ConsumerEvents, ProducerEvents
-from kchaos.workloads.spec import ConsumerSpec, ProducerSpec
+from kchaos.workloads.spec import ConsumerConfig, ProducerSpec
 
 if TYPE_CHECKING:
     from kchaos.harness.cluster.api import ToolHost
@@ -124,7 +124,7 @@ def producer_argv(bootstrap: str, topic: str, process: int, spec: ProducerSpec) 
     return argv
 
 
-def consumer_properties(spec: ConsumerSpec, client_id: str) -> dict[str, str]:
+def consumer_properties(spec: ConsumerConfig, client_id: str) -> dict[str, str]:
     props = {
         "client.id": client_id,
         "metadata.max.age.ms": "5000",
@@ -133,19 +133,19 @@ def consumer_properties(spec: ConsumerSpec, client_id: str) -> dict[str, str]:
     }
     if spec.rack:
         props["client.rack"] = spec.rack
-    props.update({str(k): str(v) for k, v in spec.extra.items()})
+    props.update({str(k): str(v) for k, v in spec.configs.items()})
     props.pop("group.protocol", None)  # a command-line option of the tool (below)
     return props
 
 
-def consumer_argv(bootstrap: str, topic: str, spec: ConsumerSpec) -> list[str]:
+def consumer_argv(bootstrap: str, topic: str, spec: ConsumerConfig) -> list[str]:
     if spec.mode != "subscribe":
         raise ConfigError("client java reads in subscribe mode only", field="consumers.mode")
     argv = [f"{BIN}/kafka-verifiable-consumer.sh", "--topic", topic,
-            "--bootstrap-server", bootstrap, "--group-id", spec.group_id, "--verbose",
+            "--bootstrap-server", bootstrap, "--group-id", spec.group, "--verbose",
             "--reset-policy", "earliest", "--session-timeout", "10000",
             "--consumer.config", PROPS]  # fmt: skip
-    protocol = spec.extra.get("group.protocol")
+    protocol = spec.configs.get("group.protocol")
     if protocol:
         argv += ["--group-protocol", str(protocol)]
     return argv
@@ -355,7 +355,7 @@ class JavaConsumerWorker:
         self,
         process: int,
         topic: str,
-        spec: ConsumerSpec,
+        spec: ConsumerConfig,
         sink: HistorySink,
         bootstrap: str,
         runtime: JavaRuntime,

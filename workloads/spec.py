@@ -2,9 +2,10 @@
 
 Every field has a safe default (acks=all, idempotent, the confluent-kafka client); the
 scenario loader builds a :class:`WorkloadSpec` (``Scenario.plan.workload``) and the runner
-hands it to :class:`kchaos.workloads.workload.Workload`. The transactional workers' spec,
-:class:`TxnSpec`, is the scenario's own ``workload.transactions`` (the run description,
-:mod:`kchaos.harness.rundir.scenario_model`), named here too for the workers.
+hands it to :class:`kchaos.workloads.workload.Workload`. The readers' settings,
+:class:`ConsumerConfig`, and the transactional workers' spec, :class:`TxnSpec`, are the
+scenario's own types (the run description, :mod:`kchaos.harness.rundir.scenario_model`),
+named here too for the workers.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kchaos.harness.rundir.scenario_model import (
     REINIT,
     TXN_ID_PREFIX,
     AfterUnfinishedCommit,
+    ConsumerConfig,
     CopierSpec,
     ReadersConfig,
     TxnSpec,
@@ -35,7 +37,7 @@ __all__ = [
     "TXN_ID_PREFIX",
     "AfterUnfinishedCommit",
     "ClientLib",
-    "ConsumerSpec",
+    "ConsumerConfig",
     "CopierSpec",
     "Isolation",
     "ProducerSpec",
@@ -91,27 +93,14 @@ class ProducerSpec:
 
 
 @dataclass(frozen=True)
-class ConsumerSpec:
-    """One consumer worker."""
-
-    mode: Literal["subscribe", "assign"] = "subscribe"
-    group_id: str = "kchaos"
-    rack: str | None = None  # client.rack: fetch from a replica in this rack (KIP-392)
-    partitions: tuple[int, ...] | None = None  # for mode "assign"; None = all partitions
-    commit_interval_s: float = 2.0  # 0 = never commit
-    poll_timeout_s: float = 0.5
-    max_records: int = 500
-    isolation: Isolation = "read_uncommitted"  # Kafka's isolation.level
-    extra: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class WorkloadSpec:
     """Everything a run's clients do."""
 
     topics: tuple[str, ...] = ("kchaos",)
     producers: int = 2
-    consumers: tuple[ConsumerSpec, ...] = (ConsumerSpec(),)
+    # each entry: ``count`` readers alike (the scenario's workload.consumers, then the
+    # transactional readers); consumer_workers() lists them one per worker
+    consumers: tuple[ConsumerConfig, ...] = (ConsumerConfig(count=1),)
     client: ClientLib = "confluent"
     producer: ProducerSpec = ProducerSpec()
     duration_s: float = 60.0
@@ -124,13 +113,18 @@ class WorkloadSpec:
     # drains read_committed (history format 1.2)
     transactions: TxnSpec | None = None
 
+    def consumer_workers(self) -> tuple[ConsumerConfig, ...]:
+        """The config of each consumer worker, in process-id order: every entry of
+        ``consumers`` repeated ``count`` times."""
+        return tuple(c for c in self.consumers for _ in range(c.count))
+
     def txn_processes(self) -> list[tuple[int, str, str]]:
         """(process id, role, transactional.id) of each transactional worker: producers
         after the consumers, then the copier; the one place these ids are made."""
         tx = self.transactions
         if tx is None:
             return []
-        first = self.first_process + self.producers + len(self.consumers)
+        first = self.first_process + self.producers + len(self.consumer_workers())
         out = [(first + i, "producer", f"{TXN_ID_PREFIX}-{first + i}") for i in range(tx.producers)]
         if tx.copier is not None:
             process = first + tx.producers
@@ -145,7 +139,7 @@ class WorkloadSpec:
 
     def consumer_groups(self) -> set[str]:
         """The consumer groups the workload's readers and copier join."""
-        groups = {c.group_id for c in self.consumers if c.mode == "subscribe"}
+        groups = {c.group for c in self.consumer_workers() if c.mode == "subscribe"}
         if self.transactions is not None and self.transactions.copier is not None:
             groups.add(self.transactions.copier.group)
         return groups
@@ -162,6 +156,8 @@ class WorkloadSpec:
             raise ConfigError("producers must be >= 0", field="producers")
         self.producer.validate()
         for i, consumer in enumerate(self.consumers):
+            if consumer.count < 0:
+                raise ConfigError("count must be >= 0", field=f"consumers[{i}].count")
             if consumer.mode not in ("subscribe", "assign"):
                 raise ConfigError(
                     f"mode must be subscribe or assign, not {consumer.mode!r}",

@@ -175,12 +175,12 @@ class Workload:
                 spec.topics,
                 cspec,
                 sink,
-                self._consumer_factory(cspec.group_id if cspec.mode == "subscribe" else None,
+                self._consumer_factory(cspec.group if cspec.mode == "subscribe" else None,
                                        cspec.rack, f"kchaos-c{first + spec.producers + i}",
-                                       cspec.extra, cspec.isolation),
+                                       cspec.configs, cspec.isolation),
                 metrics=metrics,
             )
-            for i, cspec in enumerate(spec.consumers)
+            for i, cspec in enumerate(spec.consumer_workers())
         ]  # fmt: skip
 
     def _txn_workers(self) -> None:
@@ -278,7 +278,7 @@ class Workload:
         self.consumers = [
             JavaConsumerWorker(first + n + j, topics[j % len(topics)], cspec, sink, servers,
                                java, slot=n + j)
-            for j, cspec in enumerate(spec.consumers)
+            for j, cspec in enumerate(spec.consumer_workers())
         ]  # fmt: skip
 
     @classmethod

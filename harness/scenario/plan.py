@@ -16,7 +16,7 @@ import os
 import random
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kchaos.faults.base import FaultSpec, fault_spec
@@ -36,7 +36,7 @@ from kchaos.harness.rundir.scenario_model import ProducerConfig, Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source, dotted
 from kchaos.workloads.clients import QUIET_LOG_LEVEL
 from kchaos.workloads.spec import (
-    ConsumerSpec,
+    ConsumerConfig,
     ProducerSpec,
     TxnSpec,
     WorkloadSpec,
@@ -193,15 +193,14 @@ def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
     extra = dict(c.configs)
     if w.client == "confluent-kafka":
         extra.setdefault("log_level", QUIET_LOG_LEVEL)
-    consumer = ConsumerSpec(
-        mode=c.mode, group_id=c.group, rack=c.rack, isolation=c.isolation, extra=extra
-    )
+    # the scenario's readers as they are, but for the client's quieter log level
+    consumer = replace(c, configs=extra)
     try:
         producer = ProducerSpec(**producer_fields(w.producers, w.client))
     except ValueError as exc:
         key, message = exc.args
         raise place(("workload", "producers", "configs", key), message) from None
-    consumers = tuple(consumer for _ in range(c.count))
+    consumers: tuple[ConsumerConfig, ...] = (consumer,) if consumer.count > 0 else ()
     txn = None
     if w.transactions is not None:
         if w.client not in ("confluent-kafka", "java"):
@@ -234,18 +233,17 @@ def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
     return spec
 
 
-def _txn_readers(t: TxnSpec, consumer_extra: dict[str, str]) -> tuple[ConsumerSpec, ...]:
+def _txn_readers(t: TxnSpec, consumer_extra: dict[str, str]) -> tuple[ConsumerConfig, ...]:
     """The transactional workers' read_committed readers (the workers themselves run the
-    scenario's own spec, as it is)."""
+    scenario's own spec, as it is): the group members, then the assigning readers."""
     r = t.readers
-    return tuple(
-        ConsumerSpec(mode="subscribe", group_id=r.group, isolation="read_committed",
-                     extra=consumer_extra)
-        for _ in range(r.subscribe)
-    ) + tuple(
-        ConsumerSpec(mode="assign", isolation="read_committed", extra=consumer_extra)
-        for _ in range(r.assign)
+    readers = (
+        ConsumerConfig(count=r.subscribe, mode="subscribe", group=r.group,
+                       isolation="read_committed", configs=consumer_extra),
+        ConsumerConfig(count=r.assign, mode="assign", isolation="read_committed",
+                       configs=consumer_extra),
     )  # fmt: skip
+    return tuple(c for c in readers if c.count > 0)
 
 
 # ---------------------------------------------------------------------------- nemesis

@@ -26,7 +26,7 @@ def test_workload_spec_of_smoke():
     assert sc.plan is not None
     spec = sc.plan.workload
     assert spec.topics == ("smoke",)
-    assert spec.producers == 2 and len(spec.consumers) == 1
+    assert spec.producers == 2 and len(spec.consumer_workers()) == 1
     assert spec.client == "confluent"
     assert spec.producer.acks == "all" and spec.producer.idempotence is True
     assert spec.producer.delivery_timeout_ms == 60000

@@ -4,7 +4,7 @@ import pytest
 
 from kchaos.bench.produce import Case, disk_mb, parse_perf_output, ratios
 from kchaos.harness.errors import ConfigError, WorkloadError
-from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+from kchaos.workloads.spec import ConsumerConfig, ProducerSpec, WorkloadSpec
 
 PERF_OUTPUT = """\
 499981 records sent, 99976.2 records/sec (9.53 MB/sec), 120.1 ms avg latency, 400.0 ms max.
@@ -53,6 +53,6 @@ def test_specs_reject_bad_values_naming_the_field() -> None:
     with pytest.raises(ConfigError, match="retries"):
         ProducerSpec(idempotence=True, retries=0).validate()
     with pytest.raises(ConfigError, match=r"consumers\[0\].mode"):
-        WorkloadSpec(consumers=(ConsumerSpec(mode="x"),)).validate()  # type: ignore[arg-type]
+        WorkloadSpec(consumers=(ConsumerConfig(mode="x"),)).validate()  # type: ignore[arg-type]
     assert ProducerSpec(idempotence=False, retries=0).single_attempt
     assert not ProducerSpec().single_attempt

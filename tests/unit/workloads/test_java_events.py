@@ -30,7 +30,7 @@ from kchaos.workloads.java_events import (
     java_error_name,
 )
 from kchaos.workloads.metrics import HarnessMetrics
-from kchaos.workloads.spec import ConsumerSpec, ProducerSpec
+from kchaos.workloads.spec import ConsumerConfig, ProducerSpec
 
 DATA = Path(__file__).parent / "data"
 
@@ -240,7 +240,7 @@ def test_producer_settings_and_command_line() -> None:
 
 
 def test_consumer_settings_and_command_line() -> None:
-    spec = ConsumerSpec(group_id="g", rack="r1", extra={"group.protocol": "consumer"})
+    spec = ConsumerConfig(group="g", rack="r1", configs={"group.protocol": "consumer"})
     props = consumer_properties(spec, "kchaos-c3")
     assert props["client.rack"] == "r1" and "group.protocol" not in props
     argv = consumer_argv("b:1", "t", spec)

@@ -15,7 +15,7 @@ import kchaos.workloads.workload as wl
 from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.workloads.clients import SendResult
-from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+from kchaos.workloads.spec import ConsumerConfig, ProducerSpec, WorkloadSpec
 from kchaos.workloads.values import payload
 
 
@@ -64,7 +64,7 @@ def test_facade_runs_workers_serves_and_pushes_metrics(
     spec = WorkloadSpec(
         topics=("t",),
         producers=2,
-        consumers=(ConsumerSpec(mode="assign", poll_timeout_s=0.01),),
+        consumers=(ConsumerConfig(count=1, mode="assign"),),
         producer=ProducerSpec(rate=200.0),
     )
     sink = ListSink()
@@ -146,7 +146,7 @@ def test_transactional_workers_follow_the_consumers_and_keep_one_id_each(
 
     spec = WorkloadSpec(
         topics=("a", "b", "out"), producers=1,
-        consumers=(ConsumerSpec(isolation="read_committed"),),
+        consumers=(ConsumerConfig(count=1, isolation="read_committed"),),
         transactions=TxnSpec(producers=2, copier=CopierSpec("a", "out")),
     )  # fmt: skip
     workload = wl.Workload(spec, "h:1", ListSink(), monitor=False, run_dir=RunDir(tmp_path))
@@ -207,7 +207,7 @@ def test_a_fault_finds_the_worker_of_an_id_and_gets_a_replacement_with_the_same_
 
     monkeypatch.setattr(tp, "child_command", lambda c: [sys.executable, "-c", TXN_CHILD,
                                                         c.to_json()])  # fmt: skip
-    spec = WorkloadSpec(topics=("a",), producers=1, consumers=(ConsumerSpec(),),
+    spec = WorkloadSpec(topics=("a",), producers=1, consumers=(ConsumerConfig(count=1),),
                         transactions=TxnSpec(producers=2))  # fmt: skip
     sink = ListSink()
     workload = wl.Workload(spec, "h:1", sink, monitor=False, run_dir=RunDir(tmp_path))
