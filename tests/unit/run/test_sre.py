@@ -379,7 +379,7 @@ def test_the_transactional_profile_plans_transactional_workloads(tmp_path: Path)
         # the plan the runner gets: transactional workers in processes of their own, and
         # every reader read_committed (the scenario's consumers, or two added readers)
         spec = plan_of(sc).workload
-        assert spec.producers == 0 and spec.transactions is not None
+        assert spec.producers.count == 0 and spec.transactions is not None
         assert spec.transactions.process and spec.transactions.producer_topics(spec.topics)
         roles = [role for _, role, _ in spec.txn_processes()]
         assert roles == ["producer"] * p.count
