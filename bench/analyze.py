@@ -63,17 +63,16 @@ def _parquet_copy(rd: RunDir, threads: int) -> float:
     return secs
 
 
-def _generated(run: Path, events: int, seed: int, log: Callable[[str], None]) -> dict[str, Any]:
-    """The generator's record of the run at ``run`` (events, expected counts): generated
-    now, with one lost write, unless it is already there."""
+def _generated(rd: RunDir, events: int, seed: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """The generator's record of the run ``rd`` (events, expected counts): generated now,
+    with one lost write, unless it is already there."""
     from kchaos.harness.histgen import generate_run
 
-    rd = RunDir(run)
     meta = rd.generated_json
     if not (rd.history.is_file() and meta.is_file()):
-        log(f"generating {events:,} events into {run} ...")
+        log(f"generating {events:,} events into {rd} ...")
         gen, secs = _timed(
-            lambda: generate_run(run, events=events, seed=seed, inject=("lost-write",))
+            lambda: generate_run(rd, events=events, seed=seed, inject=("lost-write",))
         )
         meta.write_text(json.dumps({"events": gen.events, "expected": gen.expected}))
         log(f"  generated in {secs:.1f}s")
@@ -106,8 +105,8 @@ def run_bench(
     from kchaos.harness.analysis.session import spark_errors, start_session
 
     dirs = bench_runs(workdir, events, runs)
-    infos = [_generated(run, events, 7 + i, log) for i, run in enumerate(dirs)]
     rds = [RunDir(run) for run in dirs]
+    infos = [_generated(rd, events, 7 + i, log) for i, rd in enumerate(rds)]
     copy_s = sum(_parquet_copy(rd, threads) for rd in rds)
     for run, found in zip(dirs, resolve_runs(dirs), strict=True):
         if found.fmt != "parquet":

@@ -32,7 +32,7 @@ from kchaos.harness.labels import labels_for
 from kchaos.harness.rundir.history_writer import HistorySink, HistoryWriter, NullSink
 from kchaos.workloads.clients import QUIET_LOG_LEVEL, ProducerClient, SendCallback
 from kchaos.workloads.producer import ProducerWorker, producer_factory
-from kchaos.workloads.spec import CLIENT_LIBS, ProducerSpec
+from kchaos.workloads.spec import CLIENT_LIBS, ProducerConfig
 from kchaos.workloads.topics import delete_topics, ensure_topics
 
 if TYPE_CHECKING:
@@ -126,10 +126,10 @@ def run_recording(
     """One producer worker sending ``records``; timed from a warmed-up client (connections,
     metadata and producer id in place, as perf-test has them before it counts) to the
     last acknowledgement."""
-    spec = ProducerSpec(
-        message_size=size, linger_ms=5, delivery_timeout_ms=120000,
-        max_in_flight_sends=BENCH_IN_FLIGHT,
-        extra={"log_level": QUIET_LOG_LEVEL} if lib == "confluent" else {},
+    quiet = {"log_level": QUIET_LOG_LEVEL} if lib == "confluent" else {}
+    spec = ProducerConfig(
+        count=1, rate=0, keys=0, message_size=size, max_in_flight=BENCH_IN_FLIGHT,
+        configs={"linger.ms": "5", "delivery.timeout.ms": "120000", **quiet},
     )  # fmt: skip
     build = producer_factory(lib, bootstrap, spec, "kchaos-bench")
     started: list[float] = []

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from kchaos.harness.errors import ConfigError
-from kchaos.workloads.spec import ProducerSpec
+from kchaos.workloads.spec import ProducerConfig
 
 TopicPartition = tuple[str, int]
 # librdkafka logs every disconnect at warning level on stderr, which is the point of a
@@ -175,7 +175,7 @@ class ConsumerClient(Protocol):
 
 
 def make_producer(
-    lib: str, bootstrap_servers: str, spec: ProducerSpec, on_done: SendCallback, client_id: str
+    lib: str, bootstrap_servers: str, spec: ProducerConfig, on_done: SendCallback, client_id: str
 ) -> ProducerClient:
     if lib == "confluent":
         from kchaos.workloads.confluent_client import ConfluentProducer

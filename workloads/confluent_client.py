@@ -20,31 +20,32 @@ from kchaos.workloads.clients import (
     SendResult,
     TopicPartition,
 )
-from kchaos.workloads.spec import ProducerSpec
+from kchaos.workloads.spec import ProducerConfig, producer_settings
 from kchaos.workloads.values import value_of
 
 _OFFSET_BEGINNING = -2
 
 
-def producer_config(bootstrap_servers: str, spec: ProducerSpec, client_id: str) -> dict[str, Any]:
+def producer_config(bootstrap_servers: str, spec: ProducerConfig, client_id: str) -> dict[str, Any]:
+    s = producer_settings(spec)
     conf: dict[str, Any] = {
         "bootstrap.servers": bootstrap_servers,
         "client.id": client_id,
         "acks": "all" if spec.acks in ("all", "-1") else spec.acks,
-        "enable.idempotence": spec.idempotence,
-        "delivery.timeout.ms": spec.delivery_timeout_ms,
-        "request.timeout.ms": spec.request_timeout_ms,
-        "linger.ms": spec.linger_ms,
-        "compression.type": spec.compression,
+        "enable.idempotence": s.idempotence,
+        "delivery.timeout.ms": s.delivery_timeout_ms,
+        "request.timeout.ms": s.request_timeout_ms,
+        "linger.ms": s.linger_ms,
+        "compression.type": s.compression,
         "topic.metadata.refresh.interval.ms": 5000,
     }
-    if spec.retries is not None:
-        conf["retries"] = spec.retries
-    if spec.batch_size is not None:
-        conf["batch.size"] = spec.batch_size
-    if spec.max_in_flight is not None:
-        conf["max.in.flight.requests.per.connection"] = spec.max_in_flight
-    return with_extra(conf, spec.extra)
+    if s.retries is not None:
+        conf["retries"] = s.retries
+    if s.batch_size is not None:
+        conf["batch.size"] = s.batch_size
+    if s.max_in_flight_requests is not None:
+        conf["max.in.flight.requests.per.connection"] = s.max_in_flight_requests
+    return with_extra(conf, s.other)
 
 
 def with_extra(conf: dict[str, Any], extra: Mapping[str, str]) -> dict[str, Any]:
@@ -75,7 +76,7 @@ def _fatal_call(fn: Callable[[float], object], timeout: float) -> None:
 
 class ConfluentProducer:
     def __init__(
-        self, bootstrap_servers: str, spec: ProducerSpec, on_done: SendCallback, client_id: str
+        self, bootstrap_servers: str, spec: ProducerConfig, on_done: SendCallback, client_id: str
     ) -> None:
         self._on_done = on_done
         self._producer = Producer(producer_config(bootstrap_servers, spec, client_id))

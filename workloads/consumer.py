@@ -27,7 +27,7 @@ from kchaos.harness.cluster.retry import Poll
 from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.workloads.clients import ConsumerClient, TopicPartition, close_quietly
 from kchaos.workloads.metrics import HarnessMetrics
-from kchaos.workloads.spec import ConsumerSpec
+from kchaos.workloads.spec import ConsumerConfig
 from kchaos.workloads.values import value_of
 
 log = logging.getLogger(__name__)
@@ -52,22 +52,37 @@ def record_dicts(records: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 class ConsumerWorker:
-    """One consuming process with its own client and thread."""
+    """One consuming process with its own client and thread.
+
+    ``spec`` is the scenario's config of the readers this worker is one of (its ``count``
+    is not read here). The keyword arguments tune the loop: ``partitions`` keeps an
+    assigning reader to those partition numbers (None: all of them), a group member
+    commits every ``commit_interval_s`` seconds (0: never), and each poll waits up to
+    ``poll_timeout_s`` for at most ``max_records`` records.
+    """
 
     def __init__(
         self,
         process: int,
         topics: Sequence[str],
-        spec: ConsumerSpec,
+        spec: ConsumerConfig,
         sink: HistorySink,
         factory: ConsumerFactory,
         *,
         metrics: HarnessMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
+        partitions: tuple[int, ...] | None = None,
+        commit_interval_s: float = 2.0,
+        poll_timeout_s: float = 0.5,
+        max_records: int = 500,
     ) -> None:
         self.process = process
         self.topics = tuple(topics)
         self.spec = spec
+        self.partitions = partitions
+        self.commit_interval_s = commit_interval_s
+        self.poll_timeout_s = poll_timeout_s
+        self.max_records = max_records
         self.sink = sink
         self.metrics = metrics
         self._factory = factory
@@ -114,7 +129,7 @@ class ConsumerWorker:
         self.sink.append({"process": self.process, "type": "invoke", "f": "poll"})
         started = self._clock()
         try:
-            records, errors = client.poll(self.spec.poll_timeout_s, self.spec.max_records)
+            records, errors = client.poll(self.poll_timeout_s, self.max_records)
         except Exception as exc:  # a failed poll read nothing
             self.sink.append(
                 {"process": self.process, "type": "fail", "f": "poll", "error": repr(exc)}
@@ -183,8 +198,8 @@ class ConsumerWorker:
         wanted: list[TopicPartition] = []
         for topic in self.topics:
             parts = self._partitions_of(client, topic)
-            if self.spec.partitions is not None:
-                parts = [p for p in parts if p in self.spec.partitions]
+            if self.partitions is not None:
+                parts = [p for p in parts if p in self.partitions]
             wanted.extend((topic, p) for p in parts)
         client.assign([(t, p, None) for t, p in wanted])
         self._assigned(wanted)
@@ -229,7 +244,7 @@ class ConsumerWorker:
             while not self._stop.is_set():
                 self._apply_seeks(client)
                 self._poll(client)
-                interval = self.spec.commit_interval_s if self.spec.mode == "subscribe" else 0
+                interval = self.commit_interval_s if self.spec.mode == "subscribe" else 0
                 if interval > 0 and self._clock() - last_commit >= interval:
                     self._commit(client)
                     last_commit = self._clock()

@@ -33,7 +33,7 @@ from kchaos.harness.labels import labels_for
 from kchaos.harness.rundir.history_writer import HistorySink
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.workloads.java_events import ConsumerEvents, ProducerEvents
-from kchaos.workloads.spec import ConsumerSpec, ProducerSpec
+from kchaos.workloads.spec import ConsumerConfig, ProducerConfig, producer_settings
 
 if TYPE_CHECKING:
     from kchaos.harness.cluster.api import ToolHost
@@ -87,33 +87,35 @@ def properties_text(props: Mapping[str, Any]) -> str:
     return "".join(f"{esc(str(k), True)}={esc(str(v), False)}\n" for k, v in props.items())
 
 
-def producer_properties(spec: ProducerSpec, client_id: str) -> dict[str, str]:
-    """The Java producer's settings: the spec's typed fields, then its raw configs.
+def producer_properties(spec: ProducerConfig, client_id: str) -> dict[str, str]:
+    """The Java producer's settings: the typed ones (producer_settings), then the other
+    configs as they are.
 
     ``retries`` is always written: VerifiableProducer itself sets 0, which would disable
     the idempotence kchaos asks for by default.
     """
+    s = producer_settings(spec)
     props: dict[str, str] = {
         "client.id": client_id,
         "acks": "all" if spec.acks in ("all", "-1") else spec.acks,
-        "enable.idempotence": "true" if spec.idempotence else "false",
-        "retries": str(_MAX_INT if spec.retries is None else spec.retries),
-        "delivery.timeout.ms": str(spec.delivery_timeout_ms),
-        "request.timeout.ms": str(spec.request_timeout_ms),
-        "linger.ms": str(spec.linger_ms),
-        "compression.type": spec.compression,
+        "enable.idempotence": "true" if s.idempotence else "false",
+        "retries": str(_MAX_INT if s.retries is None else s.retries),
+        "delivery.timeout.ms": str(s.delivery_timeout_ms),
+        "request.timeout.ms": str(s.request_timeout_ms),
+        "linger.ms": str(s.linger_ms),
+        "compression.type": s.compression,
         "metadata.max.age.ms": "5000",
     }
-    if spec.batch_size is not None:
-        props["batch.size"] = str(spec.batch_size)
-    if spec.max_in_flight is not None:
-        props["max.in.flight.requests.per.connection"] = str(spec.max_in_flight)
-    props.update({str(k): str(v) for k, v in spec.extra.items()})
+    if s.batch_size is not None:
+        props["batch.size"] = str(s.batch_size)
+    if s.max_in_flight_requests is not None:
+        props["max.in.flight.requests.per.connection"] = str(s.max_in_flight_requests)
+    props.update({str(k): str(v) for k, v in s.other.items()})
     return props
 
 
-def producer_argv(bootstrap: str, topic: str, process: int, spec: ProducerSpec) -> list[str]:
-    if spec.rate is None:
+def producer_argv(bootstrap: str, topic: str, process: int, spec: ProducerConfig) -> list[str]:
+    if spec.rate <= 0:
         raise ConfigError("client java needs a producer rate above 0", field="producers.rate")
     acks = {"all": "-1", "-1": "-1", "1": "1", "0": "0"}[spec.acks]
     argv = [f"{BIN}/kafka-verifiable-producer.sh", "--topic", topic,
@@ -124,7 +126,7 @@ def producer_argv(bootstrap: str, topic: str, process: int, spec: ProducerSpec) 
     return argv
 
 
-def consumer_properties(spec: ConsumerSpec, client_id: str) -> dict[str, str]:
+def consumer_properties(spec: ConsumerConfig, client_id: str) -> dict[str, str]:
     props = {
         "client.id": client_id,
         "metadata.max.age.ms": "5000",
@@ -133,19 +135,19 @@ def consumer_properties(spec: ConsumerSpec, client_id: str) -> dict[str, str]:
     }
     if spec.rack:
         props["client.rack"] = spec.rack
-    props.update({str(k): str(v) for k, v in spec.extra.items()})
+    props.update({str(k): str(v) for k, v in spec.configs.items()})
     props.pop("group.protocol", None)  # a command-line option of the tool (below)
     return props
 
 
-def consumer_argv(bootstrap: str, topic: str, spec: ConsumerSpec) -> list[str]:
+def consumer_argv(bootstrap: str, topic: str, spec: ConsumerConfig) -> list[str]:
     if spec.mode != "subscribe":
         raise ConfigError("client java reads in subscribe mode only", field="consumers.mode")
     argv = [f"{BIN}/kafka-verifiable-consumer.sh", "--topic", topic,
-            "--bootstrap-server", bootstrap, "--group-id", spec.group_id, "--verbose",
+            "--bootstrap-server", bootstrap, "--group-id", spec.group, "--verbose",
             "--reset-policy", "earliest", "--session-timeout", "10000",
             "--consumer.config", PROPS]  # fmt: skip
-    protocol = spec.extra.get("group.protocol")
+    protocol = spec.configs.get("group.protocol")
     if protocol:
         argv += ["--group-protocol", str(protocol)]
     return argv
@@ -279,7 +281,7 @@ class JavaProducerWorker:
         self,
         process: int,
         topic: str,
-        spec: ProducerSpec,
+        spec: ProducerConfig,
         sink: HistorySink,
         bootstrap: str,
         runtime: JavaRuntime,
@@ -289,8 +291,8 @@ class JavaProducerWorker:
         self.process = process
         self.spec = spec
         self.events = ProducerEvents(
-            sink, process, topic, single_attempt=spec.single_attempt, keys=spec.keys,
-            metrics=metrics,
+            sink, process, topic, single_attempt=producer_settings(spec).single_attempt,
+            keys=spec.keys, metrics=metrics,
         )  # fmt: skip
         self.box = JavaContainer(
             runtime,
@@ -320,7 +322,7 @@ class JavaProducerWorker:
         if not self.events.started.wait(_START_TIMEOUT_S):
             self.error = self.error or RuntimeError(f"{self.box.name}: no startup_complete")
             return
-        assert self.spec.rate is not None
+        assert self.spec.rate > 0  # producer_argv refused the others
         rate = max(1, round(self.spec.rate))
         began = time.monotonic()
         while not self._stop.is_set():
@@ -355,7 +357,7 @@ class JavaConsumerWorker:
         self,
         process: int,
         topic: str,
-        spec: ConsumerSpec,
+        spec: ConsumerConfig,
         sink: HistorySink,
         bootstrap: str,
         runtime: JavaRuntime,

@@ -24,7 +24,7 @@ from kchaos.workloads.clients import (
     SendResult,
     TopicPartition,
 )
-from kchaos.workloads.spec import ProducerSpec
+from kchaos.workloads.spec import ProducerConfig, producer_settings
 
 
 def error_name(exc: BaseException) -> str:
@@ -35,33 +35,34 @@ def error_name(exc: BaseException) -> str:
     return canonical_name(type(exc).__name__)
 
 
-def producer_config(bootstrap_servers: str, spec: ProducerSpec, client_id: str) -> dict[str, Any]:
+def producer_config(bootstrap_servers: str, spec: ProducerConfig, client_id: str) -> dict[str, Any]:
+    s = producer_settings(spec)
     acks: Any = "all" if spec.acks in ("all", "-1") else int(spec.acks)
     conf: dict[str, Any] = {
         "bootstrap_servers": bootstrap_servers.split(","),
         "client_id": client_id,
         "acks": acks,
-        "enable_idempotence": spec.idempotence,
-        "delivery_timeout_ms": spec.delivery_timeout_ms,
-        "request_timeout_ms": spec.request_timeout_ms,
-        "linger_ms": spec.linger_ms,
-        "compression_type": None if spec.compression == "none" else spec.compression,
+        "enable_idempotence": s.idempotence,
+        "delivery_timeout_ms": s.delivery_timeout_ms,
+        "request_timeout_ms": s.request_timeout_ms,
+        "linger_ms": s.linger_ms,
+        "compression_type": None if s.compression == "none" else s.compression,
         "metadata_max_age_ms": 5000,
         "max_block_ms": 10000,
     }
-    if spec.retries is not None:
-        conf["retries"] = spec.retries
-    if spec.batch_size is not None:
-        conf["batch_size"] = spec.batch_size
-    if spec.max_in_flight is not None:
-        conf["max_in_flight_requests_per_connection"] = spec.max_in_flight
-    conf.update(spec.extra)
+    if s.retries is not None:
+        conf["retries"] = s.retries
+    if s.batch_size is not None:
+        conf["batch_size"] = s.batch_size
+    if s.max_in_flight_requests is not None:
+        conf["max_in_flight_requests_per_connection"] = s.max_in_flight_requests
+    conf.update(s.other)
     return conf
 
 
 class KafkaPythonProducer:
     def __init__(
-        self, bootstrap_servers: str, spec: ProducerSpec, on_done: SendCallback, client_id: str
+        self, bootstrap_servers: str, spec: ProducerConfig, on_done: SendCallback, client_id: str
     ) -> None:
         self._on_done = on_done
         self._acks_zero = spec.acks == "0"

@@ -25,7 +25,7 @@ from kchaos.workloads.clients import (
     make_producer,
 )
 from kchaos.workloads.metrics import HarnessMetrics
-from kchaos.workloads.spec import ProducerSpec
+from kchaos.workloads.spec import ProducerConfig, producer_settings
 from kchaos.workloads.values import RateLimiter, padder
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class ProducerWorker:
         self,
         process: int,
         topics: Sequence[str],
-        spec: ProducerSpec,
+        spec: ProducerConfig,
         sink: HistorySink,
         factory: ProducerFactory,
         *,
@@ -60,7 +60,8 @@ class ProducerWorker:
         self.metrics = metrics
         self._factory = factory
         self._limit = limit  # stop sending after this many values (benchmarks)
-        self._rate = RateLimiter(spec.rate)
+        self._rate = RateLimiter(spec.rate or None)  # rate 0: as fast as possible
+        self._single_attempt = producer_settings(spec).single_attempt
         self._lock = threading.Lock()
         # value: (topic, monotonic ns at invoke, its number n: the value is "process-n")
         self._inflight: dict[str, tuple[str, int, int]] = {}
@@ -133,10 +134,10 @@ class ProducerWorker:
 
     def _loop(self, client: ProducerClient) -> None:
         spec, process, topics = self.spec, self.process, self.topics
-        n_topics, keys, cap, limit = len(topics), spec.keys, spec.max_in_flight_sends, self._limit
+        n_topics, keys, cap, limit = len(topics), spec.keys, spec.max_in_flight, self._limit
         inflight, lock, stop = self._inflight, self._lock, self._stop
         invokes = [self.sink.recorder(_invoke_template(process, t, keyed=keys > 0)) for t in topics]
-        rate = None if spec.rate is None else self._rate
+        rate = None if not spec.rate else self._rate
         make_payload = padder(spec.message_size, random=spec.padding == "random")
         clock = _clock_ns  # one reading per send: the invoke line and the latency
         n = 0
@@ -202,7 +203,7 @@ class ProducerWorker:
             self._oks[topic](_clock_ns(), result.partition, result.offset, number)
             self._count("ok", started)
             return
-        outcome = classify(result.error, single_attempt=self.spec.single_attempt)
+        outcome = classify(result.error, single_attempt=self._single_attempt)
         event: dict[str, Any] = {
             "process": self.process, "type": outcome, "f": "send", "topic": topic,
             "value": value, "error": result.error,
@@ -245,7 +246,7 @@ def _invoke_template(process: int, topic: str, *, keyed: bool) -> LineTemplate:
 
 
 def producer_factory(
-    lib: str, bootstrap_servers: str, spec: ProducerSpec, client_id: str
+    lib: str, bootstrap_servers: str, spec: ProducerConfig, client_id: str
 ) -> ProducerFactory:
     """A factory building the real client of ``lib`` for one worker."""
 

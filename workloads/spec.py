@@ -2,16 +2,19 @@
 
 Every field has a safe default (acks=all, idempotent, the confluent-kafka client); the
 scenario loader builds a :class:`WorkloadSpec` (``Scenario.plan.workload``) and the runner
-hands it to :class:`kchaos.workloads.workload.Workload`. The transactional workers' spec,
-:class:`TxnSpec`, is the scenario's own ``workload.transactions`` (the run description,
-:mod:`kchaos.harness.rundir.scenario_model`), named here too for the workers.
+hands it to :class:`kchaos.workloads.workload.Workload`. The producers' and readers'
+settings, :class:`ProducerConfig` and :class:`ConsumerConfig`, and the transactional
+workers' spec, :class:`TxnSpec`, are the scenario's own types (the run description,
+:mod:`kchaos.harness.rundir.scenario_model`), named here too for the workers; the Kafka
+properties of a producer client are derived from its ProducerConfig by
+:func:`producer_settings`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.history import ISOLATIONS
@@ -21,7 +24,9 @@ from kchaos.harness.rundir.scenario_model import (
     REINIT,
     TXN_ID_PREFIX,
     AfterUnfinishedCommit,
+    ConsumerConfig,
     CopierSpec,
+    ProducerConfig,
     ReadersConfig,
     TxnSpec,
 )
@@ -35,13 +40,17 @@ __all__ = [
     "TXN_ID_PREFIX",
     "AfterUnfinishedCommit",
     "ClientLib",
-    "ConsumerSpec",
+    "ConsumerConfig",
     "CopierSpec",
     "Isolation",
-    "ProducerSpec",
+    "ProducerConfig",
+    "ProducerSettings",
     "ReadersConfig",
+    "SETTING_PROPERTIES",
     "TxnSpec",
     "WorkloadSpec",
+    "producer_settings",
+    "validate_producers",
 ]
 
 ClientLib = Literal["confluent", "kafka-python", "java"]
@@ -49,11 +58,26 @@ CLIENT_LIBS: tuple[str, ...] = ("confluent", "kafka-python", "java")
 Isolation = Literal["read_uncommitted", "read_committed"]
 
 
-@dataclass(frozen=True)
-class ProducerSpec:
-    """How each producer worker sends. ``None`` means the client library's default."""
+# Kafka producer properties that ProducerSettings types: property -> (its field, type).
+SETTING_PROPERTIES: dict[str, tuple[str, type]] = {
+    "enable.idempotence": ("idempotence", bool),
+    "retries": ("retries", int),
+    "delivery.timeout.ms": ("delivery_timeout_ms", int),
+    "request.timeout.ms": ("request_timeout_ms", int),
+    "linger.ms": ("linger_ms", int),
+    "batch.size": ("batch_size", int),
+    "compression.type": ("compression", str),
+    "max.in.flight.requests.per.connection": ("max_in_flight_requests", int),
+}
 
-    acks: str = "all"  # "all", "1" or "0"
+
+@dataclass(frozen=True)
+class ProducerSettings:
+    """The Kafka properties every producer client is given, typed: what
+    :func:`producer_settings` reads from a :class:`ProducerConfig`'s ``configs`` over
+    kchaos's own defaults (``None``: the client library's default). ``other`` holds the
+    configs it does not type, handed to the client as they are."""
+
     idempotence: bool = True
     retries: int | None = None
     delivery_timeout_ms: int = 30000
@@ -61,48 +85,64 @@ class ProducerSpec:
     linger_ms: int = 5
     batch_size: int | None = None
     compression: str = "none"
-    max_in_flight: int | None = None
-    message_size: int = 100  # bytes per record, value and padding
-    padding: str = "repeated"  # "repeated" or "random" (see values.padder)
-    keys: int = 0  # distinct keys; 0 = no key (the client's partitioner spreads records)
-    rate: float | None = None  # sends per second per worker; None = as fast as possible
-    max_in_flight_sends: int = 10000  # application-side cap on unacknowledged sends
-    extra: Mapping[str, str] = field(default_factory=dict)  # raw client configs
+    max_in_flight_requests: int | None = None  # max.in.flight.requests.per.connection
+    other: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def single_attempt(self) -> bool:
         """True when each batch is transmitted at most once (decides some ``fail``s)."""
         return self.retries == 0
 
-    def validate(self, where: str = "producer") -> None:
-        if self.acks not in ("all", "-1", "1", "0"):
-            raise ConfigError(f"acks must be all, 1 or 0, not {self.acks!r}", field=where)
-        if self.message_size < 1:
-            raise ConfigError("message_size must be at least 1", field=where)
-        if self.padding not in PADDINGS:
-            raise ConfigError(
-                f"padding must be one of {', '.join(PADDINGS)}, not {self.padding!r}",
-                field=where,
-            )
-        if self.rate is not None and self.rate <= 0:
-            raise ConfigError("rate must be positive (or absent for max)", field=where)
-        if self.idempotence and self.retries == 0:
-            raise ConfigError("idempotence needs retries > 0", field=where)
+
+def _typed(value: str, kind: type) -> Any:
+    if kind is bool:
+        return value.strip().lower() == "true"
+    return kind(value)
 
 
-@dataclass(frozen=True)
-class ConsumerSpec:
-    """One consumer worker."""
+def producer_settings(p: ProducerConfig) -> ProducerSettings:
+    """The client properties of producers ``p``: its configs typed where kchaos reads
+    them, idempotence off when acks is not all (unless the configs say otherwise).
+    ValueError(property, message) for a value not of its property's type."""
+    typed: dict[str, Any] = {}
+    other: dict[str, str] = {}
+    for key, value in p.configs.items():
+        if key not in SETTING_PROPERTIES:
+            other[key] = value
+            continue
+        name, kind = SETTING_PROPERTIES[key]
+        try:
+            typed[name] = _typed(value, kind)
+        except ValueError:
+            raise ValueError(key, f"must be {kind.__name__}, got {value!r}") from None
+    if p.acks not in ("all", "-1") and "enable.idempotence" not in p.configs:
+        typed["idempotence"] = False  # idempotence requires acks=all
+    return ProducerSettings(**typed, other=other)
 
-    mode: Literal["subscribe", "assign"] = "subscribe"
-    group_id: str = "kchaos"
-    rack: str | None = None  # client.rack: fetch from a replica in this rack (KIP-392)
-    partitions: tuple[int, ...] | None = None  # for mode "assign"; None = all partitions
-    commit_interval_s: float = 2.0  # 0 = never commit
-    poll_timeout_s: float = 0.5
-    max_records: int = 500
-    isolation: Isolation = "read_uncommitted"  # Kafka's isolation.level
-    extra: Mapping[str, str] = field(default_factory=dict)
+
+def validate_producers(p: ProducerConfig, where: str = "producers") -> None:
+    """ConfigError naming the field of ``p`` that no producer worker can run with."""
+    if p.count < 0:
+        raise ConfigError("count must be >= 0", field=f"{where}.count")
+    if p.acks not in ("all", "-1", "1", "0"):
+        raise ConfigError(f"acks must be all, 1 or 0, not {p.acks!r}", field=where)
+    if p.message_size < 1:
+        raise ConfigError("message_size must be at least 1", field=where)
+    if p.padding not in PADDINGS:
+        raise ConfigError(
+            f"padding must be one of {', '.join(PADDINGS)}, not {p.padding!r}", field=where
+        )
+    if p.rate < 0:
+        raise ConfigError("rate must be positive (or 0 for as fast as possible)", field=where)
+    if p.max_in_flight < 1:
+        raise ConfigError("max_in_flight must be at least 1", field=where)
+    try:
+        settings = producer_settings(p)
+    except ValueError as exc:
+        key, message = exc.args
+        raise ConfigError(message, field=f"{where}.configs.{key}") from None
+    if settings.idempotence and settings.retries == 0:
+        raise ConfigError("idempotence needs retries > 0", field=where)
 
 
 @dataclass(frozen=True)
@@ -110,10 +150,11 @@ class WorkloadSpec:
     """Everything a run's clients do."""
 
     topics: tuple[str, ...] = ("kchaos",)
-    producers: int = 2
-    consumers: tuple[ConsumerSpec, ...] = (ConsumerSpec(),)
+    producers: ProducerConfig = ProducerConfig(count=2)
+    # each entry: ``count`` readers alike (the scenario's workload.consumers, then the
+    # transactional readers); consumer_workers() lists them one per worker
+    consumers: tuple[ConsumerConfig, ...] = (ConsumerConfig(count=1),)
     client: ClientLib = "confluent"
-    producer: ProducerSpec = ProducerSpec()
     duration_s: float = 60.0
     close_timeout_s: float = 10.0  # how long stop() waits for in-flight sends
     drain_deadline_s: float = 120.0
@@ -124,13 +165,18 @@ class WorkloadSpec:
     # drains read_committed (history format 1.2)
     transactions: TxnSpec | None = None
 
+    def consumer_workers(self) -> tuple[ConsumerConfig, ...]:
+        """The config of each consumer worker, in process-id order: every entry of
+        ``consumers`` repeated ``count`` times."""
+        return tuple(c for c in self.consumers for _ in range(c.count))
+
     def txn_processes(self) -> list[tuple[int, str, str]]:
         """(process id, role, transactional.id) of each transactional worker: producers
         after the consumers, then the copier; the one place these ids are made."""
         tx = self.transactions
         if tx is None:
             return []
-        first = self.first_process + self.producers + len(self.consumers)
+        first = self.first_process + self.producers.count + len(self.consumer_workers())
         out = [(first + i, "producer", f"{TXN_ID_PREFIX}-{first + i}") for i in range(tx.producers)]
         if tx.copier is not None:
             process = first + tx.producers
@@ -145,7 +191,7 @@ class WorkloadSpec:
 
     def consumer_groups(self) -> set[str]:
         """The consumer groups the workload's readers and copier join."""
-        groups = {c.group_id for c in self.consumers if c.mode == "subscribe"}
+        groups = {c.group for c in self.consumer_workers() if c.mode == "subscribe"}
         if self.transactions is not None and self.transactions.copier is not None:
             groups.add(self.transactions.copier.group)
         return groups
@@ -158,10 +204,10 @@ class WorkloadSpec:
                 f"client must be one of {', '.join(CLIENT_LIBS)}, not {self.client!r}",
                 field="client",
             )
-        if self.producers < 0:
-            raise ConfigError("producers must be >= 0", field="producers")
-        self.producer.validate()
+        validate_producers(self.producers)
         for i, consumer in enumerate(self.consumers):
+            if consumer.count < 0:
+                raise ConfigError("count must be >= 0", field=f"consumers[{i}].count")
             if consumer.mode not in ("subscribe", "assign"):
                 raise ConfigError(
                     f"mode must be subscribe or assign, not {consumer.mode!r}",

@@ -162,25 +162,25 @@ class Workload:
             ProducerWorker(
                 first + i,
                 spec.topics,
-                spec.producer,
+                spec.producers,
                 sink,
-                producer_factory(spec.client, servers, spec.producer, f"kchaos-p{first + i}"),
+                producer_factory(spec.client, servers, spec.producers, f"kchaos-p{first + i}"),
                 metrics=metrics,
             )
-            for i in range(spec.producers)
+            for i in range(spec.producers.count)
         ]
         self.consumers = [
             ConsumerWorker(
-                first + spec.producers + i,
+                first + spec.producers.count + i,
                 spec.topics,
                 cspec,
                 sink,
-                self._consumer_factory(cspec.group_id if cspec.mode == "subscribe" else None,
-                                       cspec.rack, f"kchaos-c{first + spec.producers + i}",
-                                       cspec.extra, cspec.isolation),
+                self._consumer_factory(cspec.group if cspec.mode == "subscribe" else None,
+                                       cspec.rack, f"kchaos-c{first + spec.producers.count + i}",
+                                       cspec.configs, cspec.isolation),
                 metrics=metrics,
             )
-            for i, cspec in enumerate(spec.consumers)
+            for i, cspec in enumerate(spec.consumer_workers())
         ]  # fmt: skip
 
     def _txn_workers(self) -> None:
@@ -269,16 +269,16 @@ class Workload:
         """One container per worker; producer i writes topic i mod len(topics) (the tools
         take one topic each), consumer j reads topic j mod len(topics)."""
         spec, sink, servers = self.spec, self.sink, self.bootstrap_servers
-        first, topics, n = spec.first_process, spec.topics, spec.producers
+        first, topics, n = spec.first_process, spec.topics, spec.producers.count
         self.producers = [
-            JavaProducerWorker(first + i, topics[i % len(topics)], spec.producer, sink, servers,
+            JavaProducerWorker(first + i, topics[i % len(topics)], spec.producers, sink, servers,
                                java, slot=i, metrics=self.metrics)
             for i in range(n)
         ]  # fmt: skip
         self.consumers = [
             JavaConsumerWorker(first + n + j, topics[j % len(topics)], cspec, sink, servers,
                                java, slot=n + j)
-            for j, cspec in enumerate(spec.consumers)
+            for j, cspec in enumerate(spec.consumer_workers())
         ]  # fmt: skip
 
     @classmethod

@@ -16,7 +16,7 @@ import os
 import random
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kchaos.faults.base import FaultSpec, fault_spec
@@ -32,38 +32,27 @@ from kchaos.faults.schedule import (
 from kchaos.faults.trigger import TriggerContext, parse_trigger
 from kchaos.harness.cluster.spec import ClusterSpec, default_kafka_version
 from kchaos.harness.errors import ConfigError
-from kchaos.harness.rundir.scenario_model import ProducerConfig, Scenario
+from kchaos.harness.rundir.scenario_model import Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source, dotted
 from kchaos.workloads.clients import QUIET_LOG_LEVEL
 from kchaos.workloads.spec import (
-    ConsumerSpec,
-    ProducerSpec,
+    ConsumerConfig,
     TxnSpec,
     WorkloadSpec,
+    producer_settings,
 )
 
 # (path in the scenario, message) -> the error to raise, placed in the scenario's file.
 Place = Callable[[Path_, str], ConfigError]
 
-# Producer properties that ProducerSpec has typed fields for: property -> (field, type).
-_PRODUCER_FIELDS: dict[str, tuple[str, type]] = {
-    "enable.idempotence": ("idempotence", bool),
-    "retries": ("retries", int),
-    "delivery.timeout.ms": ("delivery_timeout_ms", int),
-    "request.timeout.ms": ("request_timeout_ms", int),
-    "linger.ms": ("linger_ms", int),
-    "batch.size": ("batch_size", int),
-    "compression.type": ("compression", str),
-    "max.in.flight.requests.per.connection": ("max_in_flight", int),
-}
 # The scenario's client names -> WorkloadSpec.client.
 CLIENTS = {"confluent-kafka": "confluent", "kafka-python": "kafka-python", "java": "java"}
 # WorkloadSpec.validate's fields -> where they are in a scenario.
 _WORKLOAD_FIELDS: dict[str, Path_] = {
     "topics": ("workload", "topics"),
     "client": ("workload", "client"),
-    "producers": ("workload", "producers", "count"),
-    "producer": ("workload", "producers"),
+    "producers.count": ("workload", "producers", "count"),
+    "producers": ("workload", "producers"),
 }
 
 
@@ -152,56 +141,24 @@ def cluster_spec(sc: Scenario, place: Place) -> ClusterSpec:
 # --------------------------------------------------------------------------- workload
 
 
-def _typed(value: str, kind: type) -> Any:
-    if kind is bool:
-        return value.strip().lower() == "true"
-    return kind(value)
-
-
-def producer_fields(p: ProducerConfig, client: str = "confluent-kafka") -> dict[str, Any]:
-    """Keyword arguments of workloads.spec.ProducerSpec for a scenario's producers (a
-    ValueError names a property whose value is not of its type)."""
-    fields: dict[str, Any] = {
-        "acks": p.acks,
-        "message_size": p.message_size,
-        "padding": p.padding,
-        "keys": p.keys,
-        "rate": p.rate if p.rate > 0 else None,
-        "max_in_flight_sends": p.max_in_flight,
-    }
-    extra: dict[str, str] = {}
-    for key, value in p.configs.items():
-        if key in _PRODUCER_FIELDS:
-            name, kind = _PRODUCER_FIELDS[key]
-            try:
-                fields[name] = _typed(value, kind)
-            except ValueError:
-                raise ValueError(key, f"must be {kind.__name__}, got {value!r}") from None
-        else:
-            extra[key] = value
-    if "log_level" not in extra and client == "confluent-kafka":
-        extra["log_level"] = QUIET_LOG_LEVEL
-    if p.acks != "all" and "enable.idempotence" not in p.configs:
-        fields["idempotence"] = False  # idempotence requires acks=all
-    fields["extra"] = extra
-    return fields
-
-
 def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
     w = sc.workload
     c = w.consumers
     extra = dict(c.configs)
+    producer_configs = dict(w.producers.configs)
     if w.client == "confluent-kafka":
         extra.setdefault("log_level", QUIET_LOG_LEVEL)
-    consumer = ConsumerSpec(
-        mode=c.mode, group_id=c.group, rack=c.rack, isolation=c.isolation, extra=extra
-    )
+        producer_configs.setdefault("log_level", QUIET_LOG_LEVEL)
+    # the scenario's producers and readers as they are, but for the client's quieter log
+    # level
+    consumer = replace(c, configs=extra)
+    producers = replace(w.producers, configs=producer_configs)
     try:
-        producer = ProducerSpec(**producer_fields(w.producers, w.client))
+        producer_settings(producers)
     except ValueError as exc:
         key, message = exc.args
         raise place(("workload", "producers", "configs", key), message) from None
-    consumers = tuple(consumer for _ in range(c.count))
+    consumers: tuple[ConsumerConfig, ...] = (consumer,) if consumer.count > 0 else ()
     txn = None
     if w.transactions is not None:
         if w.client not in ("confluent-kafka", "java"):
@@ -214,11 +171,10 @@ def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
         consumers += _txn_readers(txn, extra)
     spec = WorkloadSpec(
         topics=w.topics or tuple(t.name for t in sc.topics),
-        producers=w.producers.count,
+        producers=producers,
         consumers=consumers,
         transactions=txn,
         client=CLIENTS[w.client],  # type: ignore[arg-type]
-        producer=producer,
         duration_s=w.duration,
         drain_deadline_s=w.drain_timeout,
         monitor_interval_s=w.monitor_interval,
@@ -227,25 +183,24 @@ def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
         spec.validate()
     except ConfigError as exc:
         field = exc.field or ""
-        if field.startswith("transactions."):
+        if field.startswith(("transactions.", "producers.configs.")):
             raise place(("workload", *field.split(".")), exc.detail) from None
         path = _WORKLOAD_FIELDS.get(field.split("[")[0], ("workload", "consumers"))
         raise place(path, exc.detail) from None
     return spec
 
 
-def _txn_readers(t: TxnSpec, consumer_extra: dict[str, str]) -> tuple[ConsumerSpec, ...]:
+def _txn_readers(t: TxnSpec, consumer_extra: dict[str, str]) -> tuple[ConsumerConfig, ...]:
     """The transactional workers' read_committed readers (the workers themselves run the
-    scenario's own spec, as it is)."""
+    scenario's own spec, as it is): the group members, then the assigning readers."""
     r = t.readers
-    return tuple(
-        ConsumerSpec(mode="subscribe", group_id=r.group, isolation="read_committed",
-                     extra=consumer_extra)
-        for _ in range(r.subscribe)
-    ) + tuple(
-        ConsumerSpec(mode="assign", isolation="read_committed", extra=consumer_extra)
-        for _ in range(r.assign)
+    readers = (
+        ConsumerConfig(count=r.subscribe, mode="subscribe", group=r.group,
+                       isolation="read_committed", configs=consumer_extra),
+        ConsumerConfig(count=r.assign, mode="assign", isolation="read_committed",
+                       configs=consumer_extra),
     )  # fmt: skip
+    return tuple(c for c in readers if c.count > 0)
 
 
 # ---------------------------------------------------------------------------- nemesis

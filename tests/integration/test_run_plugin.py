@@ -24,7 +24,7 @@ USER_TEST = """
 import time
 
 from kchaos.harness.run.topics import create_topics
-from kchaos.harness.rundir.scenario_model import TopicConfig
+from kchaos.harness.rundir.scenario_model import ProducerConfig, TopicConfig
 
 
 def test_leader_pause_keeps_acknowledged_writes(
@@ -32,7 +32,10 @@ def test_leader_pause_keeps_acknowledged_writes(
 ):
     create_topics(kchaos_cluster.bootstrap_servers,
                   (TopicConfig("plugin-t", 1, 3, {"min.insync.replicas": "2"}),))
-    workload = kchaos_workload(topics=["plugin-t"], producers=1, consumers=(), duration_s=14)
+    producers = ProducerConfig(count=1, rate=0, keys=0, max_in_flight=10000)  # unpaced
+    workload = kchaos_workload(
+        topics=["plugin-t"], producers=producers, consumers=(), duration_s=14
+    )
     workload.start()
     nemesis = kchaos_nemesis([{"at": 3, "for": 6, "fault": "pause", "target": "leader:plugin-t:0"}])
     time.sleep(14)

@@ -25,7 +25,7 @@ import pytest
 from kchaos.harness.cluster.wait import Until
 from kchaos.harness.rundir.history_writer import HistoryWriter, read_history, wait_for_writer
 from kchaos.harness.rundir.rundir import RunDir
-from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+from kchaos.workloads.spec import ConsumerConfig, ProducerConfig, WorkloadSpec
 from kchaos.workloads.topics import ensure_topics
 from kchaos.workloads.workload import Workload
 
@@ -111,12 +111,11 @@ def test_no_fault_run_every_acknowledged_send_is_drained(
     topic = new_topic(cluster, "wl-nofault")
     spec = WorkloadSpec(
         topics=(topic,),
-        producers=2,
+        producers=ProducerConfig(count=2, rate=150.0, keys=12, max_in_flight=10000),
         consumers=(
-            ConsumerSpec(mode="subscribe", group_id=f"g-{topic}"),
-            ConsumerSpec(mode="assign", rack="rack-b"),  # follower fetching (KIP-392)
+            ConsumerConfig(count=1, mode="subscribe", group=f"g-{topic}"),
+            ConsumerConfig(count=1, mode="assign", rack="rack-b"),  # follower fetching (KIP-392)
         ),
-        producer=ProducerSpec(rate=150.0, keys=12),
         duration_s=DURATION,
     )
     with (
@@ -157,12 +156,15 @@ def test_broker_killed_mid_run_gives_info_never_fail(
     topic = new_topic(cluster, f"wl-kill-{lib}")
     spec = WorkloadSpec(
         topics=(topic,),
-        producers=2,
-        consumers=(ConsumerSpec(mode="assign"),),
+        producers=ProducerConfig(
+            count=2,
+            rate=100.0,
+            keys=0,
+            max_in_flight=10000,
+            configs={"delivery.timeout.ms": "4000", "request.timeout.ms": "2000", "linger.ms": "5"},
+        ),  # fmt: skip
+        consumers=(ConsumerConfig(count=1, mode="assign"),),
         client=lib,  # type: ignore[arg-type]
-        producer=ProducerSpec(
-            rate=100.0, delivery_timeout_ms=4000, request_timeout_ms=2000, linger_ms=5
-        ),
         close_timeout_s=5.0,
     )
     victim = cluster.node(1)
@@ -198,11 +200,12 @@ SIGKILL_SCRIPT = textwrap.dedent(
     """
     import sys, time
     from kchaos.harness.rundir.history_writer import HistoryWriter
-    from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+    from kchaos.workloads.spec import ConsumerConfig, ProducerConfig, WorkloadSpec
     from kchaos.workloads.workload import Workload
     path, servers, topic = sys.argv[1:4]
-    spec = WorkloadSpec(topics=(topic,), producers=2, consumers=(ConsumerSpec(mode="assign"),),
-                        producer=ProducerSpec(rate=500.0))
+    spec = WorkloadSpec(topics=(topic,),
+                        producers=ProducerConfig(count=2, rate=500.0, keys=0, max_in_flight=10000),
+                        consumers=(ConsumerConfig(count=1, mode="assign"),))
     writer = HistoryWriter(path)
     workload = Workload(spec, servers, writer)
     workload.start()
@@ -270,9 +273,11 @@ def test_incremental_group_protocols_record_full_assignments(
     healthy_cluster: Any, tmp_path: Path, extra: dict[str, str]
 ) -> None:
     topic = new_topic(healthy_cluster, "wl-group", partitions=4)
-    member = ConsumerSpec(mode="subscribe", group_id=f"g-{topic}", extra=extra)
+    member = ConsumerConfig(count=1, mode="subscribe", group=f"g-{topic}", configs=extra)
     spec = WorkloadSpec(
-        topics=(topic,), producers=1, consumers=(member, member), producer=ProducerSpec(rate=100.0)
+        topics=(topic,),
+        producers=ProducerConfig(count=1, rate=100.0, keys=0, max_in_flight=10000),
+        consumers=(member, member),
     )
     with (
         HistoryWriter(tmp_path / "history.jsonl") as history,

@@ -379,17 +379,18 @@ def test_the_transactional_profile_plans_transactional_workloads(tmp_path: Path)
         # the plan the runner gets: transactional workers in processes of their own, and
         # every reader read_committed (the scenario's consumers, or two added readers)
         spec = plan_of(sc).workload
-        assert spec.producers == 0 and spec.transactions is not None
+        assert spec.producers.count == 0 and spec.transactions is not None
         assert spec.transactions.process and spec.transactions.producer_topics(spec.topics)
         roles = [role for _, role, _ in spec.txn_processes()]
         assert roles == ["producer"] * p.count
-        assert spec.consumers and {c.isolation for c in spec.consumers} == {"read_committed"}
+        readers = spec.consumer_workers()
+        assert readers and {c.isolation for c in readers} == {"read_committed"}
         if original.workload.consumers.count == 0:
             assert (tx.readers.subscribe, tx.readers.assign) == (1, 1)
-            assert sorted(c.mode for c in spec.consumers) == ["assign", "subscribe"]
+            assert sorted(c.mode for c in readers) == ["assign", "subscribe"]
         else:
             assert w.consumers.isolation == "read_committed"
-            assert len(spec.consumers) == original.workload.consumers.count
+            assert len(readers) == original.workload.consumers.count
         got = overridden_of(cells[f"{name}/safe"])
         assert got[("producer", "count")] == (str(p.count), "0", "profile transactional")
         assert got[("transactions", "producers")][1] == str(p.count)

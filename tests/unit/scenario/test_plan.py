@@ -19,6 +19,7 @@ from kchaos.harness.run.context import RunContext
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.harness.scenario import library, load_scenario
 from kchaos.harness.scenario.plan import plan_of
+from kchaos.workloads.spec import producer_settings
 
 
 def test_workload_spec_of_smoke():
@@ -26,17 +27,23 @@ def test_workload_spec_of_smoke():
     assert sc.plan is not None
     spec = sc.plan.workload
     assert spec.topics == ("smoke",)
-    assert spec.producers == 2 and len(spec.consumers) == 1
+    assert spec.producers.count == 2 and len(spec.consumer_workers()) == 1
     assert spec.client == "confluent"
-    assert spec.producer.acks == "all" and spec.producer.idempotence is True
-    assert spec.producer.delivery_timeout_ms == 60000
+    settings = producer_settings(spec.producers)
+    assert spec.producers.acks == "all" and settings.idempotence is True
+    assert settings.delivery_timeout_ms == 60000
+    # the scenario's producers as they are, with the client's quiet log level added
+    assert spec.producers == dataclasses.replace(
+        sc.workload.producers, configs={**sc.workload.producers.configs, "log_level": "3"}
+    )
     assert spec.duration_s == sc.workload.duration
 
 
 def test_acks1_producer_is_not_idempotent():
     spec = plan_of(library.load("unsafe-acks1-unclean-election")).workload
-    assert spec.producer.acks == "1" and spec.producer.idempotence is False
-    assert spec.producer.retries == 0
+    settings = producer_settings(spec.producers)
+    assert spec.producers.acks == "1" and settings.idempotence is False
+    assert settings.retries == 0 and settings.single_attempt
 
 
 def test_cluster_spec():

@@ -1,5 +1,5 @@
 """Scenario keys for transactions: `workload.transactions` and `consumers.isolation`
-become the plan's TxnSpec and read_committed ConsumerSpecs; bad values name file, line
+become the plan's TxnSpec and read_committed readers; bad values name file, line
 and field; the dumped form loads back the same."""
 
 from __future__ import annotations
@@ -50,12 +50,11 @@ def test_transactions_become_the_plans_transactional_workers_and_readers():
     assert tx.copier is not None and (tx.copier.input, tx.copier.output) == ("a", "out")
     assert tx.copier.max_batch == 7
     assert tx.producer_topics(w.topics) == ("a", "b")  # not the copier's output
-    assert [(c.mode, c.isolation) for c in w.consumers] == [
-        ("subscribe", "read_committed"),  # workload.consumers
-        ("subscribe", "read_committed"), ("subscribe", "read_committed"),  # readers
-        ("assign", "read_committed"),
+    assert [(c.count, c.mode, c.isolation) for c in w.consumers] == [
+        (1, "subscribe", "read_committed"),  # workload.consumers
+        (2, "subscribe", "read_committed"), (1, "assign", "read_committed"),  # readers
     ]  # fmt: skip
-    assert w.consumers[1].group_id == "rc"
+    assert [(c.mode, c.group) for c in w.consumer_workers()][1:3] == [("subscribe", "rc")] * 2
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,13 @@ import pytest
 
 from kchaos.bench.produce import Case, disk_mb, parse_perf_output, ratios
 from kchaos.harness.errors import ConfigError, WorkloadError
-from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+from kchaos.workloads.spec import (
+    ConsumerConfig,
+    ProducerConfig,
+    WorkloadSpec,
+    producer_settings,
+    validate_producers,
+)
 
 PERF_OUTPUT = """\
 499981 records sent, 99976.2 records/sec (9.53 MB/sec), 120.1 ms avg latency, 400.0 ms max.
@@ -49,10 +55,28 @@ def test_specs_reject_bad_values_naming_the_field() -> None:
     with pytest.raises(ConfigError, match="client"):
         WorkloadSpec(client="sarama").validate()  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="acks"):
-        WorkloadSpec(producer=ProducerSpec(acks="2")).validate()
+        WorkloadSpec(producers=ProducerConfig(acks="2")).validate()
     with pytest.raises(ConfigError, match="retries"):
-        ProducerSpec(idempotence=True, retries=0).validate()
+        validate_producers(ProducerConfig(configs={"enable.idempotence": "true", "retries": "0"}))
+    with pytest.raises(ConfigError, match="producers.count"):
+        WorkloadSpec(producers=ProducerConfig(count=-1)).validate()
+    with pytest.raises(ConfigError, match=r"must be int") as bad:
+        validate_producers(ProducerConfig(configs={"linger.ms": "soon"}))
+    assert bad.value.field == "producers.configs.linger.ms"
     with pytest.raises(ConfigError, match=r"consumers\[0\].mode"):
-        WorkloadSpec(consumers=(ConsumerSpec(mode="x"),)).validate()  # type: ignore[arg-type]
-    assert ProducerSpec(idempotence=False, retries=0).single_attempt
-    assert not ProducerSpec().single_attempt
+        WorkloadSpec(consumers=(ConsumerConfig(mode="x"),)).validate()  # type: ignore[arg-type]
+    assert producer_settings(ProducerConfig(acks="1", configs={"retries": "0"})).single_attempt
+    assert not producer_settings(ProducerConfig()).single_attempt
+
+
+def test_producer_settings_type_the_configs_kchaos_reads_and_pass_on_the_rest() -> None:
+    s = producer_settings(
+        ProducerConfig(configs={"linger.ms": "20", "enable.idempotence": "false", "x.y": "z"})
+    )
+    assert (s.linger_ms, s.idempotence, s.delivery_timeout_ms) == (20, False, 30000)
+    assert s.other == {"x.y": "z"}
+    # idempotence needs acks all: off with acks 1 unless the configs turn it on
+    assert not producer_settings(ProducerConfig(acks="1")).idempotence
+    assert producer_settings(
+        ProducerConfig(acks="1", configs={"enable.idempotence": "true"})
+    ).idempotence

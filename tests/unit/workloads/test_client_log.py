@@ -9,15 +9,15 @@ from confluent_kafka import Producer
 
 from kchaos.workloads import client_log, confluent_client
 from kchaos.workloads.confluent_txn import txn_producer_config
-from kchaos.workloads.spec import ProducerSpec
+from kchaos.workloads.spec import ProducerConfig
 
 
 def test_debug_config_routes_librdkafka_log_through_the_kchaos_logger():
-    spec = ProducerSpec(extra={"debug": "eos,protocol,msg"})
+    spec = ProducerConfig(configs={"debug": "eos,protocol,msg"})
     conf = confluent_client.producer_config("127.0.0.1:1", spec, "p1")
     assert conf["logger"] is client_log.LIBRDKAFKA_LOG
     assert conf["debug"] == "eos,protocol,msg"
-    assert "logger" not in confluent_client.producer_config("127.0.0.1:1", ProducerSpec(), "p1")
+    assert "logger" not in confluent_client.producer_config("127.0.0.1:1", ProducerConfig(), "p1")
     consumer = confluent_client.consumer_config("127.0.0.1:1", None, None, "c1", {"debug": "fetch"})
     assert consumer["logger"] is client_log.LIBRDKAFKA_LOG
     txn = txn_producer_config("127.0.0.1:1", "t-1", 10000, "t1", {"debug": "eos"})
@@ -30,7 +30,7 @@ def test_a_real_librdkafka_debug_log_is_written_to_the_file(tmp_path: Path, capf
     path.parent.mkdir()
     handler = client_log.log_to_file(path)
     try:
-        spec = ProducerSpec(extra={"debug": "broker"})
+        spec = ProducerConfig(configs={"debug": "broker"})
         # nothing listens on port 1: librdkafka logs its connection attempts
         producer = Producer(confluent_client.producer_config("127.0.0.1:1", spec, "p-log"))
         deadline = time.monotonic() + 10

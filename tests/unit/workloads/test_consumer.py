@@ -8,8 +8,12 @@ from workload_fakes import FakeConsumer
 
 from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.consumer import ConsumerWorker
-from kchaos.workloads.spec import ConsumerSpec
+from kchaos.workloads.spec import ConsumerConfig
 from kchaos.workloads.values import payload
+
+# An assigning reader, and the loop's settings that make the tests quick (no commits).
+ASSIGN = ConsumerConfig(mode="assign")
+QUICK: dict[str, Any] = {"poll_timeout_s": 0.01, "commit_interval_s": 0}
 
 LOGS = {
     ("t", 0): [(0, payload("1-0", 10)), (1, payload("1-2", 10))],
@@ -34,10 +38,13 @@ def run_worker(eventually: Callable[..., None]) -> Callable[..., ListSink]:
     record it could), then stop it: waits for the outcome, never a fixed time."""
 
     def run(
-        spec: ConsumerSpec, fake: FakeConsumer, until: Callable[[Events], bool] = read_all
+        spec: ConsumerConfig,
+        fake: FakeConsumer,
+        until: Callable[[Events], bool] = read_all,
+        **tuning: Any,
     ) -> ListSink:
         sink = ListSink()
-        worker = ConsumerWorker(9, ["t"], spec, sink, lambda: fake)
+        worker = ConsumerWorker(9, ["t"], spec, sink, lambda: fake, **tuning)
         worker.start()
         eventually(lambda: until(list(sink.events)) or worker.error is not None, "the reads")
         worker.stop()
@@ -51,7 +58,7 @@ def test_manual_assignment_records_assign_then_polls_in_order(
     run_worker: Callable[..., ListSink],
 ) -> None:
     fake = FakeConsumer(LOGS, low={("t", 1): 5})
-    sink = run_worker(ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0), fake)
+    sink = run_worker(ASSIGN, fake, **QUICK)
     events = sink.events
     assert events[0] == {
         **events[0],
@@ -72,8 +79,10 @@ def test_manual_assignment_records_assign_then_polls_in_order(
 
 def test_only_listed_partitions_are_assigned(run_worker: Callable[..., ListSink]) -> None:
     fake = FakeConsumer(LOGS)
-    spec = ConsumerSpec(mode="assign", partitions=(1,), poll_timeout_s=0.01, commit_interval_s=0)
-    sink = run_worker(spec, fake, until=lambda events: any(e["f"] == "poll" for e in events))
+    sink = run_worker(
+        ASSIGN, fake, until=lambda events: any(e["f"] == "poll" for e in events), partitions=(1,),
+        **QUICK,
+    )  # fmt: skip
     assert sink.events[0]["partitions"] == [["t", 1]]
 
 
@@ -82,13 +91,15 @@ def test_subscription_records_every_rebalance_and_commits(
 ) -> None:
     fake = FakeConsumer(LOGS)
     fake.rebalance_on_poll = [[("t", 0), ("t", 1)], [], [("t", 1)]]  # three rebalances
-    spec = ConsumerSpec(mode="subscribe", poll_timeout_s=0.01, commit_interval_s=0.05)
+    spec = ConsumerConfig(mode="subscribe")
 
     def three_rebalances_and_a_commit(events: Events) -> bool:
         assigns = [e for e in events if e["f"] == "assign"]
         return len(assigns) >= 3 and any(e["f"] == "commit" and e["type"] == "ok" for e in events)
 
-    sink = run_worker(spec, fake, until=three_rebalances_and_a_commit)
+    sink = run_worker(
+        spec, fake, until=three_rebalances_and_a_commit, poll_timeout_s=0.01, commit_interval_s=0.05
+    )
     assigns = [e["partitions"] for e in sink.events if e["f"] == "assign"]
     assert assigns[:3] == [[["t", 0], ["t", 1]], [], [["t", 1]]]
     commits = [e for e in sink.events if e["f"] == "commit"]
@@ -101,7 +112,7 @@ def test_a_failing_poll_is_recorded_and_reading_continues(
 ) -> None:
     fake = FakeConsumer(LOGS)
     fake.poll_failures = 1
-    sink = run_worker(ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0), fake)
+    sink = run_worker(ASSIGN, fake, **QUICK)
     polls = [e for e in sink.events if e["f"] == "poll" and e["type"] != "invoke"]
     assert polls[0]["type"] == "fail" and "broker gone" in polls[0]["error"]
     assert any(p["type"] == "ok" and p["records"] for p in polls[1:])
@@ -113,8 +124,7 @@ def test_seek_moves_the_position_and_writes_an_assign_line(
     fake = FakeConsumer(LOGS)
     sink = ListSink()
     worker = ConsumerWorker(
-        4, ["t"], ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0), sink,
-        lambda: fake,
+        4, ["t"], ASSIGN, sink, lambda: fake, **QUICK,
     )  # fmt: skip
     worker.start()
     eventually(lambda: read_all(list(sink.events)), "every record read once")
@@ -139,9 +149,8 @@ def test_seek_moves_the_position_and_writes_an_assign_line(
 def test_assign_lines_state_the_readers_isolation(
     isolation: str, run_worker: Callable[..., ListSink]
 ) -> None:
-    spec = ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0,
-                        isolation=isolation)  # type: ignore[arg-type]  # fmt: skip
-    sink = run_worker(spec, FakeConsumer(LOGS))
+    spec = ConsumerConfig(mode="assign", isolation=isolation)  # type: ignore[arg-type]
+    sink = run_worker(spec, FakeConsumer(LOGS), **QUICK)
     assigns = [e for e in sink.events if e["f"] == "assign"]
     assert assigns and all(e["isolation"] == isolation for e in assigns)
 
@@ -177,7 +186,7 @@ def test_a_topic_not_yet_known_to_the_broker_asked_is_asked_for_again(
     monkeypatch.setattr("kchaos.workloads.consumer._PARTITIONS_RETRY_S", 0.01)
     fake = FakeConsumer(LOGS)
     fake.partitions_failures = 3
-    sink = run_worker(ConsumerSpec(mode="assign", poll_timeout_s=0.01, commit_interval_s=0), fake)
+    sink = run_worker(ASSIGN, fake, **QUICK)
     assert fake.partitions_failures == 0
     assert sink.events[0]["partitions"] == [["t", 0], ["t", 1]]
 
@@ -195,8 +204,7 @@ def test_a_topic_unknown_past_the_wait_is_the_readers_error(
     fake = FakeConsumer(LOGS)
     fake.partitions_failures = 1000
     worker = ConsumerWorker(
-        9, ["t"], ConsumerSpec(mode="assign", poll_timeout_s=0.01), ListSink(), lambda: fake,
-        clock=clock,
+        9, ["t"], ASSIGN, ListSink(), lambda: fake, clock=clock, poll_timeout_s=0.01,
     )  # fmt: skip
     worker.start()
     eventually(lambda: worker.error is not None, "the reader's error")

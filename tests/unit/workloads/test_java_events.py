@@ -30,7 +30,7 @@ from kchaos.workloads.java_events import (
     java_error_name,
 )
 from kchaos.workloads.metrics import HarnessMetrics
-from kchaos.workloads.spec import ConsumerSpec, ProducerSpec
+from kchaos.workloads.spec import ConsumerConfig, ProducerConfig
 
 DATA = Path(__file__).parent / "data"
 
@@ -223,8 +223,8 @@ def test_a_translated_history_passes_the_checkers_parser(tmp_path: Path) -> None
 
 
 def test_producer_settings_and_command_line() -> None:
-    spec = ProducerSpec(acks="1", idempotence=False, rate=200.0, keys=4,
-                        extra={"max.block.ms": "5000"})  # fmt: skip
+    # acks 1 turns idempotence off (no enable.idempotence among the configs)
+    spec = ProducerConfig(acks="1", rate=200.0, keys=4, configs={"max.block.ms": "5000"})
     props = producer_properties(spec, "kchaos-p1")
     assert props["acks"] == "1" and props["enable.idempotence"] == "false"
     assert props["retries"] == "2147483647"  # never the tool's own 0 unless asked for
@@ -234,13 +234,13 @@ def test_producer_settings_and_command_line() -> None:
     assert argv[argv.index("--acks") + 1] == "1"
     assert argv[argv.index("--value-prefix") + 1] == "7"
     assert argv[argv.index("--repeating-keys") + 1] == "4"
-    assert "--acks" in producer_argv("b:1", "t", 1, ProducerSpec(acks="all", rate=1.0))
+    assert "--acks" in producer_argv("b:1", "t", 1, ProducerConfig(acks="all", rate=1.0))
     text = properties_text({"a b": "x=y\nz", "c": "d\\e"})
     assert text == "a\\ b=x=y\\nz\nc=d\\\\e\n"
 
 
 def test_consumer_settings_and_command_line() -> None:
-    spec = ConsumerSpec(group_id="g", rack="r1", extra={"group.protocol": "consumer"})
+    spec = ConsumerConfig(group="g", rack="r1", configs={"group.protocol": "consumer"})
     props = consumer_properties(spec, "kchaos-c3")
     assert props["client.rack"] == "r1" and "group.protocol" not in props
     argv = consumer_argv("b:1", "t", spec)

@@ -16,7 +16,7 @@ from kchaos.harness.rundir.stable_offsets import StableOffsetSample
 from kchaos.workloads import workload as wl
 from kchaos.workloads.lso import ConsumerStableOffsetSource, StableOffsets
 from kchaos.workloads.monitor import Monitor, StableOffsetSampling
-from kchaos.workloads.spec import ConsumerSpec, CopierSpec, TxnSpec, WorkloadSpec
+from kchaos.workloads.spec import ConsumerConfig, CopierSpec, ProducerConfig, TxnSpec, WorkloadSpec
 
 TP = tuple[str, int]
 
@@ -190,8 +190,8 @@ def test_a_stuck_lso_question_blinds_neither_the_metadata_nor_later_samples(
 def _txn_spec(**tx: Any) -> WorkloadSpec:
     return WorkloadSpec(
         topics=("a", "b", "out"),
-        producers=0,
-        consumers=(ConsumerSpec(),),
+        producers=ProducerConfig(count=0),
+        consumers=(ConsumerConfig(count=1),),
         transactions=TxnSpec(producers=1, topics=("a",), process=False, **tx),
     )
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from workload_fakes import FakeProducer
 
@@ -9,11 +10,15 @@ from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.workloads.clients import SendCallback, SendResult
 from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.producer import CLOSED_IN_FLIGHT, ProducerWorker
-from kchaos.workloads.spec import ProducerSpec
+from kchaos.workloads.spec import ProducerConfig
+
+# Producers as the tests want them: unpaced, unkeyed, and never held back by the cap on
+# unacknowledged sends (the tests complete sends by hand).
+FREE = ProducerConfig(rate=0, keys=0, max_in_flight=10000)
 
 
 def start_worker(
-    spec: ProducerSpec, n_sends: int, metrics: HarnessMetrics | None = None
+    spec: ProducerConfig, n_sends: int, metrics: HarnessMetrics | None = None
 ) -> tuple[ProducerWorker, FakeProducer, ListSink]:
     sink = ListSink()
     made: list[FakeProducer] = []
@@ -40,7 +45,7 @@ def by_value(sink: ListSink) -> dict[str, list[dict]]:
 
 def test_every_send_has_one_invoke_and_one_completion() -> None:
     metrics = HarnessMetrics()
-    worker, client, sink = start_worker(ProducerSpec(rate=2000.0, keys=2), 20, metrics)
+    worker, client, sink = start_worker(replace(FREE, rate=2000.0, keys=2), 20, metrics)
     time.sleep(0.05)
     sent = list(client.sent)
     assert len(sent) >= 20
@@ -75,7 +80,7 @@ def test_every_send_has_one_invoke_and_one_completion() -> None:
 
 
 def test_values_are_unique_and_invokes_precede_completions() -> None:
-    worker, client, sink = start_worker(ProducerSpec(), 500)
+    worker, client, sink = start_worker(FREE, 500)
     for _, _, _, value in list(client.sent):
         client.complete(value, SendResult(partition=0, offset=1))
     worker.stop(close_timeout=0.0)
@@ -90,7 +95,7 @@ def test_values_are_unique_and_invokes_precede_completions() -> None:
 
 
 def test_single_attempt_producer_records_not_enough_replicas_as_fail() -> None:
-    spec = ProducerSpec(idempotence=False, retries=0)
+    spec = replace(FREE, configs={"enable.idempotence": "false", "retries": "0"})
     worker, client, sink = start_worker(spec, 1)
     client.complete(client.sent[0][3], SendResult(error="NOT_ENOUGH_REPLICAS"))
     worker.stop(close_timeout=0.0)
@@ -108,7 +113,7 @@ def test_queue_full_is_retried_and_other_refusals_fail(eventually: Callable[...,
         holder.append(fake)
         return fake
 
-    worker = ProducerWorker(1, ["t"], ProducerSpec(rate=1000.0), sink, factory)
+    worker = ProducerWorker(1, ["t"], replace(FREE, rate=1000.0), sink, factory)
     worker.start()
     eventually(lambda: bool(holder) and len(holder[0].sent) >= 1, "1-1 accepted by the client")
     worker.stop(close_timeout=0.0)
@@ -130,7 +135,7 @@ def test_a_fatal_client_error_ends_the_producer_not_the_run() -> None:
         made.append(FakeProducer(on_done))
         return made[0]
 
-    worker = ProducerWorker(3, ["t"], ProducerSpec(rate=2000.0), sink, factory)
+    worker = ProducerWorker(3, ["t"], replace(FREE, rate=2000.0), sink, factory)
     worker.start()
     deadline = time.monotonic() + 5
     while worker.counts["invoke"] < 20 and time.monotonic() < deadline:

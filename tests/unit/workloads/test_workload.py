@@ -15,7 +15,7 @@ import kchaos.workloads.workload as wl
 from kchaos.harness.rundir.history_writer import ListSink
 from kchaos.harness.rundir.rundir import RunDir
 from kchaos.workloads.clients import SendResult
-from kchaos.workloads.spec import ConsumerSpec, ProducerSpec, WorkloadSpec
+from kchaos.workloads.spec import ConsumerConfig, ProducerConfig, WorkloadSpec
 from kchaos.workloads.values import payload
 
 
@@ -53,7 +53,7 @@ def test_facade_runs_workers_serves_and_pushes_metrics(
 ) -> None:
     logs = {("t", 0): [(i, payload(f"9-{i}", 10)) for i in range(5)]}
 
-    def fake_producers(lib: str, servers: str, spec: ProducerSpec, cid: str) -> Any:
+    def fake_producers(lib: str, servers: str, spec: ProducerConfig, cid: str) -> Any:
         return lambda on_done: AckingProducer(on_done)
 
     def fake_consumer(*args: Any, **kwargs: Any) -> FakeConsumer:
@@ -63,9 +63,8 @@ def test_facade_runs_workers_serves_and_pushes_metrics(
     monkeypatch.setattr(wl, "make_consumer", fake_consumer)
     spec = WorkloadSpec(
         topics=("t",),
-        producers=2,
-        consumers=(ConsumerSpec(mode="assign", poll_timeout_s=0.01),),
-        producer=ProducerSpec(rate=200.0),
+        producers=ProducerConfig(count=2, rate=200.0, keys=0),
+        consumers=(ConsumerConfig(count=1, mode="assign"),),
     )
     sink = ListSink()
     with wl.Workload(
@@ -105,7 +104,7 @@ def test_the_drain_consumer_keeps_librdkafka_quiet(
         return FakeConsumer({("t", 0): [(0, payload("1-0", 10))]})
 
     monkeypatch.setattr(wl, "make_consumer", fake_consumer)
-    spec = WorkloadSpec(topics=("t",), producers=0, client=client)  # type: ignore[arg-type]
+    spec = WorkloadSpec(topics=("t",), producers=ProducerConfig(count=0), client=client)  # type: ignore[arg-type]
     workload = wl.Workload(spec, "unused:9092", ListSink(), monitor=False)
     assert workload.drain(deadline_s=5).complete
     extra = built[0].get("extra") or {}
@@ -126,7 +125,9 @@ def test_a_run_points_librdkafkas_log_at_its_file_while_clients_run(
         ]
 
     # no workers: only the log's setup and teardown are looked at
-    spec = WorkloadSpec(topics=("t",), producers=0, consumers=(), client=client)  # type: ignore[arg-type]
+    spec = WorkloadSpec(
+        topics=("t",), producers=ProducerConfig(count=0), consumers=(), client=client
+    )  # type: ignore[arg-type]
     workload = wl.Workload(spec, "unused:9092", ListSink(), monitor=False, run_dir=RunDir(tmp_path))
     workload.start()
     try:
@@ -145,8 +146,8 @@ def test_transactional_workers_follow_the_consumers_and_keep_one_id_each(
     from kchaos.workloads.txn_process import TxnProcessWorker, TxnThreadWorker
 
     spec = WorkloadSpec(
-        topics=("a", "b", "out"), producers=1,
-        consumers=(ConsumerSpec(isolation="read_committed"),),
+        topics=("a", "b", "out"), producers=ProducerConfig(count=1),
+        consumers=(ConsumerConfig(count=1, isolation="read_committed"),),
         transactions=TxnSpec(producers=2, copier=CopierSpec("a", "out")),
     )  # fmt: skip
     workload = wl.Workload(spec, "h:1", ListSink(), monitor=False, run_dir=RunDir(tmp_path))
@@ -164,7 +165,7 @@ def test_transactional_workers_follow_the_consumers_and_keep_one_id_each(
     assert seen["hwm_factory"] is not None and seen["lso_wait_s"] == 20.0
 
     threads = wl.Workload(
-        WorkloadSpec(topics=("a",), producers=0, consumers=(),
+        WorkloadSpec(topics=("a",), producers=ProducerConfig(count=0), consumers=(),
                      transactions=TxnSpec(process=False)),
         "h:1", ListSink(), monitor=False,
     ).transactional  # fmt: skip
@@ -207,8 +208,12 @@ def test_a_fault_finds_the_worker_of_an_id_and_gets_a_replacement_with_the_same_
 
     monkeypatch.setattr(tp, "child_command", lambda c: [sys.executable, "-c", TXN_CHILD,
                                                         c.to_json()])  # fmt: skip
-    spec = WorkloadSpec(topics=("a",), producers=1, consumers=(ConsumerSpec(),),
-                        transactions=TxnSpec(producers=2))  # fmt: skip
+    spec = WorkloadSpec(
+        topics=("a",),
+        producers=ProducerConfig(count=1),
+        consumers=(ConsumerConfig(count=1),),
+        transactions=TxnSpec(producers=2),
+    )
     sink = ListSink()
     workload = wl.Workload(spec, "h:1", sink, monitor=False, run_dir=RunDir(tmp_path))
     monkeypatch.setattr(wl, "drain", lambda *args, **kwargs: None)
@@ -251,7 +256,7 @@ def test_a_thread_worker_is_no_client_a_fault_can_stop() -> None:
     from kchaos.workloads.spec import TxnSpec
 
     workload = wl.Workload(
-        WorkloadSpec(topics=("a",), producers=0, consumers=(),
+        WorkloadSpec(topics=("a",), producers=ProducerConfig(count=0), consumers=(),
                      transactions=TxnSpec(process=False)),
         "h:1", ListSink(), monitor=False,
     )  # fmt: skip
