@@ -28,6 +28,7 @@ _PROPERTY_MAPS: tuple[tuple[str, ...], ...] = (
     ("topics", "*", "configs"),
     ("workload", "producers", "configs"),
     ("workload", "consumers", "configs"),
+    ("workload", "transactions", "configs"),
     ("nemesis", "steps", "*", "params"),
 )
 

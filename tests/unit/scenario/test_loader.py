@@ -192,6 +192,19 @@ def test_set_overrides_with_dotted_property_names():
     assert sc.cluster.broker_properties[2]["broker.rack"] == "x"
 
 
+def test_set_reaches_a_transactional_client_property_with_dots() -> None:
+    library = Path(__file__).resolve().parents[3] / "harness" / "scenarios"
+    sc = load_scenario(
+        str(library / "kafka-17754-delayed-end-txn.yaml"),
+        overrides=[
+            "workload.client=confluent-kafka",
+            "workload.transactions.configs.socket.timeout.ms=2000",
+        ],
+    )
+    assert sc.workload.transactions is not None
+    assert sc.workload.transactions.configs["socket.timeout.ms"] == "2000"
+
+
 def test_bad_override_is_attributed_to_set():
     err = error_of(GOOD, overrides=["cluster.brokers=lots"])
     assert err.file == "--set" and err.field == "cluster.brokers"
