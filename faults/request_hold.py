@@ -196,27 +196,30 @@ class HoldRequest(Fault):
         if held is not None:
             self.detail["held_packets"] = held
             self.detail["caught"] = parse_caught(listing)
-        sockets = self._unsent() if held else {}
+        sockets = self._unsent() if held else None
         try:
             self._run(self._remove, heal=True)
         except HealError as exc:
             if "no running client container" not in str(exc):
                 raise
         self._installed = False
-        if sockets:
+        if sockets is not None:
+            # empty: the held connection was gone before the release (the client reset
+            # it), so nothing held is left to arrive late
             self.detail["held_sockets"] = [
                 {"port": port, "state": state, "send_q": queued}
                 for port, (state, queued) in sorted(sockets.items())
             ]
+        if sockets:
             self._watch_release(set(sockets))
 
-    def _unsent(self) -> dict[int, tuple[str, int]]:
-        """The client's sockets to Toxiproxy with bytes unacknowledged; empty when ``ss``
+    def _unsent(self) -> dict[int, tuple[str, int]] | None:
+        """The client's sockets to Toxiproxy with bytes unacknowledged; None when ``ss``
         cannot be run there (a measure, never a reason for the stop to fail)."""
         try:
             out = self._run(f"ss -tnH dst {self.cluster.toxiproxy_ip}", heal=True)
         except HealError:
-            return {}
+            return None
         return unsent_sockets(out, self.cluster.toxiproxy_ip)
 
     def _watch_release(self, ports: set[int]) -> None:
@@ -225,7 +228,7 @@ class HoldRequest(Fault):
         released = time.monotonic()
         deadline = released + float(self.params["deliver_s"])
         while True:
-            left = {p: v for p, v in self._unsent().items() if p in ports}
+            left = {p: v for p, v in (self._unsent() or {}).items() if p in ports}
             if not left:
                 self.detail["delivered_after_s"] = round(time.monotonic() - released, 2)
                 return

@@ -615,6 +615,11 @@ def measure_request_hold(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
         if isinstance(sockets, list)
         else []
     )
+    if isinstance(sockets, list) and not sockets:
+        return NOT_SEEN, (
+            f"{told}; the held connection was gone before the release (the client reset"
+            " it), so nothing held arrived late"
+        )
     if states and all(state == "ESTAB" for state in states):
         # the client had not given up on the request yet: it arrived slow, not late
         return NOT_SEEN, (
@@ -629,7 +634,7 @@ def measure_request_hold(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     if fault.stop_detail.get("undelivered"):
         # held, but not seen to arrive late: the mechanism did not run to its end
         return NOT_SEEN, f"{told}; still unacknowledged after the release (never delivered)"
-    return SEEN, f"{told} (connections caught: {caught}; the release was not watched)"
+    return NOT_MEASURED, f"{told} (connections caught: {caught}); the release was not watched"
 
 
 # -- leadership: the leaders moved --------------------------------------------------------

@@ -264,6 +264,8 @@ class _Stopped:
          effects.NOT_SEEN),  # released before the client gave up: not late
         ({"held_packets": 6, "held_sockets": [{"state": "FIN-WAIT-1"}], "undelivered": [44270]},
          effects.NOT_SEEN),
+        ({"held_packets": 1, "held_sockets": []}, effects.NOT_SEEN),  # reset by the client
+        ({"held_packets": 2}, effects.NOT_MEASURED),  # ss could not be run at the stop
         ({"held_packets": 0}, effects.NOT_SEEN),
         ({}, effects.NOT_MEASURED),
     ],
