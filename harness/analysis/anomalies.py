@@ -74,6 +74,22 @@ def shape(
     )
 
 
+def shape_acked(
+    df: DataFrame,
+    kind: str,
+    index: Column,
+    time: Column,
+    invoke: Column,
+    *txn: Column,
+    **detail: Column,
+) -> DataFrame:
+    """:func:`shape` for an acknowledged value's anomaly (lost-write, unseen): at its
+    acknowledgement's ``index`` and ``time``, the detail led by ``invoke_index`` (its send's
+    or transaction's invoke) and ``ok_index``, then ``detail``; ``txn``: a transactional
+    value's txn and tid columns."""
+    return shape(df, kind, index, time, *txn, invoke_index=invoke, ok_index=index, **detail)
+
+
 def _acked(t: Tables) -> DataFrame:
     from pyspark.sql import functions as F
 
@@ -162,13 +178,12 @@ def lost_write(found: DataFrame, t: Tables) -> DataFrame:
     from kchaos.harness.analysis import partitions as pp
 
     lost = _tagged(found, pp.LOST).join(F.broadcast(t.drained), PART)
-    return shape(
+    return shape_acked(
         lost,
         "lost-write",
         F.col("index"),
         F.col("time"),
-        invoke_index=F.col("i_invoke"),
-        ok_index=F.col("index"),
+        F.col("i_invoke"),
         log_start_offset=F.col("lso"),
         high_watermark=F.col("hwm"),
         drain_end_index=F.col("i_end"),
@@ -234,14 +249,7 @@ def unseen(found: DataFrame) -> DataFrame:
     from kchaos.harness.analysis import partitions as pp
 
     missing = _tagged(found, pp.UNSEEN).join(_foreign_values(found), ["rk", "value"], "left_anti")
-    return shape(
-        missing,
-        "unseen",
-        F.col("index"),
-        F.col("time"),
-        invoke_index=F.col("i_invoke"),
-        ok_index=F.col("index"),
-    )
+    return shape_acked(missing, "unseen", F.col("index"), F.col("time"), F.col("i_invoke"))
 
 
 # At most this many rows of (run key, value) are broadcast to every task.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kchaos.harness.analysis.anomalies import shape
+from kchaos.harness.analysis.anomalies import shape, shape_acked
 from kchaos.harness.analysis.tables import PART, READERS, Tables
 from kchaos.harness.rundir.history import FAIL, OK
 
@@ -55,15 +55,14 @@ def committed_positions(x: TxnTables) -> DataFrame:
 def lost_write(x: TxnTables) -> DataFrame:
     from pyspark.sql import functions as F
 
-    return shape(
+    return shape_acked(
         x.values.filter(F.col("lost")),
         "lost-write",
         F.col("i_done"),
         F.col("t_done"),
+        F.col("i_invoke"),
         F.col("txn"),
         F.col("tid"),
-        invoke_index=F.col("i_invoke"),
-        ok_index=F.col("i_done"),
         log_start_offset=F.col("lso"),
         high_watermark=F.col("hwm"),
         drain_end_index=F.col("i_end"),
@@ -78,15 +77,14 @@ def unseen(x: TxnTables, t: Tables) -> DataFrame:
     out = x.values.filter(
         (F.col("outcome") == OK) & ~F.col("present") & (~F.col("drained") | F.col("blind"))
     ).join(t.reads.select("rk", "value"), ["rk", "value"], "left_anti")
-    return shape(
+    return shape_acked(
         out,
         "unseen",
         F.col("i_done"),
         F.col("t_done"),
+        F.col("i_invoke"),
         F.col("txn"),
         F.col("tid"),
-        invoke_index=F.col("i_invoke"),
-        ok_index=F.col("i_done"),
     )
 
 

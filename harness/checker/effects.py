@@ -389,23 +389,23 @@ def measure_crash(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     unknown = f"no {CONTROLLER_JSONL}: broker epochs unknown"
     if not brokers and not controllers:
         return (NOT_MEASURED, unknown) if record is None else no_broker(others)
-    if brokers and record is None:
-        parts.append((NOT_MEASURED, unknown))
-    end = _restart_end(fault, ctx.facts)
-    for broker in brokers:
-        if record is None:
-            break
-        told = _new_epoch(record, broker, fault.start_time, end)
-        if told is None:
-            parts.append(
-                (
-                    NOT_SEEN,
-                    f"broker {broker} did not register again between {_s(fault.start_time)}"
-                    f" and {_s(end)}",
+    if record is None:
+        if brokers:
+            parts.append((NOT_MEASURED, unknown))
+    else:
+        end = _restart_end(fault, ctx.facts)
+        for broker in brokers:
+            told = _new_epoch(record, broker, fault.start_time, end)
+            if told is None:
+                parts.append(
+                    (
+                        NOT_SEEN,
+                        f"broker {broker} did not register again between"
+                        f" {_s(fault.start_time)} and {_s(end)}",
+                    )
                 )
-            )
-        else:
-            parts.append((SEEN, told))
+            else:
+                parts.append((SEEN, told))
     notes = []
     codes = fault.stop_detail.get("exit_codes") or fault.detail.get("exit_codes")
     if isinstance(codes, dict) and codes:

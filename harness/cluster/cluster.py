@@ -541,19 +541,16 @@ class Cluster:
         st.phase = "started"
         save(st)
 
-    def stop(self, timeout: float = 20.0, *, graceful: bool = True) -> None:
+    def stop(self, timeout: float = 20.0) -> None:
         """Stop the nodes with SIGTERM (controlled shutdown), brokers before controllers
         (see :func:`~kchaos.harness.cluster.topology.stop_order`), then remove everything.
 
         ``timeout`` bounds the whole stop, not each node: what has not exited by then is
-        killed by the cleanup. ``graceful=False`` skips the controlled shutdown and
-        removes everything at once: for a run that has collected its evidence (logs,
-        replica dumps) already, whose cluster nobody reads again.
+        killed by the cleanup. A run that has collected its evidence (logs, replica
+        dumps) already, whose cluster nobody reads again, calls :meth:`cleanup` instead:
+        no controlled shutdown, everything removed at once.
         """
         if self.foreign:
-            return
-        if not graceful:
-            self.cleanup()
             return
         deadline = time.monotonic() + timeout
         try:

@@ -268,7 +268,7 @@ def run_scenario(
                     if not keep_cluster:
                         with progress.phase("teardown"):
                             # the run's evidence is collected: no controlled shutdown
-                            cluster.stop(graceful=False)
+                            cluster.cleanup()
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted"
         raise RunInterrupted("interrupted") from None

@@ -42,8 +42,10 @@ def _check_target(src: Source, sc: Scenario, path: Path_, target: str) -> None:
         spec = parse_target(target)
     except ConfigError as exc:
         raise src.error(path, exc.detail) from None
-    while spec.kind == "except" and spec.inner is not None:
-        spec = spec.inner  # brokers-except:SPEC: SPEC's topic or nodes must exist too
+    if spec.kind == "except" and spec.inner is not None:
+        # brokers-except:SPEC (never nested: the parser refuses it): SPEC's topic or
+        # nodes must exist too
+        spec = spec.inner
     if spec.kind == "leader":
         topic = {t.name: t for t in sc.topics}.get(spec.topic)
         if topic is None:

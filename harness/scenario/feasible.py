@@ -103,14 +103,15 @@ def _check_coordinator(src: Source, plan: Plan, target: str, target_path: Path_)
     """A coordinator target must name a transactional id or a group the workload uses:
     any other has no coordinator to find, and the fault would never start (also behind
     ``brokers-except:``)."""
-    from kchaos.faults.targets import EXCEPT
-
-    target = target.removeprefix(EXCEPT)
-    if not target.startswith("coordinator:"):
-        return
     from kchaos.faults.coordinators import parse_key
+    from kchaos.faults.targets import parse_target
 
-    key = parse_key(target[len("coordinator:") :])
+    spec = parse_target(target)
+    if spec.kind == "except" and spec.inner is not None:
+        spec = spec.inner  # the parser refuses brokers-except: inside brokers-except:
+    if spec.kind != "coordinator":
+        return
+    key = parse_key(spec.key)
     if key.kind == "txn":
         used = sorted(t for _, _, t in plan.workload.txn_processes())
         what = "transactional id"

@@ -33,6 +33,12 @@ def test_3_7_1_is_affected_by_16541_and_not_by_the_bugs_fixed_in_3_7_0() -> None
     # the measured rates of both sides and the live check come with it
     assert "3.7.0 (affected): 10 of 10 seeds" in text
     assert "3.9.1 (fixed): 10 of 10 seeds" in text
+    # the rows with the reboot's effect required: two batches of five seeds, two commits
+    for side in ("3.7.0 (affected)", "3.9.1 (fixed)"):
+        assert (
+            f"{side}: 10 of 10 seeds (16541-16550) as expected, 2026-12-07, "
+            "kchaos e56e6f0-4f93598 (16541-16545), 5b5ad36 (16546-16550)"
+        ) in text
     assert (
         "kchaos matrix kafka-16541-epoch-checkpoint-os-crash --kafka-version 3.7.0,3.9.1 "
         "--seeds 10" in text

@@ -80,6 +80,28 @@ def test_good_scenario_builds_typed_values():
         ("      target: leader:t:1", "      target: leader:t:2", 29, None, "2 partitions"),
         ("      target: leader:t:1", "      target: leader:u:0", 29, None, "unknown topic"),
         ("      target: leader:t:1", "      target: the-boss", 29, None, "not a target"),
+        # behind brokers-except: the inner spec's topic, partition and nodes must exist too
+        (
+            "      target: leader:t:1",
+            "      target: brokers-except:leader:u:0",
+            29,
+            None,
+            "unknown topic",
+        ),
+        (
+            "      target: leader:t:1",
+            "      target: brokers-except:leader:t:2",
+            29,
+            None,
+            "2 partitions",
+        ),
+        (
+            "      target: leader:t:1",
+            "      target: brokers-except:the-boss",
+            29,
+            None,
+            "not a target",
+        ),
         ("    replication_factor: 3", "    replication_factor: 4", 14, None, "> 3 brokers"),
         ("      at: 10s", "      at: 70s", 27, "nemesis.steps.0.at", "after the workload"),
         ("    2:", "    5:", 9, "cluster.broker_properties.5", "no broker 5"),

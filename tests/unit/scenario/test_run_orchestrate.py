@@ -27,7 +27,7 @@ class FakeCluster:
 
     def __init__(self, spec: Any) -> None:
         self.spec = spec
-        self.started = self.stopped = False
+        self.started = self.stopped = self.cleaned = False
         FakeCluster.instances.append(self)
 
     # what the real _drive asks of a cluster once its own steps are faked
@@ -41,9 +41,12 @@ class FakeCluster:
         self.started = True
         return self
 
-    def stop(self, timeout: float = 20.0, *, graceful: bool = True) -> None:
+    def stop(self, timeout: float = 20.0) -> None:
         self.stopped = True
-        self.graceful = graceful
+
+    def cleanup(self) -> list[str]:
+        self.cleaned = True
+        return []
 
     def wait_ready(self, timeout: float) -> None:
         pass
@@ -83,9 +86,8 @@ def test_completed_run_writes_everything(fakes, monkeypatch, tmp_path: Path):
     monkeypatch.setattr(orchestrate, "_drive", writes_history())
     sc = library.load("smoke")
     result = orchestrate.run_scenario(sc, out=tmp_path / "run", quiet=True)
-    assert fakes[0].started and fakes[0].stopped
     # the evidence is collected before the teardown: no controlled shutdown then
-    assert fakes[0].graceful is False
+    assert fakes[0].started and fakes[0].cleaned and not fakes[0].stopped
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["status"] == "completed" and run["end"]
     assert run["image"] == {"kafka": "kchaos/kafka:4.4.0", "toxiproxy": "kchaos/toxiproxy:2.12.0"}
@@ -134,7 +136,7 @@ def test_a_failing_run_still_tears_down_and_reports(fakes, monkeypatch, tmp_path
     monkeypatch.setattr(orchestrate, "_drive", writes_history(fail=ClusterError("boom")))
     with pytest.raises(ClusterError, match="boom"):
         orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True)
-    assert fakes[0].stopped
+    assert fakes[0].cleaned
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["status"] == "error" and run["end"]
     assert (tmp_path / "run" / "report.html").is_file()
@@ -148,7 +150,7 @@ def test_sigterm_tears_down(fakes, monkeypatch, tmp_path: Path):
     monkeypatch.setattr(orchestrate, "_drive", drive)
     with pytest.raises(orchestrate.RunInterrupted):
         orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True)
-    assert fakes[0].stopped
+    assert fakes[0].cleaned
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "interrupted"
     assert signal.getsignal(signal.SIGTERM) is not None
 
@@ -372,7 +374,7 @@ def test_a_run_failing_before_it_started_writes_run_json_once(
     monkeypatch.setattr(kchaos.harness.cluster, "Cluster", NoCluster, raising=False)
     with pytest.raises(ClusterError, match="no Docker daemon"):
         orchestrate.run_scenario(library.load("smoke"), out=tmp_path / "run", quiet=True)
-    assert fakes[0].stopped
+    assert fakes[0].cleaned
     assert len(run_json_writes) == 1
     # readable by the reader every tool uses, saying what was attempted and why it failed
     from kchaos.harness.rundir.runjson import load_run
