@@ -105,9 +105,7 @@ def _window(w: int, start: int, lost: int) -> dict[str, Any]:
     return {**base, "w": w, "start_ns": start, "end_ns": start + 10, "label": "x", "lost": lost}
 
 
-def test_the_one_write_puts_each_runs_rows_under_that_run(
-    spark: Any, tmp_path: Path
-) -> None:
+def test_the_one_write_puts_each_runs_rows_under_that_run(spark: Any, tmp_path: Path) -> None:
     """write_run_outputs alone, on made-up windows whose every row names its run (start_ns
     is 1000 times the run key, lost the run key): a row under another run fails."""
     results = []
