@@ -111,3 +111,37 @@ def test_a_bad_row_in_a_run_end_copy_is_named_by_its_json_line(spark: Any, tmp_p
     assert err.value.line == 3 and err.value.field == "f"
     assert str(run.history) in str(err.value)
     shutil.rmtree(run.history_parquet)
+
+
+def _retyped(copy: Path, column: str, to: str) -> None:
+    """Rewrite the one file of a run-end copy with ``column`` cast to Arrow type ``to``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (part,) = sorted(copy.glob("*.parquet"))
+    table = pq.read_table(str(part))
+    i = table.column_names.index(column)
+    table = table.set_column(i, column, table.column(column).cast(getattr(pa, to)()))
+    pq.write_table(table, str(part))
+
+
+@pytest.mark.parametrize("others", ["int32", "string"])
+def test_a_wrongly_typed_copy_among_many_is_named(spark: Any, tmp_path: Path, others: str) -> None:
+    """All runs' copies have their types checked by one read; a copy whose ``partition``
+    is text is still named, whether the other copies disagree with it (the merge of
+    their footers fails) or one more is text too (the merge gives text)."""
+    runs = []
+    for i in range(3):
+        run = RunDir(tmp_path / f"run-{i}").create()
+        run.history.write_bytes(near_misses().lines())
+        assert run.write_history_parquet()
+        run.history.unlink()
+        runs.append(run)
+    _retyped(runs[1].history_parquet, "partition", "string")
+    if others == "string":
+        _retyped(runs[2].history_parquet, "partition", "string")
+    with pytest.raises(HistoryError) as err:
+        run_job([r.path for r in runs], spark=spark, write=False)
+    assert err.value.field == "partition"
+    assert str(runs[1].history_parquet) in str(err.value)
+    assert "type string" in str(err.value)
