@@ -196,6 +196,7 @@ class _TrackedWorker:
     the tracker of their lines."""
 
     config: TxnWorkerConfig
+    process: int
     _tracker: _Tracker
 
     @property
