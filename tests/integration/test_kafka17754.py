@@ -11,8 +11,8 @@ which a plain transactional producer never sends. The test reads what the run le
   acknowledged after that: a request delivered late;
 * the hold for TxnOffsetCommit held nothing and results.json says so (``not-seen``);
 * a transaction the checker names is cut in two: some of its values were read, some
-  were not, and the client's abort of it was refused (INVALID_TXN_STATE: the late EndTxn
-  had already committed it);
+  were not, and the client never saw it committed (its abort refused with
+  INVALID_TXN_STATE, or accepted);
 * every txn-init got transaction version 1 (3.9.1's Java client).
 
 The fixed side (4.4.0, transaction version 2) and the catch rates over 10 seeds run in
@@ -79,7 +79,10 @@ def test_a_late_end_txn_ends_the_next_transaction_on_3_9_1(tmp_path: Path) -> No
     ends = {e["txn"]: e for e in history if e["f"] == "txn" and e["type"] != "invoke"}
     for ex in torn:
         assert ex["drained"] and ex["missing"], ex
-        assert ends[ex["txn"]].get("error") == "INVALID_TXN_STATE", ends[ex["txn"]]
+        # the client never saw it committed: its abort was refused (INVALID_TXN_STATE: the
+        # late EndTxn had committed it) or went through (a later AddPartitionsToTxn had
+        # opened a new transaction on the coordinator, which the abort ended)
+        assert ends[ex["txn"]]["type"] in ("info", "fail"), ends[ex["txn"]]
 
     inits = [e for e in history if e["f"] == "txn-init" and e["type"] == "ok"]
     assert inits and all(e["transaction_version"] == 1 for e in inits), inits
