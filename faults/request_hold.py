@@ -51,7 +51,7 @@ from kchaos.faults import clients, iptables
 from kchaos.faults.base import Fault, register
 from kchaos.faults.params import Param
 from kchaos.harness.cluster import hostnet
-from kchaos.harness.errors import ClusterError, FaultError, HealError
+from kchaos.harness.errors import ClientGone, ClusterError, FaultError, HealError
 
 #: Request kinds the fault can catch, by their Kafka API key (the protocol's ApiKeys).
 API_KEYS: dict[str, int] = {
@@ -130,6 +130,10 @@ class HoldRequest(Fault):
               minimum=0),
     )  # fmt: skip
     poll_s: ClassVar[float] = 0.2
+    #: how long the start waits for the client's container when there is none: a
+    #: transactional worker replaces its container when it re-initialises (remove, then
+    #: create, under a second), and a fault timed for that instant must still start
+    start_wait_s: ClassVar[float] = 10.0
     mark_base: ClassVar[int] = 0x4B430000  # "KC" and 16 bits of the fault id
 
     @property
@@ -179,11 +183,31 @@ class HoldRequest(Fault):
             self.detail.update(namespace="client container", address=self._where)
         self._installed = False
         try:
-            self._run(script, heal=False)
-        except FaultError:
-            self._run(self._remove, heal=True)  # a half-built chain must not stay
+            self._install(script)
+        except FaultError as exc:
+            if not isinstance(exc.__cause__, ClientGone):  # no container: nothing was built
+                self._run(self._remove, heal=True)  # a half-built chain must not stay
             raise
         self._installed = True
+
+    def _install(self, script: str) -> None:
+        """Run the install script, waiting up to :attr:`start_wait_s` for the client's
+        container while it has none (between two instances of the worker)."""
+        started = time.monotonic()
+        waited = False
+        while True:
+            try:
+                self._run(script, heal=False)
+            except FaultError as exc:
+                gone = isinstance(exc.__cause__, ClientGone)
+                if not gone or time.monotonic() - started >= self.start_wait_s:
+                    raise
+                waited = True
+                time.sleep(type(self).poll_s)
+                continue
+            if waited:
+                self.detail["waited_for_client_s"] = round(time.monotonic() - started, 2)
+            return
 
     def _stop(self) -> None:
         if not getattr(self, "_installed", False):
@@ -200,7 +224,7 @@ class HoldRequest(Fault):
         try:
             self._run(self._remove, heal=True)
         except HealError as exc:
-            if "no running client container" not in str(exc):
+            if not isinstance(exc.__cause__, ClientGone):
                 raise
         self._installed = False
         if sockets is not None:

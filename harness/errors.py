@@ -131,6 +131,11 @@ class ReadinessTimeout(ClusterError):
     """The cluster did not become ready in time; the message carries container states."""
 
 
+class ClientGone(ClusterError):
+    """No running client container has the address asked for: the client ended, or it is
+    between two instances (a transactional worker replaces its container on re-init)."""
+
+
 class FaultError(KchaosError):
     """A fault could not be started."""
 

@@ -67,6 +67,7 @@ from kchaos.harness.cluster.topology import (
 from kchaos.harness.cluster.wait import Check, Until, http_answers
 from kchaos.harness.errors import (
     BrokerStartError,
+    ClientGone,
     ClusterError,
     ReadinessTimeout,
     SetupError,
@@ -152,7 +153,7 @@ class Cluster:
             == address
         ]
         if not found:
-            raise ClusterError(f"run {self.run_id}: no running client container at {address}")
+            raise ClientGone(f"run {self.run_id}: no running client container at {address}")
         return run_in_netns(found[0], cmd)
 
     def signal(self, node: NodeHandle, sig: str | int) -> None:

@@ -31,6 +31,7 @@ from kchaos.faults.request_hold import (
 )
 from kchaos.harness.checker import effects
 from kchaos.harness.cluster import hostnet
+from kchaos.harness.errors import ClientGone, FaultError, HealError
 
 TID = "kchaos-t-1"
 
@@ -205,6 +206,46 @@ def test_the_fault_holds_in_the_clients_namespace_and_watches_the_release(
     assert fault.detail["held_sockets"] == [{"port": 44270, "state": "FIN-WAIT-1", "send_q": 50}]
     assert fault.detail["delivered_after_s"] >= 0
     assert any("-X KCHAOS-" in script for _, script in net.calls)  # the chain went
+
+
+class _Replacing(_ClientNet):
+    """A client container that is absent for its first ``gone`` calls (the worker is
+    between two instances), or for good when ``gone`` is None."""
+
+    def __init__(self, gone: int | None) -> None:
+        super().__init__([""], _LISTING)
+        self.gone = gone
+
+    def __call__(self, address: str, cmd: list[str]) -> tuple[int, str]:
+        if self.gone is None or self.gone > 0:
+            if self.gone is not None:
+                self.gone -= 1
+            raise ClientGone(f"run r: no running client container at {address}")
+        return super().__call__(address, cmd)
+
+
+def test_the_start_waits_for_a_client_between_two_instances(tmp_path: Path) -> None:
+    net = _Replacing(gone=3)
+    fault, provided = _fault(tmp_path, net, "10.9.0.224")
+    with provided:
+        fault.start()
+        fault.stop()
+    assert "-j CONNMARK" in net.calls[0][1]  # installed once the container was there
+    assert fault.detail["waited_for_client_s"] > 0
+
+
+def test_a_client_that_never_comes_back_fails_the_start_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(HoldRequest, "start_wait_s", 0.05)
+    net = _Replacing(gone=None)
+    fault, provided = _fault(tmp_path, net, "10.9.0.224")
+    with provided, pytest.raises(FaultError, match="no running client container") as err:
+        fault.start()
+    assert not isinstance(err.value, HealError)  # not a heal alarm: nothing was built
+    assert not net.calls
+    fault.stop()  # nothing installed, nothing to remove
+    assert not net.calls
 
 
 def test_a_librdkafka_client_is_held_in_the_hosts_namespace_under_the_runs_name(
