@@ -1,6 +1,9 @@
-"""The histories the agreement tests run through Spark, with the counts expected of them.
+"""The histories the analysis tests run through Spark, with the counts expected of them.
 
-Three sources, all analysed in ONE Spark job (one session, every run unioned):
+Every run of the agreement, transaction and Parquet-input tests goes through ONE run_job
+call of the test session (conftest.py ``one_job``: one session, every run unioned, as
+``kchaos analyze`` does with many run directories), so their keys must not mix. The
+agreement cases come from three sources:
 - hand-written histories (tests/unit/analysis/hist.py, and the transactional ones of
   tests/unit/fixtures/txn);
 - histories from the shared generator (harness.histgen), clean and with each injection,
@@ -153,3 +156,86 @@ def checker_test_histories(root: Path, modules: tuple[str, ...] = CHECKER_MODULE
     finally:
         checker_hist.H.write = original  # type: ignore[method-assign]
     return cases
+
+
+def agreement_cases(root: Path) -> list[Case]:
+    """test_analysis_agreement's runs: hand-written, generated, the transactional
+    fixtures and the checker tests' histories."""
+    from hist import every_kind, near_misses
+
+    cases: list[Case] = []
+    h, expected = every_kind()
+    cases.append(Case("hand-every-kind", h.write(root / "hand-every-kind"), expected, False))
+    cases.append(Case("hand-near-misses", near_misses().write(root / "hand-near"), {}, True))
+    # a torn last line (no newline, not JSON) is ignored and reported
+    torn_dir = root / "hand-torn"
+    near_misses().write(torn_dir, tail=b'{"index":99,"time":9')
+    cases.append(Case("hand-torn", torn_dir, {}, True))
+    cases += histgen_cases(root / "gen")
+    cases += txn_fixture_cases(root / "txn")  # format 1.2 and 1.3's transactions
+    cases += checker_test_histories(root / "checker", CHECKER_MODULES + TXN_CHECKER_MODULES)
+    return cases
+
+
+def _run_dir(root: Path, name: str, text: str) -> Path:
+    run = root / name
+    run.mkdir(parents=True)
+    (run / "history.jsonl").write_text(text)
+    return run
+
+
+def txn_runs(root: Path, spark: Any) -> dict[str, Path]:
+    """test_analysis_txn's runs: the transactional fixtures, one of them as a Parquet
+    export only, and one with a longer transaction timeout in its run.json."""
+    import json
+
+    from kchaos.harness.analysis.export import export_parquet
+
+    runs = {
+        name: _run_dir(root, name, (TXN_FIXTURES / f"{name}.jsonl").read_text())
+        for name in ("many", "clean", "v13")
+    }
+    parquet = _run_dir(root, "many-parquet", (TXN_FIXTURES / "many.jsonl").read_text())
+    export_parquet([parquet], spark=spark)
+    (parquet / "history.jsonl").unlink()  # only the Parquet copy is left to read
+    runs["many-parquet"] = parquet
+    # a longer transaction timeout in run.json: h:1 is no longer hanging
+    long = _run_dir(root, "many-long-timeout", (TXN_FIXTURES / "many.jsonl").read_text())
+    producer = {"producer": {"transaction.timeout.ms": 90_000}}
+    (long / "run.json").write_text(json.dumps({"workload": producer}))
+    runs["many-long-timeout"] = long
+    return runs
+
+
+PARQUET_HISTORIES = ("bad", "good", "txn")
+PARQUET_SHAPES = ("json", "end", "end-alone", "export")
+
+
+def _parquet_history(name: str) -> bytes:
+    from hist import every_kind, near_misses
+
+    if name == "txn":
+        return (TXN_FIXTURES / "many.jsonl").read_bytes()
+    h = every_kind()[0] if name == "bad" else near_misses()
+    return h.lines()
+
+
+def parquet_runs(root: Path, spark: Any) -> dict[tuple[str, str], Path]:
+    """test_analysis_parquet_input's runs: each history in each shape: json
+    (history.jsonl only), end (the run-end copy beside the JSON lines), end-alone (the
+    run-end copy, the JSON lines gone) and export (kchaos export's copy)."""
+    from kchaos.harness.analysis.export import export_parquet
+    from kchaos.harness.rundir import RunDir
+
+    dirs: dict[tuple[str, str], Path] = {}
+    for name in PARQUET_HISTORIES:
+        for shape in PARQUET_SHAPES:
+            run = RunDir(root / f"{name}-{shape}").create()
+            run.history.write_bytes(_parquet_history(name))
+            dirs[(name, shape)] = run.path
+            if shape.startswith("end"):
+                assert run.write_history_parquet()
+            if shape == "end-alone":
+                run.history.unlink()
+    export_parquet([dirs[(name, "export")] for name in PARQUET_HISTORIES], spark=spark)
+    return dirs

@@ -1,7 +1,8 @@
 """Agreement: the Spark job's data anomaly counts equal the checker's, on every history.
 
-All cases are analysed by ONE run_job call (one session, all runs unioned), as the CLI
-does with many run directories; each test then looks at its runs.
+All cases are analysed by the test session's ONE run_job call (conftest.py ``one_job``: one
+session, all runs unioned), as the CLI does with many run directories; each test then
+looks at its runs.
 """
 
 from __future__ import annotations
@@ -10,41 +11,22 @@ from typing import Any
 
 import pytest
 
-from kchaos.harness.analysis.job import JobResult, run_job
+from kchaos.harness.analysis.job import run_job
 from kchaos.harness.checker import check_history
 from kchaos.harness.errors import HistoryError
 
 from corpus import (  # isort: skip
-    CHECKER_MODULES,
-    TXN_CHECKER_MODULES,
-    Case,
-    checker_test_histories,
     data_counts,
-    histgen_cases,
-    txn_fixture_cases,
 )
-from hist import every_kind, near_misses  # isort: skip
+from hist import near_misses  # isort: skip
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    root = tmp_path_factory.mktemp("agreement")
-    cases: list[Case] = []
-    h, expected = every_kind()
-    cases.append(Case("hand-every-kind", h.write(root / "hand-every-kind"), expected, False))
-    cases.append(Case("hand-near-misses", near_misses().write(root / "hand-near"), {}, True))
-    # a torn last line (no newline, not JSON) is ignored and reported
-    torn_dir = root / "hand-torn"
-    near_misses().write(torn_dir, tail=b'{"index":99,"time":9')
-    cases.append(Case("hand-torn", torn_dir, {}, True))
-    cases += histgen_cases(root / "gen")
-    cases += txn_fixture_cases(root / "txn")  # format 1.2 and 1.3's transactions
-    cases += checker_test_histories(root / "checker", CHECKER_MODULES + TXN_CHECKER_MODULES)
-    result: JobResult = run_job([c.run_dir for c in cases], spark=spark, write=False)
-    by_path = {rs.run.path: rs for rs in result.runs}
-    return {"cases": cases, "runs": {c.name: by_path[c.run_dir.resolve()] for c in cases}}
+def analysed(one_job: Any) -> dict[str, Any]:
+    cases = one_job.cases
+    return {"cases": cases, "runs": {c.name: one_job.of(c.run_dir) for c in cases}}
 
 
 def _spark_counts(analysed: dict[str, Any], name: str) -> dict[str, int]:

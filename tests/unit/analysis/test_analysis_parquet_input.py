@@ -12,18 +12,17 @@ from typing import Any
 
 import pytest
 
-from kchaos.harness.analysis.export import export_parquet
 from kchaos.harness.analysis.job import run_job
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir import RunDir
 
-from hist import every_kind, near_misses  # isort: skip
+from corpus import PARQUET_HISTORIES, PARQUET_SHAPES  # isort: skip
+from hist import near_misses  # isort: skip
 
 pytestmark = pytest.mark.spark
 
-TXN = Path(__file__).resolve().parents[1] / "fixtures" / "txn" / "many.jsonl"
-HISTORIES = ("bad", "good", "txn")
-SHAPES = ("json", "end", "end-alone", "export")
+HISTORIES = PARQUET_HISTORIES
+SHAPES = PARQUET_SHAPES
 
 
 def _partitioned(copy: Path) -> bool:
@@ -31,33 +30,11 @@ def _partitioned(copy: Path) -> bool:
     return copy.is_dir() and any(p.is_dir() and p.name.startswith("f=") for p in copy.iterdir())
 
 
-def _history(name: str) -> bytes:
-    if name == "txn":
-        return TXN.read_bytes()
-    h = every_kind()[0] if name == "bad" else near_misses()
-    return h.lines()
-
-
 @pytest.fixture(scope="module")
-def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Any]:
-    """Each history in each shape, every one in a single run_job call:
-    json (history.jsonl only), end (the run-end copy beside the JSON lines), end-alone
-    (the run-end copy, the JSON lines gone) and export (kchaos export's copy)."""
-    root = tmp_path_factory.mktemp("parquet-input")
-    dirs: dict[tuple[str, str], Path] = {}
-    for name in HISTORIES:
-        for shape in SHAPES:
-            run = RunDir(root / f"{name}-{shape}").create()
-            run.history.write_bytes(_history(name))
-            dirs[(name, shape)] = run.path
-            if shape.startswith("end"):
-                assert run.write_history_parquet()
-            if shape == "end-alone":
-                run.history.unlink()
-    export_parquet([dirs[(name, "export")] for name in HISTORIES], spark=spark)
-    result = run_job(list(dirs.values()), spark=spark, write=False)
-    by_path = {rs.run.path: rs for rs in result.runs}
-    return {key: by_path[path.resolve()] for key, path in dirs.items()}
+def analysed(one_job: Any) -> dict[tuple[str, str], Any]:
+    """Each history in each shape (corpus.parquet_runs), every one in the test session's
+    single run_job call."""
+    return {key: one_job.of(path) for key, path in one_job.parquet.items()}
 
 
 def _comparable(summary: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,7 @@ tests/unit/fixtures/txn (every transactional kind with its near misses, a clean 
 1.3's txn-end, copier reads and unknown partitions) give the counts in their
 expected.json, from JSON lines and from the Parquet export.
 
-All three runs go through ONE run_job call on the shared session.
+Every run goes through the test session's ONE run_job call (conftest.py ``one_job``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from kchaos.harness.analysis.export import export_parquet
 from kchaos.harness.analysis.job import run_job
 from kchaos.harness.analysis.lines import event_problem
 from kchaos.harness.analysis.load import txn_line_bad
@@ -54,24 +53,8 @@ def test_txn_kinds_are_data_kinds() -> None:
 
 
 @pytest.fixture(scope="module")
-def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    root = tmp_path_factory.mktemp("txn")
-    runs = {
-        name: _run_dir(root, name, (FIXTURES / f"{name}.jsonl").read_text())
-        for name in ("many", "clean", "v13")
-    }
-    parquet = _run_dir(root, "many-parquet", (FIXTURES / "many.jsonl").read_text())
-    export_parquet([parquet], spark=spark)
-    (parquet / "history.jsonl").unlink()  # only the Parquet copy is left to read
-    runs["many-parquet"] = parquet
-    # a longer transaction timeout in run.json: h:1 is no longer hanging
-    long = _run_dir(root, "many-long-timeout", (FIXTURES / "many.jsonl").read_text())
-    producer = {"producer": {"transaction.timeout.ms": 90_000}}
-    (long / "run.json").write_text(json.dumps({"workload": producer}))
-    runs["many-long-timeout"] = long
-    result = run_job(list(runs.values()), spark=spark, write=False)
-    by_path = {rs.run.path: rs for rs in result.runs}
-    return {name: by_path[path.resolve()] for name, path in runs.items()}
+def analysed(one_job: Any) -> dict[str, Any]:
+    return {name: one_job.of(path) for name, path in one_job.txn.items()}
 
 
 @pytest.mark.spark
