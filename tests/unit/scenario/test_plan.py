@@ -187,6 +187,7 @@ def test_the_runner_hands_on_the_loaders_objects(monkeypatch, tmp_path: Path, va
     import kchaos.faults.heal
     import kchaos.faults.nemesis
     import kchaos.faults.schedule
+    import kchaos.workloads.features
     from kchaos.workloads.workload import Workload
 
     sc = library.load("smoke")
@@ -223,6 +224,8 @@ def test_the_runner_hands_on_the_loaders_objects(monkeypatch, tmp_path: Path, va
     monkeypatch.setattr(kchaos.faults.heal, "heal_everything", lambda cluster: [])
     monkeypatch.setattr(orchestrate, "create_topics", lambda *a: None)
     monkeypatch.setattr(orchestrate.reread, "collect", lambda *a: None)
+    # no broker here: the feature probe would wait out its 30 s timeout
+    monkeypatch.setattr(kchaos.workloads.features, "read_features", lambda *a: {})
 
     class Cluster:
         bootstrap_servers = "localhost:9092"
