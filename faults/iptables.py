@@ -23,10 +23,11 @@ with KCHAOS.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 
+from kchaos.harness.cluster import chains
 from kchaos.harness.cluster.api import PROXY_PORT_BASE, NodeAccess, NodeHandle, NodeProcesses
+from kchaos.harness.cluster.chains import NEEDS_IPTABLES
 from kchaos.harness.errors import FaultError, HealError
 
 MAIN_CHAIN = "KCHAOS"
@@ -92,40 +93,14 @@ def rules_by_node(
     return out
 
 
-# First line of every script: a clear message when the host lacks iptables.
-NEEDS_IPTABLES = (
-    "command -v iptables >/dev/null"
-    " || { echo 'iptables is not installed on the host (Debian package iptables)'; exit 127; }"
-)
-
-
 def install_script(chain: str, rules: Sequence[Sequence[str]]) -> str:
-    """Shell script creating the per-fault chain with its rules and hooking it in."""
-    lines = [
-        NEEDS_IPTABLES,
-        "set -e",
-        f"iptables -w -N {MAIN_CHAIN} 2>/dev/null || true",
-        f"iptables -w -C OUTPUT -j {MAIN_CHAIN} 2>/dev/null"
-        f" || iptables -w -I OUTPUT 1 -j {MAIN_CHAIN}",
-        f"iptables -w -N {chain} 2>/dev/null || iptables -w -F {chain}",
-    ]
-    lines += [f"iptables -w -A {chain} " + " ".join(shlex.quote(a) for a in rule) for rule in rules]
-    lines.append(
-        f"iptables -w -C {MAIN_CHAIN} -j {chain} 2>/dev/null"
-        f" || iptables -w -A {MAIN_CHAIN} -j {chain}"
-    )
-    return "\n".join(lines)
+    """Shell script creating the per-fault chain with its rules and hooking it in (under
+    ``KCHAOS``, itself jumped to from OUTPUT)."""
+    return chains.install_script(chain, rules, parent=MAIN_CHAIN, parent_in_output=True)
 
 
 def remove_script(chain: str) -> str:
-    return "\n".join(
-        [
-            NEEDS_IPTABLES,
-            f"while iptables -w -D {MAIN_CHAIN} -j {chain} 2>/dev/null; do :; done",
-            f"iptables -w -F {chain} 2>/dev/null || true",
-            f"iptables -w -X {chain} 2>/dev/null || true",
-        ]
-    )
+    return chains.remove_script(chain, parent=MAIN_CHAIN)
 
 
 def counters_script(chain: str) -> str:

@@ -1,8 +1,9 @@
 """``kchaos cleanup``: heal and remove whatever runs left behind, and nothing else.
 
-Only two things mark what kchaos made: Docker objects labelled ``io.kchaos=1`` (with the
-run id in ``io.kchaos.run``) and mounts, loop devices and files under
-``<state root>/runs/RUN_ID/``. For each run found that way, in this order:
+Three things mark what kchaos made: Docker objects labelled ``io.kchaos=1`` (with the
+run id in ``io.kchaos.run``), mounts, loop devices and files under
+``<state root>/runs/RUN_ID/``, and host iptables chains named ``KCHAOS-H...``. For each
+run found by the first two, in this order:
 
 1. thaw every filesystem mounted under the run's directory (a writer blocked on a frozen
    filesystem cannot be killed, so this must come before anything else);
@@ -14,7 +15,10 @@ run id in ``io.kchaos.run``) and mounts, loop devices and files under
 4. remove the containers, then the network, and stop the run's Prometheus server (a
    host process, found by its pid file under the run's directory);
 5. unmount, detach the loop devices backed by files under the run's directory;
-6. delete the run's directory (only once nothing is mounted below it).
+6. delete the run's directory (only once nothing is mounted below it);
+7. remove the run's chains in the host's own iptables (``hold-request`` on a librdkafka
+   worker, :mod:`kchaos.harness.cluster.hostnet`). Without a run id, every ``KCHAOS-H``
+   chain goes afterwards too: one whose run left nothing else has no other sign.
 
 Every step tolerates a missing piece (a crash can stop a run anywhere), and a step that
 fails is reported and passed over, never a traceback. Once every run is done, cleanup looks
@@ -285,7 +289,8 @@ def clean_up(
     if client is None:
         warn("Docker engine not reachable: only host-side leftovers are handled and checked")
     runs = [check_run_id(run_id)] if run_id else find_runs(client)
-    if not runs:
+    orphans = [] if run_id else hostnet.left(None)  # host chains, whatever their run
+    if not runs and not orphans:
         echo("nothing to clean up")
     # Thaw everything first: a frozen filesystem would block the removal of other runs too.
     thawed = {rid: thaw_run(rid, echo, dry_run) for rid in runs}
@@ -296,6 +301,9 @@ def clean_up(
         )
         if not done and not thawed[rid]:
             echo("  nothing left")
+    if not run_id:
+        # a chain whose run left no container nor directory: only its name leads to it
+        hostnet.remove_run_chains(None, echo, dry_run)
     if dry_run:
         return 0
 
@@ -354,7 +362,7 @@ def leftovers(run_id: str, client: docker.DockerClient | None) -> list[str]:
     found += _host_left(base)
     if Path(base).exists():
         found.append(f"directory {base}")
-    return found
+    return found + hostnet.left(run_id)
 
 
 def everything_left(client: docker.DockerClient | None) -> list[str]:
@@ -364,4 +372,4 @@ def everything_left(client: docker.DockerClient | None) -> list[str]:
     found += _host_left(base)
     if base.is_dir():
         found += [f"directory {p}" for p in sorted(base.iterdir()) if p.is_dir()]
-    return found
+    return found + hostnet.left(None)

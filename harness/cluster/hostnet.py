@@ -6,8 +6,10 @@ leave from the harness's host (``kchaos.faults.request_hold``). Its chain there 
 for the run (:func:`chain_name`: ``KCHAOS-H`` and eight hex digits of the run id's CRC-32,
 then the fault id), jumped to from OUTPUT, and matches only packets to the run's own
 Toxiproxy address. :func:`remove_run_chains` removes every chain of one run, and nothing
-else: ``kchaos cleanup`` calls it, so a harness killed while the chain held leaves
-nothing behind.
+else: ``kchaos cleanup`` calls it for each run it finds, then (without a run id) for
+every ``KCHAOS-H`` chain, so a harness killed while the chain held leaves nothing behind
+even when its containers went some other way; a chain still there afterwards is a
+leftover that fails the cleanup (:func:`left`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import subprocess
 import zlib
 from collections.abc import Callable
 
+from kchaos.harness.cluster import chains
 from kchaos.harness.errors import ClusterError
 
 HOST_PREFIX = "KCHAOS-H"
@@ -34,25 +37,12 @@ def chain_name(run_id: str, fault_id: str) -> str:
 
 
 def install_script(chain: str, rules: list[list[str]]) -> str:
-    import shlex
-
-    lines = [
-        "set -e",
-        f"iptables -w -N {chain} 2>/dev/null || iptables -w -F {chain}",
-        *(f"iptables -w -A {chain} " + " ".join(shlex.quote(a) for a in rule) for rule in rules),
-        f"iptables -w -C OUTPUT -j {chain} 2>/dev/null || iptables -w -I OUTPUT 1 -j {chain}",
-    ]
-    return "\n".join(lines)
+    """The chain with its rules, jumped to first from the host's OUTPUT."""
+    return chains.install_script(chain, rules, parent="OUTPUT", parent_in_output=False)
 
 
 def remove_script(chain: str) -> str:
-    return "\n".join(
-        [
-            f"while iptables -w -D OUTPUT -j {chain} 2>/dev/null; do :; done",
-            f"iptables -w -F {chain} 2>/dev/null || true",
-            f"iptables -w -X {chain} 2>/dev/null || true",
-        ]
-    )
+    return chains.remove_script(chain, parent="OUTPUT")
 
 
 def run(script: str) -> tuple[int, str]:
@@ -70,9 +60,9 @@ def run(script: str) -> tuple[int, str]:
     return done.returncode, done.stdout.decode("utf-8", "replace")
 
 
-def run_chains(run_id: str, listing: str) -> list[str]:
-    """The chains of ``run_id`` in ``iptables -S`` output."""
-    prefix = run_prefix(run_id)
+def run_chains(run_id: str | None, listing: str) -> list[str]:
+    """The chains of ``run_id`` in ``iptables -S`` output; of every run with None."""
+    prefix = HOST_PREFIX if run_id is None else run_prefix(run_id)
     return sorted(
         {
             m.group(1)
@@ -82,16 +72,35 @@ def run_chains(run_id: str, listing: str) -> list[str]:
     )
 
 
-def remove_run_chains(run_id: str, echo: Callable[[str], None], dry_run: bool = False) -> list[str]:
-    """Remove every host chain of ``run_id`` (a run's cleanup); what was removed."""
+def _listing() -> tuple[bool, str]:
+    """(listed, text): the host's ``iptables -S``; nothing to list without iptables."""
     code, listing = run("command -v iptables >/dev/null || exit 0; iptables -w -S")
-    if code != 0:
+    return code == 0, listing
+
+
+def remove_run_chains(
+    run_id: str | None, echo: Callable[[str], None], dry_run: bool = False
+) -> list[str]:
+    """Remove every host chain of ``run_id`` (a run's cleanup), or of every run with None
+    (``kchaos cleanup`` without a run id: also a chain whose run left nothing else, which
+    no other sign leads to); what was removed."""
+    listed, listing = _listing()
+    if not listed:
         echo(f"host iptables could not be listed: {listing.strip()[-200:]}")
         return []
     done = []
     for chain in run_chains(run_id, listing):
         if not dry_run:
             run(remove_script(chain))
-        done.append(f"removed host iptables chain {chain}")
+        done.append(f"{'would remove' if dry_run else 'removed'} host iptables chain {chain}")
         echo(done[-1])
     return done
+
+
+def left(run_id: str | None) -> list[str]:
+    """The host chains of ``run_id`` (of every run with None) still there, for cleanup's
+    last look."""
+    listed, listing = _listing()
+    if not listed:
+        return []
+    return [f"host iptables chain {chain}" for chain in run_chains(run_id, listing)]

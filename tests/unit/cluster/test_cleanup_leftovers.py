@@ -10,7 +10,7 @@ import docker.errors
 import pytest
 
 from kchaos.cli import main as cli
-from kchaos.harness.cluster import cleanup
+from kchaos.harness.cluster import cleanup, hostnet
 from kchaos.harness.labels import LABEL_APP, LABEL_RUN
 
 
@@ -69,8 +69,34 @@ def labelled(run_id: str | None) -> dict[str, str]:
     return labels
 
 
+class FakeHostTables:
+    """The host's iptables as hostnet sees it: ``-S`` lists ``chains``; a removal script
+    deletes its chain unless the chain is in ``stuck``."""
+
+    def __init__(self) -> None:
+        self.chains: list[str] = []
+        self.stuck: set[str] = set()
+
+    def __call__(self, script: str) -> tuple[int, str]:
+        if script.rstrip().endswith("iptables -w -S"):
+            return 0, "-P OUTPUT ACCEPT\n" + "".join(f"-N {c}\n" for c in self.chains)
+        for chain in list(self.chains):
+            if f"-X {chain} " in script and chain not in self.stuck:
+                self.chains.remove(chain)
+        return 0, ""
+
+
 @pytest.fixture
-def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeClient:
+def host_tables(monkeypatch: pytest.MonkeyPatch) -> FakeHostTables:
+    tables = FakeHostTables()
+    monkeypatch.setattr(hostnet, "run", tables)
+    return tables
+
+
+@pytest.fixture
+def engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host_tables: FakeHostTables
+) -> FakeClient:
     monkeypatch.setenv("KCHAOS_STATE_DIR", str(tmp_path))
     client = FakeClient()
     monkeypatch.setattr(cleanup, "_engine", lambda: client)
@@ -126,6 +152,34 @@ def test_a_labelled_object_without_a_run_is_a_leftover_too(
     assert code == cleanup.EXIT_LEFTOVERS
     assert "nothing to clean up" in out
     assert f"network stray (id {'d4' * 6}, run no run label)" in err
+
+
+def test_a_host_chain_whose_run_left_nothing_else_is_removed(
+    engine: FakeClient, host_tables: FakeHostTables, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a hold-request chain of a run whose containers and directory are gone: only its
+    # name says it is kchaos's; another table's chain is not touched
+    orphan = hostnet.chain_name("20261207-101010-aaaa", "f-1")
+    host_tables.chains = [orphan, "DOCKER-USER"]
+    code, out, err = run_cleanup(capsys)
+    assert code == 0, err
+    assert f"removed host iptables chain {orphan}" in out
+    assert host_tables.chains == ["DOCKER-USER"]
+
+
+def test_a_host_chain_that_stays_fails_cleanup_and_is_named(
+    engine: FakeClient, host_tables: FakeHostTables, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mine, other = (hostnet.chain_name(r, "f-2") for r in ("r1", "r2"))
+    host_tables.chains = [mine, other]
+    host_tables.stuck = {mine}
+    code, _, err = run_cleanup(capsys, "--run", "r1")
+    assert code == cleanup.EXIT_LEFTOVERS
+    assert f"host iptables chain {mine}" in err and other not in err
+    assert other in host_tables.chains, "another run's chain is never touched by --run"
+    code, _, err = run_cleanup(capsys)
+    assert code == cleanup.EXIT_LEFTOVERS and f"host iptables chain {mine}" in err
+    assert host_tables.chains == [mine]  # the other run's went with the sweep
 
 
 def test_a_leftover_run_directory_is_named(
