@@ -177,7 +177,8 @@ def agreement_cases(root: Path) -> list[Case]:
     return cases
 
 
-def _run_dir(root: Path, name: str, text: str) -> Path:
+def run_dir(root: Path, name: str, text: str) -> Path:
+    """A run directory ``root/name`` holding only ``text`` as its history.jsonl."""
     run = root / name
     run.mkdir(parents=True)
     (run / "history.jsonl").write_text(text)
@@ -192,15 +193,15 @@ def txn_runs(root: Path, spark: Any) -> dict[str, Path]:
     from kchaos.harness.analysis.export import export_parquet
 
     runs = {
-        name: _run_dir(root, name, (TXN_FIXTURES / f"{name}.jsonl").read_text())
+        name: run_dir(root, name, (TXN_FIXTURES / f"{name}.jsonl").read_text())
         for name in ("many", "clean", "v13")
     }
-    parquet = _run_dir(root, "many-parquet", (TXN_FIXTURES / "many.jsonl").read_text())
+    parquet = run_dir(root, "many-parquet", (TXN_FIXTURES / "many.jsonl").read_text())
     export_parquet([parquet], spark=spark)
     (parquet / "history.jsonl").unlink()  # only the Parquet copy is left to read
     runs["many-parquet"] = parquet
     # a longer transaction timeout in run.json: h:1 is no longer hanging
-    long = _run_dir(root, "many-long-timeout", (TXN_FIXTURES / "many.jsonl").read_text())
+    long = run_dir(root, "many-long-timeout", (TXN_FIXTURES / "many.jsonl").read_text())
     producer = {"producer": {"transaction.timeout.ms": 90_000}}
     (long / "run.json").write_text(json.dumps({"workload": producer}))
     runs["many-long-timeout"] = long

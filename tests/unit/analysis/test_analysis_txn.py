@@ -23,7 +23,7 @@ from kchaos.harness.analysis.schema import history_schema
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.anomalies import DATA_KINDS, TXN_KINDS
 
-from corpus import data_counts  # isort: skip
+from corpus import data_counts, run_dir  # isort: skip
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "txn"
 
@@ -34,13 +34,6 @@ def _builder() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _run_dir(root: Path, name: str, text: str) -> Path:
-    run = root / name
-    run.mkdir(parents=True)
-    (run / "history.jsonl").write_text(text)
-    return run
 
 
 def test_fixture_files_are_what_build_py_writes() -> None:
@@ -225,7 +218,7 @@ def test_bad_transactional_input_is_named(
 ) -> None:
     events = _lines((FIXTURES / "many.jsonl").read_text())
     spoil(events)
-    run = _run_dir(tmp_path, name, _text(events))
+    run = run_dir(tmp_path, name, _text(events))
     with pytest.raises(HistoryError) as err:
         run_job([run], spark=spark, write=False)
     text = str(err.value)
