@@ -32,9 +32,16 @@ from importlib import resources
 from typing import Any
 
 from kchaos.harness.cluster.topology import host_ip
-from kchaos.harness.errors import ConfigError, SendRefused, TxnError
+from kchaos.harness.errors import ConfigError, SendRefused, TxnClientUnusable, TxnError
 from kchaos.harness.rundir.rundir import RunDir
-from kchaos.workloads.clients import SendCallback, SendResult, txn_producer_common
+from kchaos.workloads.clients import (
+    AssignCallback,
+    Record,
+    SendCallback,
+    SendResult,
+    TopicPartition,
+    txn_producer_common,
+)
 from kchaos.workloads.java_client import ADDRESS_BASE, JavaContainer, JavaRuntime
 
 log = logging.getLogger(__name__)
@@ -283,7 +290,29 @@ class BridgeClient:
     def send_offsets(
         self, offsets: Sequence[tuple[str, int, int]], group_metadata: object, timeout: float
     ) -> None:
-        raise TxnError("UNSUPPORTED", "the copier with client java is not implemented", fatal=True)
+        """The offsets into the transaction, with the group metadata of the consumer in the
+        same bridge (:class:`BridgeConsumer`; ``group_metadata`` is not used)."""
+        self._call("send_offsets", self._block_s, positions=[list(p) for p in offsets])
+
+    # -- the copier's consumer, in the same process -------------------------------------------
+    def consume(self, config: Mapping[str, str], topic: str) -> None:
+        self._call("consume", self._block_s, config=dict(config), topic=topic)
+
+    def poll_records(self, timeout: float) -> list[Record]:
+        reply = self._call("poll", timeout, timeout_ms=int(timeout * 1000))
+        return [
+            Record(
+                str(r["topic"]), int(r["partition"]), int(r["offset"]),
+                None if r.get("data") is None else base64.b64decode(r["data"]),
+            )
+            for r in reply.get("records", [])
+        ]  # fmt: skip
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        self._call("seek", self._block_s, topic=topic, partition=partition, offset=offset)
+
+    def consume_close(self) -> None:
+        self._call("consume_close", 10.0)
 
     def commit(self, timeout: float) -> None:
         self._call("commit", self._block_s)
@@ -349,3 +378,101 @@ class JavaTxnProducer(BridgeClient):
             super().close()
         finally:
             self.box.remove()
+
+
+def consumer_config(
+    bootstrap_servers: str, group: str, client_id: str, max_records: int
+) -> dict[str, str]:
+    """The copier's Java consumer: its group, read_committed, offsets only through the
+    transaction, from the start when the group has none."""
+    return {
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": group,
+        "client.id": client_id,
+        "isolation.level": "read_committed",
+        "enable.auto.commit": "false",
+        "auto.offset.reset": "earliest",
+        "max.poll.records": str(max_records),
+        "metadata.max.age.ms": "5000",
+    }
+
+
+class BridgeConsumer:
+    """The copier's consumer for ``workload.client: java``: a Kafka Java consumer in the
+    bridge of the worker's *current* producer (``current()``), so that
+    ``sendOffsetsToTransaction`` gets that consumer's own group metadata. When the worker
+    replaces its producer (a new container), the next call opens a new consumer there,
+    which starts from the group's committed offsets, as a new consumer does with
+    librdkafka. The copier uses subscribe, poll, seek, group_metadata and close; the rest
+    of :class:`~kchaos.workloads.clients.ConsumerClient` is not served by the bridge."""
+
+    def __init__(self, current: Any, config: Mapping[str, str]) -> None:
+        self._current = current  # () -> BridgeClient | None
+        self._config = dict(config)
+        self._topic: str | None = None
+        self._on: BridgeClient | None = None  # the bridge whose consumer is open
+
+    def _bridge(self) -> BridgeClient:
+        bridge = self._current()
+        if bridge is None or self._topic is None:
+            raise TxnClientUnusable("the copier's consumer has no Java client to run in")
+        if bridge is not self._on:
+            self._fatal_unusable(lambda: bridge.consume(self._config, str(self._topic)))
+            self._on = bridge
+        return bridge
+
+    @staticmethod
+    def _fatal_unusable(call: Any) -> Any:
+        """A bridge that went away makes the worker's client unusable (a new one comes)."""
+        try:
+            return call()
+        except TxnError as exc:
+            if exc.fatal:
+                raise TxnClientUnusable(f"the copier's consumer: {exc}") from exc
+            raise
+
+    def subscribe(self, topics: Sequence[str], on_assign: AssignCallback) -> None:
+        if len(topics) != 1:
+            raise ValueError("the copier's Java consumer reads one topic")
+        self._topic = topics[0]
+
+    def poll(self, timeout: float, max_records: int) -> tuple[list[Record], list[str]]:
+        bridge = self._bridge()
+        try:
+            return self._fatal_unusable(lambda: bridge.poll_records(timeout)), []
+        except TxnError as exc:  # the consumer's own error: reported, as librdkafka's are
+            return [], [exc.name]
+
+    def seek(self, topic: str, partition: int, offset: int) -> None:
+        bridge = self._bridge()
+        self._fatal_unusable(lambda: bridge.seek(topic, partition, offset))
+
+    def group_metadata(self) -> object:
+        return None  # the bridge commits with its consumer's own
+
+    def close(self) -> None:
+        bridge, self._on = self._on, None
+        if bridge is not None and bridge is self._current():
+            with contextlib.suppress(TxnError):
+                bridge.consume_close()
+
+    def _not_served(self, what: str) -> NotImplementedError:
+        return NotImplementedError(f"the copier's Java consumer does not {what}")
+
+    def assign(self, partitions: Sequence[tuple[str, int, int | None]]) -> None:
+        raise self._not_served("assign")
+
+    def commit(self) -> list[tuple[str, int, int]]:
+        raise self._not_served("commit outside a transaction")
+
+    def watermarks(self, topic: str, partition: int, timeout: float) -> tuple[int, int]:
+        raise self._not_served("read watermarks")
+
+    def partitions_for(self, topic: str, timeout: float) -> list[int]:
+        raise self._not_served("list partitions")
+
+    def position(self, topic: str, partition: int) -> int | None:
+        return None
+
+    def fetch_sources(self) -> dict[TopicPartition, tuple[int, int]]:
+        return {}

@@ -37,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -82,23 +83,26 @@ class TxnWorkerConfig:
 def make_worker(config: TxnWorkerConfig, sink: EventSink, stop: threading.Event) -> TxnWorkerBase:
     """The worker of ``config`` with real clients."""
     spec = config.spec
-    factory = _java_factory(config) if config.lib == "java" else _confluent_factory(config)
+    java = _JavaClients(config) if config.lib == "java" else None
+    factory = java.producer if java is not None else _confluent_factory(config)
     common: dict[str, Any] = {"stop": stop, "first": config.first}
     args = (config.process, config.transactional_id, spec, sink, factory)
     if config.role == "copier":
         assert spec.copier is not None
-        if config.lib != "confluent":
-            raise ValueError(f"the copier runs with confluent-kafka only, not {config.lib}")
         group = spec.copier.group
-        return TxnCopier(
-            *args,
-            consumer_factory=lambda: make_consumer(
-                config.lib, config.bootstrap_servers, group_id=group,
-                client_id=f"kchaos-copier{config.process}", isolation="read_committed",
-                extra={"log_level": "3"},
-            ),
-            **common,
-        )  # fmt: skip
+        client_id = f"kchaos-copier{config.process}"
+        if java is not None:
+            # the consumer in the producer's own Java process: its group metadata goes
+            # into sendOffsetsToTransaction
+            consumer_factory: Callable[[], Any] = partial(
+                java.consumer, group, client_id, spec.copier.max_batch
+            )
+        else:
+            consumer_factory = partial(
+                make_consumer, config.lib, config.bootstrap_servers, group_id=group,
+                client_id=client_id, isolation="read_committed", extra={"log_level": "3"},
+            )  # fmt: skip
+        return TxnCopier(*args, consumer_factory=consumer_factory, **common)
     return TxnProducer(*args, topics=config.topics, **common)
 
 
@@ -119,23 +123,38 @@ def _confluent_factory(config: TxnWorkerConfig) -> Callable[[SendCallback], TxnP
     return factory
 
 
-def _java_factory(config: TxnWorkerConfig) -> Callable[[SendCallback], TxnProducerClient]:
-    """Kafka's Java producer, one container per client (:mod:`kchaos.workloads.java_txn`)."""
-    from kchaos.workloads.java_txn import JavaTxnProducer, producer_config, runtime_of
+class _JavaClients:
+    """Kafka's Java clients of one worker, one container per producer
+    (:mod:`kchaos.workloads.java_txn`); a copier's consumer runs in the current one."""
 
-    if config.java is None:
-        raise ValueError("client java needs where its containers run (TxnWorkerConfig.java)")
-    runtime = runtime_of(config.java)
-    spec = config.spec
-    conf = producer_config(config.bootstrap_servers, config.transactional_id, spec.timeout_ms,
-                           f"kchaos-txn{config.process}", spec.configs)  # fmt: skip
-    made = [0]
+    def __init__(self, config: TxnWorkerConfig) -> None:
+        from kchaos.workloads.java_txn import producer_config, runtime_of
 
-    def factory(on_done: SendCallback) -> TxnProducerClient:
-        made[0] += 1
-        return JavaTxnProducer(runtime, config.process, conf, on_done, instance=made[0])
+        if config.java is None:
+            raise ValueError("client java needs where its containers run (TxnWorkerConfig.java)")
+        self.config = config
+        self.runtime = runtime_of(config.java)
+        spec = config.spec
+        self.conf = producer_config(config.bootstrap_servers, config.transactional_id,
+                                    spec.timeout_ms, f"kchaos-txn{config.process}",
+                                    spec.configs)  # fmt: skip
+        self.made = 0
+        self.current: Any = None  # the last producer made
 
-    return factory
+    def producer(self, on_done: SendCallback) -> TxnProducerClient:
+        from kchaos.workloads.java_txn import JavaTxnProducer
+
+        self.made += 1
+        self.current = JavaTxnProducer(
+            self.runtime, self.config.process, self.conf, on_done, instance=self.made
+        )
+        return self.current
+
+    def consumer(self, group: str, client_id: str, max_records: int) -> Any:
+        from kchaos.workloads.java_txn import BridgeConsumer, consumer_config
+
+        conf = consumer_config(self.config.bootstrap_servers, group, client_id, max_records)
+        return BridgeConsumer(lambda: self.current, conf)
 
 
 def child_command(config: TxnWorkerConfig) -> list[str]:

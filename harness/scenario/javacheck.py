@@ -54,14 +54,9 @@ def check_java_client(src: Source, sc: Scenario) -> None:
                     f"unknown producer config {key!r} for the Java client "
                     f"(kafka-clients {clients}, the transactional producers' client)",
                 )
-        # the transactional producers are Kafka's Java producer (kchaos.workloads.java_txn);
-        # the readers are VerifiableConsumers, which only subscribe
-        if t.copier is not None:
-            raise src.error(
-                ("workload", "transactions", "copier"),
-                "the copier is not implemented with client java (its producer would need "
-                "the consumer's group metadata, which only the Python consumer gives)",
-            )
+        # the transactional producers (and the copier's consumer) are Kafka's Java clients
+        # (kchaos.workloads.java_txn); the readers are VerifiableConsumers, which only
+        # subscribe
         if t.readers.assign:
             raise src.error(
                 ("workload", "transactions", "readers", "assign"),

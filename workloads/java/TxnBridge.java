@@ -1,4 +1,5 @@
-// kchaos: Kafka's own Java transactional producer, driven line by line over TCP.
+// kchaos: Kafka's own Java transactional producer (and a copier's consumer), driven line
+// by line over TCP.
 //
 // The Python transactional workers (kchaos.workloads.txn) write every history line
 // themselves; with `workload.client: java` the client they call is this process, so the
@@ -24,10 +25,22 @@
 //   commit  {}                                commitTransaction()
 //   abort   {}                                abortTransaction()
 //   close   {"timeout_ms"}                    close(); the process exits after the reply
+// The copier's consumer lives in the same process, so that the offsets go into the
+// transaction with that consumer's own group metadata (generation and member id):
+//   consume       {"config": {...}, "topic"}  a new KafkaConsumer (byte[]), subscribed
+//   poll          {"timeout_ms"}              poll(); replies "records": [{"topic",
+//                                             "partition", "offset", "data"}] (data base64
+//                                             or null)
+//   seek          {"topic", "partition", "offset"}
+//   send_offsets  {"positions": [[topic, partition, next offset], ...]}
+//                                             sendOffsetsToTransaction(offsets,
+//                                             consumer.groupMetadata())
+//   consume_close {}                          close the consumer (none open: nothing)
 // Blocking calls wait at most the producer's max.block.ms (the harness sets it to the
 // call's timeout in `open`).
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -39,14 +52,21 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public class TxnBridge {
@@ -60,6 +80,7 @@ public class TxnBridge {
 
     private final OutputStream out;
     private KafkaProducer<byte[], byte[]> producer;
+    private KafkaConsumer<byte[], byte[]> consumer;
 
     TxnBridge(OutputStream out) {
         this.out = out;
@@ -123,19 +144,66 @@ public class TxnBridge {
         }
     }
 
+    // A request's "config" object as client properties.
+    private static Properties properties(JsonNode req) {
+        Properties props = new Properties();
+        Map<?, ?> config = JSON.convertValue(req.path("config"), Map.class);
+        for (Map.Entry<?, ?> e : config.entrySet()) {
+            props.put(String.valueOf(e.getKey()), String.valueOf(e.getValue()));
+        }
+        return props;
+    }
+
+    private void closeConsumer() {
+        if (consumer != null) {
+            KafkaConsumer<byte[], byte[]> old = consumer;
+            consumer = null;
+            old.close(Duration.ofSeconds(5));
+        }
+    }
+
     private void serve(JsonNode req, ObjectNode reply) throws Exception {
         String op = req.path("op").asText();
         switch (op) {
-            case "open": {
-                Properties props = new Properties();
-                Map<?, ?> config = JSON.convertValue(req.path("config"), Map.class);
-                for (Map.Entry<?, ?> e : config.entrySet()) {
-                    props.put(String.valueOf(e.getKey()), String.valueOf(e.getValue()));
-                }
-                producer = new KafkaProducer<>(props, new ByteArraySerializer(),
+            case "open":
+                producer = new KafkaProducer<>(properties(req), new ByteArraySerializer(),
                     new ByteArraySerializer());
                 break;
+            case "consume":
+                closeConsumer();
+                consumer = new KafkaConsumer<>(properties(req), new ByteArrayDeserializer(),
+                    new ByteArrayDeserializer());
+                consumer.subscribe(List.of(req.path("topic").asText()));
+                break;
+            case "poll": {
+                ArrayNode records = reply.putArray("records");
+                Base64.Encoder b64 = Base64.getEncoder();
+                for (ConsumerRecord<byte[], byte[]> r :
+                        consumer.poll(Duration.ofMillis(req.path("timeout_ms").asLong()))) {
+                    ObjectNode rec = records.addObject();
+                    rec.put("topic", r.topic());
+                    rec.put("partition", r.partition());
+                    rec.put("offset", r.offset());
+                    rec.put("data", r.value() == null ? null : b64.encodeToString(r.value()));
+                }
+                break;
             }
+            case "seek":
+                consumer.seek(new TopicPartition(req.path("topic").asText(),
+                    req.path("partition").asInt()), req.path("offset").asLong());
+                break;
+            case "send_offsets": {
+                Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                for (JsonNode p : req.path("positions")) {
+                    offsets.put(new TopicPartition(p.get(0).asText(), p.get(1).asInt()),
+                        new OffsetAndMetadata(p.get(2).asLong()));
+                }
+                producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                break;
+            }
+            case "consume_close":
+                closeConsumer();
+                break;
             case "init":
                 producer.initTransactions();
                 state(reply);
@@ -175,6 +243,7 @@ public class TxnBridge {
                 producer.abortTransaction();
                 break;
             case "close":
+                closeConsumer();
                 if (producer != null) {
                     producer.close(Duration.ofMillis(req.path("timeout_ms").asLong(5000)));
                     producer = null;
@@ -212,6 +281,7 @@ public class TxnBridge {
                         break;
                     }
                 }
+                bridge.closeConsumer();
                 if (bridge.producer != null) {
                     bridge.producer.close(Duration.ofSeconds(5));
                 }

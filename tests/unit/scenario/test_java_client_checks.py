@@ -112,7 +112,7 @@ def test_java_transactions_load_with_subscribing_readers() -> None:
     assert sc.workload.transactions is not None and sc.workload.client == "java"
 
 
-def test_java_transactions_check_their_configs_readers_and_copier() -> None:
+def test_java_transactions_check_their_configs_and_readers() -> None:
     err = error_of(JAVA_TXN.replace("      linger.ms: 2\n", "      log_level: 3\n"))
     assert err.field == "workload.transactions.configs.log_level"
     assert "the transactional producers' client" in str(err)
@@ -120,6 +120,12 @@ def test_java_transactions_check_their_configs_readers_and_copier() -> None:
         JAVA_TXN.replace("      subscribe: 1\n", "      subscribe: 1\n      assign: 1\n")
     )
     assert err.field == "workload.transactions.readers.assign"
+
+
+def test_a_java_copier_loads() -> None:
+    # the copier's consumer runs in the Java producer's own process (java_txn.BridgeConsumer)
     copier = "    copier:\n      input: t\n      output: t2\n      group: g\n"
-    err = error_of(JAVA_TXN.replace("    readers:\n", copier + "    readers:\n"))
-    assert err.field == "workload.transactions.copier" and "not implemented" in str(err)
+    text = JAVA_TXN.replace("    readers:\n", copier + "    readers:\n")
+    text = text.replace("  - name: t\n", "  - name: t\n  - name: t2\n")
+    sc = load(text)
+    assert sc.workload.transactions is not None and sc.workload.transactions.copier is not None

@@ -226,3 +226,90 @@ def test_each_transactional_process_has_an_address_of_its_own() -> None:
     assert txn_slot(1) != txn_slot(2)
     with pytest.raises(Exception, match="no client address left"):
         txn_slot(100)
+
+
+def test_a_copier_over_the_bridge_reads_copies_and_commits_with_its_consumers_metadata(
+    bridge: FakeBridge,
+) -> None:
+    """The copier's consumer is opened in the producer's bridge; what its poll returns
+    is copied, and the offsets go to send_offsets (which uses the bridge's own consumer's
+    group metadata); after the producer is replaced the consumer is opened again there."""
+    from kchaos.harness.rundir.scenario_model import CopierSpec
+    from kchaos.workloads.java_txn import BridgeConsumer, consumer_config
+    from kchaos.workloads.txn import TxnCopier
+    from kchaos.workloads.values import payload
+
+    bridge.replies["init"] = lambda req: {"ok": True, "producer_id": 7, "producer_epoch": 0,
+                                          "transaction_version": 2}  # fmt: skip
+    polls = iter([[("in", 0, 40, "1-0-0"), ("in", 2, 9, "1-0-1")], []])
+
+    def poll(req: dict[str, Any]) -> dict[str, Any]:
+        records = [
+            {"topic": t, "partition": p, "offset": o,
+             "data": base64.b64encode(payload(v, 20)).decode()}
+            for t, p, o, v in next(polls, [])
+        ]  # fmt: skip
+        return {"ok": True, "records": records}
+
+    bridge.replies["poll"] = poll
+    sink, stop = ListSink(), threading.Event()
+    copier = CopierSpec(input="in", output="out", group="g", max_batch=5)
+    spec = TxnSpec(max_sends=2, abort_ratio=0.0, rate=0, timeout=1.0, copier=copier)
+    made: list[BridgeClient] = []
+
+    def factory(on_done: Any) -> BridgeClient:
+        config = producer_config("b:9092", "kchaos-t-3", 1000, "kchaos-txn3", {})
+        client = BridgeClient(config, on_done, "fake")
+        client.connect("127.0.0.1", bridge.port, 5.0)
+        made.append(client)
+        return client
+
+    consumer = BridgeConsumer(lambda: made[-1] if made else None,
+                              consumer_config("b:9092", "g", "kchaos-copier3", 5))  # fmt: skip
+    worker = TxnCopier(3, "kchaos-t-3", spec, sink, factory, consumer_factory=lambda: consumer,
+                       stop=stop, poll_timeout_s=0.05)  # fmt: skip
+    original = worker.step
+
+    def step() -> bool:
+        if bridge.ops().count("poll") >= 2:
+            stop.set()
+            return False
+        return original()
+
+    worker.step = step  # type: ignore[method-assign]
+    worker.run()
+    opened = [r for r in bridge.requests if r["op"] == "consume"]
+    assert len(opened) == 1 and opened[0]["topic"] == "in"
+    assert opened[0]["config"]["group.id"] == "g"
+    assert opened[0]["config"]["isolation.level"] == "read_committed"
+    assert opened[0]["config"]["max.poll.records"] == "5"
+    offsets = [r for r in bridge.requests if r["op"] == "send_offsets"]
+    assert [o["positions"] for o in offsets] == [[["in", 0, 41], ["in", 2, 10]]]
+    ops = bridge.ops()
+    assert ops.index("send_offsets") < ops.index("commit")
+    txns = [e for e in sink.events if e["f"] == "txn"]
+    assert [e["type"] for e in txns] == ["invoke", "ok"]
+    assert [s["copy_of"] for s in txns[0]["sends"]] == ["1-0-0", "1-0-1"]
+    assert [c["value"] for c in txns[0]["consumed"]] == ["1-0-0", "1-0-1"]
+
+
+def test_the_copiers_java_consumer_follows_a_replaced_producer(bridge: FakeBridge) -> None:
+    from kchaos.harness.errors import TxnClientUnusable
+    from kchaos.workloads.java_txn import BridgeConsumer, consumer_config
+
+    bridge.replies["poll"] = lambda req: {"ok": True, "records": []}
+    current: list[BridgeClient] = [client_for(bridge)]
+    consumer = BridgeConsumer(lambda: current[-1], consumer_config("b:9092", "g", "c", 5))
+    consumer.subscribe(["in"], lambda parts: None)
+    assert consumer.poll(0.01, 5) == ([], [])
+    assert consumer.poll(0.01, 5) == ([], [])
+    assert bridge.ops().count("consume") == 1
+    current[0].close()  # the worker replaced its producer (a new container)
+    current.append(client_for(bridge))
+    consumer.poll(0.01, 5)
+    assert bridge.ops().count("consume") == 2  # opened again in the new one
+    bridge.replies["poll"] = error("UNKNOWN_TOPIC_OR_PARTITION", retriable=True)
+    assert consumer.poll(0.01, 5) == ([], ["UNKNOWN_TOPIC_OR_PARTITION"])
+    current[-1].close()
+    with pytest.raises(TxnClientUnusable):  # the bridge went: a new client is needed
+        consumer.poll(0.01, 5)
