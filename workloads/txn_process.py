@@ -63,7 +63,7 @@ class TxnWorkerConfig:
     bootstrap_servers: str
     spec: TxnSpec
     topics: tuple[str, ...] = ()  # the producer's topics
-    lib: str = "confluent"
+    lib: str = "confluent-kafka"
     first: int = 0  # the first transaction number
     # lib "java": where its client containers run (java_txn.target_of)
     java: dict[str, str] | None = None
@@ -87,7 +87,7 @@ def make_worker(config: TxnWorkerConfig, sink: EventSink, stop: threading.Event)
     args = (config.process, config.transactional_id, spec, sink, factory)
     if config.role == "copier":
         assert spec.copier is not None
-        if config.lib != "confluent":
+        if config.lib != "confluent-kafka":
             raise ValueError(f"the copier runs with confluent-kafka only, not {config.lib}")
         group = spec.copier.group
         return TxnCopier(
@@ -103,7 +103,7 @@ def make_worker(config: TxnWorkerConfig, sink: EventSink, stop: threading.Event)
 
 
 def _confluent_factory(config: TxnWorkerConfig) -> Callable[[SendCallback], TxnProducerClient]:
-    if config.lib != "confluent":
+    if config.lib != "confluent-kafka":
         raise ValueError(f"no transactional client for library {config.lib!r}")
     from kchaos.workloads.confluent_txn import ConfluentTxnProducer
 
