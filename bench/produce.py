@@ -32,7 +32,7 @@ from kchaos.harness.labels import labels_for
 from kchaos.harness.rundir.history_writer import HistorySink, HistoryWriter, NullSink
 from kchaos.workloads.clients import QUIET_LOG_LEVEL, ProducerClient, SendCallback
 from kchaos.workloads.producer import ProducerWorker, producer_factory
-from kchaos.workloads.spec import CLIENT_LIBS, ProducerConfig
+from kchaos.workloads.spec import CLIENT_LIBS, ProducerConfig, client_lib
 from kchaos.workloads.topics import delete_topics, ensure_topics
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ BENCH_IN_FLIGHT = 100_000
 @dataclass(frozen=True)
 class Case:
     kind: str  # perf-test | recording | bare; produce_txn: idempotent | txn-recording | txn-bare
-    client: str  # java | confluent | kafka-python
+    client: str  # java | confluent-kafka | kafka-python
     size: int
     records: int
     seconds: float
@@ -126,7 +126,7 @@ def run_recording(
     """One producer worker sending ``records``; timed from a warmed-up client (connections,
     metadata and producer id in place, as perf-test has them before it counts) to the
     last acknowledgement."""
-    quiet = {"log_level": QUIET_LOG_LEVEL} if lib == "confluent" else {}
+    quiet = {"log_level": QUIET_LOG_LEVEL} if lib == "confluent-kafka" else {}
     spec = ProducerConfig(
         count=1, rate=0, keys=0, message_size=size, max_in_flight=BENCH_IN_FLIGHT,
         configs={"linger.ms": "5", "delivery.timeout.ms": "120000", **quiet},
@@ -289,8 +289,9 @@ def parse_produce_args(
     if not size_list or min(size_list) < 1:
         raise ConfigError("at least one positive size is needed", field="--sizes")
     if clients is None:
-        clients = "confluent" if transactional else "confluent,kafka-python"
-    libs = tuple(c.strip() for c in clients.split(",") if c.strip())
+        clients = "confluent-kafka" if transactional else "confluent-kafka,kafka-python"
+    # ``confluent``, the option's old spelling of confluent-kafka, still reads
+    libs = tuple(client_lib(c.strip()) for c in clients.split(",") if c.strip())
     unknown = [c for c in libs if c not in CLIENT_LIBS]
     if unknown or not libs:
         raise ConfigError(
@@ -300,9 +301,9 @@ def parse_produce_args(
         raise ConfigError("must be at least 1", field="--records")
     props = tuple(p.strip() for p in perf_props.split(",") if p.strip())
     if transactional:
-        if libs not in (("confluent",), ("java",)):
+        if libs not in (("confluent-kafka",), ("java",)):
             raise ConfigError(
-                "the transactional producer runs on one client, confluent or java (Kafka's "
+                "the transactional producer runs on one client, confluent-kafka or java (Kafka's "
                 f"Java producer); got {clients!r}",
                 field="--clients",
             )
@@ -333,6 +334,6 @@ def bench_cluster(args: ProduceArgs) -> Iterator[Any]:
 def case_line(case: Case) -> str:
     """One case as the bench prints it while it runs."""
     return (
-        f"  {case.kind:13} {case.client:13} {case.size:5} B  {case.records:7} records"
+        f"  {case.kind:13} {case.client:15} {case.size:5} B  {case.records:7} records"
         f"  {case.seconds:7.2f} s  {case.rate:10.0f} records/s"
     )

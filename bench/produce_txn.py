@@ -45,7 +45,7 @@ from kchaos.workloads.txn import EventSink
 
 IDEMPOTENT, TXN_RECORDING, TXN_BARE = "idempotent", "txn-recording", "txn-bare"
 KINDS: tuple[str, ...] = (IDEMPOTENT, TXN_RECORDING, TXN_BARE)
-CLIENT = "confluent"
+CLIENT = "confluent-kafka"
 GOAL_VS_BARE = 0.8  # issue 20: the transactional producer records at >= 0.8x bare
 DEADLINE_S = 900.0  # one case may take this long before the bench gives up on it
 
@@ -220,11 +220,11 @@ def txn_ratios(cases: list[Case]) -> list[dict[str, Any]]:
 
 def report_lines(rows: list[dict[str, Any]]) -> list[str]:
     """The table the command prints, one row per size, and the goal."""
-    out = ["client      size  idempotent/s  txn-rec/s  txn-bare/s  txn/idem  rec/bare"]
+    out = ["client           size  idempotent/s  txn-rec/s  txn-bare/s  txn/idem  rec/bare"]
     for r in rows:
         vs_bare = r["txn_recording_vs_bare"]
         out.append(
-            f"{r['client']:10} {r['size']:5}  {r['idempotent_rps']:12}  "
+            f"{r['client']:15} {r['size']:5}  {r['idempotent_rps']:12}  "
             f"{r['txn_recording_rps']:9}  {r['txn_bare_rps']:10}  "
             f"{_fmt(r['txn_vs_idempotent']):>8}  {_fmt(vs_bare):>8}"
             + ("" if vs_bare is None else "  met" if vs_bare >= GOAL_VS_BARE else "  NOT met")

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 @click.option(
     "--clients",
     default=None,
-    help="Client libraries [default: confluent,kafka-python; confluent with --transactional, "
-    "or java for Kafka's Java transactional producer].",
+    help="Client libraries [default: confluent-kafka,kafka-python; confluent-kafka with "
+    "--transactional, or java for Kafka's Java transactional producer].",
 )
 @click.option("--records", type=int, default=None, help="Records per case (default by size).")
 @click.option("--repeat", type=int, default=1, show_default=True, help="Rounds; medians.")
@@ -74,10 +74,10 @@ def produce_cmd(
                                   repeat, _log_case, args.perf_props)  # fmt: skip
     rows = produce.ratios(cases)
     click.echo("")
-    click.echo("client        size   perf-test/s  recording/s   bare/s   rec/perf  rec/bare")
+    click.echo("client          size   perf-test/s  recording/s   bare/s   rec/perf  rec/bare")
     for r in rows:
         click.echo(
-            f"{r['client']:13} {r['size']:5}  {r['perf_test_rps']:11}  {r['recording_rps']:11}"
+            f"{r['client']:15} {r['size']:5}  {r['perf_test_rps']:11}  {r['recording_rps']:11}"
             f"  {r['bare_rps']:7}  {r['recording_vs_perf_test']:8}  {r['recording_vs_bare']:8}"
         )
     click.echo("goals: rec/perf >= 0.8, rec/bare >= 0.9")

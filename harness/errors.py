@@ -13,8 +13,9 @@ that base class, prints ``str(error)`` (no traceback) and exits with ``error.exi
     │   └── ImageBuildError
     ├── ClusterError                 the cluster could not be brought up or driven
     │   ├── BrokerStartError         a broker refused its config (carries its log tail)
-    │   └── ReadinessTimeout         not ready in time (carries every container's state)
-    │       └── WaitTimeout          a wait strategy ran out of time (carries what it saw last)
+    │   ├── ReadinessTimeout         not ready in time (carries every container's state)
+    │   │   └── WaitTimeout          a wait strategy ran out of time (carries what it saw last)
+    │   └── ClientGone               no running client container at the address asked for
     ├── FaultError                   a fault could not be started
     │   ├── HealError                a fault could not be healed (cleanup must follow)
     │   ├── TriggerTimeout           a trigger's condition did not hold in time

@@ -23,7 +23,7 @@ that needs them. Fixtures:
 Example::
 
     def test_pause_leader(kchaos_cluster, kchaos_workload, kchaos_nemesis, kchaos_check):
-        workload = kchaos_workload(topics=["t"], duration_s=30)
+        workload = kchaos_workload(topics=["t"], duration=30)
         workload.start()
         kchaos_nemesis([{"at": 5, "for": 10, "fault": "pause", "target": "leader:t:0"}])
         time.sleep(30)
@@ -191,17 +191,17 @@ def kchaos_nemesis(kchaos_cluster: Any, kchaos_history: Any) -> Iterator[Callabl
 def kchaos_workload(
     kchaos_cluster: Any, kchaos_history: Any, kchaos_rundir: RunDir
 ) -> Iterator[Callable[..., Any]]:
-    """``kchaos_workload(**WorkloadSpec fields)`` -> a Workload (start it yourself)."""
+    """``kchaos_workload(**WorkloadSpec fields)`` -> a Workload (start it yourself). The
+    fields' old names (``duration_s``, ...) and client ``confluent`` are still read
+    (:func:`kchaos.workloads.spec.workload_spec_of`)."""
     made: list[Any] = []
 
     def build(**fields: Any) -> Any:
-        from kchaos.workloads.spec import WorkloadSpec
+        from kchaos.workloads.spec import workload_spec_of
         from kchaos.workloads.workload import Workload
 
-        if "topics" in fields:
-            fields["topics"] = tuple(fields["topics"])
         workload = Workload.for_cluster(
-            WorkloadSpec(**fields), kchaos_cluster, kchaos_history, run_dir=kchaos_rundir
+            workload_spec_of(fields), kchaos_cluster, kchaos_history, run_dir=kchaos_rundir
         )
         made.append(workload)
         return workload

@@ -2,8 +2,8 @@
 
 Workers (producer, consumer, drain) speak only to :class:`ProducerClient` and
 :class:`ConsumerClient`; :func:`make_producer` / :func:`make_consumer` pick the library
-(``"confluent"`` for confluent-kafka, ``"kafka-python"``). Error names handed back are
-canonical (see :mod:`kchaos.workloads.classify`).
+by its name in ``CLIENT_LIBS`` (``"confluent-kafka"``, ``"kafka-python"``). Error names
+handed back are canonical (see :mod:`kchaos.workloads.classify`).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ class ConsumerClient(Protocol):
 def make_producer(
     lib: str, bootstrap_servers: str, spec: ProducerConfig, on_done: SendCallback, client_id: str
 ) -> ProducerClient:
-    if lib == "confluent":
+    if lib == "confluent-kafka":
         from kchaos.workloads.confluent_client import ConfluentProducer
 
         return ConfluentProducer(bootstrap_servers, spec, on_done, client_id)
@@ -203,8 +203,9 @@ def make_consumer(
     read_committed (confluent-kafka 1.2 on), Kafka's and kafka-python's read_uncommitted,
     so a reader left to its library's default would not read as its ``assign`` lines say."""
     extra = dict(extra or {})
-    extra.setdefault("isolation.level" if lib == "confluent" else "isolation_level", isolation)
-    if lib == "confluent":
+    key = "isolation.level" if lib == "confluent-kafka" else "isolation_level"
+    extra.setdefault(key, isolation)
+    if lib == "confluent-kafka":
         from kchaos.workloads.confluent_client import ConfluentConsumer
 
         return ConfluentConsumer(bootstrap_servers, group_id, rack, client_id, extra or {})

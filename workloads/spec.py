@@ -3,9 +3,10 @@
 Every field has a safe default (acks=all, idempotent, the confluent-kafka client); the
 scenario loader builds a :class:`WorkloadSpec` (``Scenario.plan.workload``) and the runner
 hands it to :class:`kchaos.workloads.workload.Workload`. The producers' and readers'
-settings, :class:`ProducerConfig` and :class:`ConsumerConfig`, and the transactional
-workers' spec, :class:`TxnSpec`, are the scenario's own types (the run description,
-:mod:`kchaos.harness.rundir.scenario_model`), named here too for the workers; the Kafka
+settings, :class:`ProducerConfig` and :class:`ConsumerConfig`, the transactional
+workers' spec, :class:`TxnSpec`, and the client names, :data:`ClientLib`, are the
+scenario's own (the run description, :mod:`kchaos.harness.rundir.scenario_model`), named
+here too for the workers; the Kafka
 properties of a producer client are derived from its ProducerConfig by
 :func:`producer_settings`.
 """
@@ -20,15 +21,18 @@ from kchaos.harness.errors import ConfigError
 from kchaos.harness.rundir.history import ISOLATIONS
 from kchaos.harness.rundir.scenario_model import (
     AFTER_UNFINISHED_COMMIT,
+    CLIENT_LIBS,
     KEEP_GOING,
     REINIT,
     TXN_ID_PREFIX,
     AfterUnfinishedCommit,
+    ClientLib,
     ConsumerConfig,
     CopierSpec,
     ProducerConfig,
     ReadersConfig,
     TxnSpec,
+    client_lib,
 )
 from kchaos.workloads.values import PADDINGS
 
@@ -36,6 +40,7 @@ __all__ = [
     "AFTER_UNFINISHED_COMMIT",
     "CLIENT_LIBS",
     "KEEP_GOING",
+    "OLD_FIELD_NAMES",
     "REINIT",
     "TXN_ID_PREFIX",
     "AfterUnfinishedCommit",
@@ -49,12 +54,12 @@ __all__ = [
     "SETTING_PROPERTIES",
     "TxnSpec",
     "WorkloadSpec",
+    "client_lib",
     "producer_settings",
     "validate_producers",
+    "workload_spec_of",
 ]
 
-ClientLib = Literal["confluent", "kafka-python", "java"]
-CLIENT_LIBS: tuple[str, ...] = ("confluent", "kafka-python", "java")
 Isolation = Literal["read_uncommitted", "read_committed"]
 
 
@@ -147,19 +152,30 @@ def validate_producers(p: ProducerConfig, where: str = "producers") -> None:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """Everything a run's clients do."""
+    """Everything a run's clients do: the scenario model's
+    :class:`~kchaos.harness.rundir.scenario_model.WorkloadConfig` resolved by
+    :func:`kchaos.harness.scenario.plan.workload_spec`, its fields under the same names
+    and with the same meaning (``client``, ``duration``, ``monitor_interval``,
+    ``drain_timeout``, ``producers``, ``transactions``; durations in seconds).
+
+    Resolved: ``topics`` is never empty (the scenario's topics where the workload names
+    none), ``consumers`` is a tuple (the scenario's readers, then the transactional
+    runs' read_committed readers), and confluent-kafka's configs carry its quieter log
+    level. Added, for the runtime only (no scenario field sets them): ``close_timeout``,
+    ``metrics_interval`` and ``first_process``.
+    """
 
     topics: tuple[str, ...] = ("kchaos",)
     producers: ProducerConfig = ProducerConfig(count=2)
     # each entry: ``count`` readers alike (the scenario's workload.consumers, then the
     # transactional readers); consumer_workers() lists them one per worker
     consumers: tuple[ConsumerConfig, ...] = (ConsumerConfig(count=1),)
-    client: ClientLib = "confluent"
-    duration_s: float = 60.0
-    close_timeout_s: float = 10.0  # how long stop() waits for in-flight sends
-    drain_deadline_s: float = 120.0
-    monitor_interval_s: float = 0.5
-    metrics_interval_s: float = 2.0
+    client: ClientLib = "confluent-kafka"
+    duration: float = 60.0
+    close_timeout: float = 10.0  # how long stop() waits for in-flight sends
+    drain_timeout: float = 120.0
+    monitor_interval: float = 0.5
+    metrics_interval: float = 2.0  # how often the monitor scrapes the brokers' metrics
     first_process: int = 1  # producers get ids first_process.., consumers after them
     # transactional producers and copier (ids after the consumers); a run with them
     # drains read_committed (history format 1.2)
@@ -220,3 +236,33 @@ class WorkloadSpec:
                 )
         if self.transactions is not None:
             self.transactions.validate(self.topics)
+
+
+# WorkloadSpec's field names before it took the scenario model's (issue 34) -> today's.
+# Read by :func:`workload_spec_of` (the pytest plugin's kchaos_workload), so a chaos test
+# written for an older kchaos still runs.
+OLD_FIELD_NAMES: dict[str, str] = {
+    "duration_s": "duration",
+    "drain_deadline_s": "drain_timeout",
+    "monitor_interval_s": "monitor_interval",
+    "close_timeout_s": "close_timeout",
+    "metrics_interval_s": "metrics_interval",
+}
+
+
+def workload_spec_of(fields: Mapping[str, Any]) -> WorkloadSpec:
+    """The WorkloadSpec of keyword ``fields``, as a test gives them: ``topics`` any
+    sequence, and the old spellings read as today's (a field's old name,
+    :data:`OLD_FIELD_NAMES`; client ``confluent``). TypeError for a field given under
+    both names, or one WorkloadSpec does not have."""
+    given = dict(fields)
+    for old, new in OLD_FIELD_NAMES.items():
+        if old in given:
+            if new in given:
+                raise TypeError(f"{old} is the old name of {new}: give one of them")
+            given[new] = given.pop(old)
+    if "topics" in given:
+        given["topics"] = tuple(given["topics"])
+    if isinstance(given.get("client"), str):
+        given["client"] = client_lib(given["client"])
+    return WorkloadSpec(**given)

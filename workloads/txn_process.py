@@ -64,7 +64,7 @@ class TxnWorkerConfig:
     bootstrap_servers: str
     spec: TxnSpec
     topics: tuple[str, ...] = ()  # the producer's topics
-    lib: str = "confluent"
+    lib: str = "confluent-kafka"
     first: int = 0  # the first transaction number
     # lib "java": where its client containers run (java_txn.target_of)
     java: dict[str, str] | None = None
@@ -107,7 +107,7 @@ def make_worker(config: TxnWorkerConfig, sink: EventSink, stop: threading.Event)
 
 
 def _confluent_factory(config: TxnWorkerConfig) -> Callable[[SendCallback], TxnProducerClient]:
-    if config.lib != "confluent":
+    if config.lib != "confluent-kafka":
         raise ValueError(f"no transactional client for library {config.lib!r}")
     from kchaos.workloads.confluent_txn import ConfluentTxnProducer
 

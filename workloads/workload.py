@@ -118,10 +118,10 @@ class Workload:
                 lambda: AdminMetadataSource(bootstrap_servers),
                 spec.topics,
                 sink,
-                interval=spec.monitor_interval_s,
+                interval=spec.monitor_interval,
                 metrics_urls=metrics_urls,
                 metrics_path=None if run_dir is None else run_dir.broker_metrics,
-                metrics_interval=spec.metrics_interval_s,
+                metrics_interval=spec.metrics_interval,
                 stable_offsets=self._stable_offset_sampling(),
             )
         self._started = False
@@ -141,7 +141,7 @@ class Workload:
             log.warning("monitor: the history sink has no clock: no stable-offset samples")
             return None
         lib, servers = _python_lib(self.spec.client), self.bootstrap_servers
-        quiet = {"log_level": QUIET_LOG_LEVEL} if lib == "confluent" else None
+        quiet = {"log_level": QUIET_LOG_LEVEL} if lib == "confluent-kafka" else None
 
         def consumer(isolation: str) -> Any:
             name = "kchaos-monitor-" + isolation.replace("_", "-")
@@ -190,11 +190,11 @@ class Workload:
         tx = spec.transactions
         assert tx is not None
         # client java: Kafka's Java producer (kchaos.workloads.java_txn); else librdkafka
-        lib, java = "confluent", None
+        lib, java = "confluent-kafka", None
         if spec.client == "java":
             assert self._java is not None
             lib, java = "java", target_of(self._java)
-        elif spec.client != "confluent":
+        elif spec.client != "confluent-kafka":
             raise WorkloadError(
                 "transactional workers are implemented with confluent-kafka and Kafka's Java "
                 f"client only (workload client {spec.client!r})"
@@ -329,7 +329,7 @@ class Workload:
         if self._started:
             raise WorkloadError("workload already started")
         self._started = True
-        if self._client_log_path is not None and self.spec.client == "confluent":
+        if self._client_log_path is not None and self.spec.client == "confluent-kafka":
             self._client_log_path.parent.mkdir(parents=True, exist_ok=True)
             self._client_log = log_to_file(self._client_log_path)
         if self.metrics is not None and self.metrics_port is not None:
@@ -358,10 +358,10 @@ class Workload:
                 producer.request_stop()  # all stop sending at once, then each flushes
             try:
                 for worker in self.transactional:  # ends its transaction, then exits
-                    worker.stop(self.spec.close_timeout_s + 2 * self._txn_timeout_s())
+                    worker.stop(self.spec.close_timeout + 2 * self._txn_timeout_s())
                 for producer in self.producers:
                     try:
-                        producer.stop(self.spec.close_timeout_s)
+                        producer.stop(self.spec.close_timeout)
                     except Exception as exc:  # a client that fails to close
                         log.exception("producer %s: stop failed", producer.process)
                         producer.error = producer.error or exc
@@ -401,16 +401,17 @@ class Workload:
         tx = self.spec.transactions
         return 0.0 if tx is None else tx.timeout_ms / 1000.0
 
-    def run(self, duration_s: float | None = None) -> WorkloadStats:
-        """start(), sleep for the spec's duration (or ``duration_s``), stop()."""
+    def run(self, duration: float | None = None) -> WorkloadStats:
+        """start(), sleep ``duration`` seconds (default: the spec's), stop()."""
         self.start()
-        time.sleep(self.spec.duration_s if duration_s is None else duration_s)
+        time.sleep(self.spec.duration if duration is None else duration)
         return self.stop()
 
-    def drain(self, deadline_s: float | None = None) -> DrainResult:
-        """Read every partition to its high watermark (call after faults are healed)."""
+    def drain(self, timeout: float | None = None) -> DrainResult:
+        """Read every partition to its high watermark (call after faults are healed), for
+        at most ``timeout`` seconds (default: the spec's ``drain_timeout``)."""
         lib, servers = _python_lib(self.spec.client), self.bootstrap_servers
-        quiet = {"log_level": QUIET_LOG_LEVEL} if lib == "confluent" else None
+        quiet = {"log_level": QUIET_LOG_LEVEL} if lib == "confluent-kafka" else None
         transactions = self.spec.transactions is not None
         isolation = "read_committed" if transactions else "read_uncommitted"
         return drain(
@@ -420,7 +421,7 @@ class Workload:
             ),
             self.spec.topics,
             self.sink,
-            deadline_s=self.spec.drain_deadline_s if deadline_s is None else deadline_s,
+            deadline_s=self.spec.drain_timeout if timeout is None else timeout,
             metrics=self.metrics,
             hwm_factory=(
                 (lambda: make_consumer(lib, servers, group_id=None, client_id="kchaos-drain-hwm",
@@ -462,4 +463,4 @@ class Workload:
 def _python_lib(client: str) -> str:
     """The Python library of the harness's own reader (the drain): the run's library, or
     confluent-kafka when the workload's clients are the Java tools."""
-    return "confluent" if client == "java" else client
+    return "confluent-kafka" if client == "java" else client

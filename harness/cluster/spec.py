@@ -116,6 +116,16 @@ def _properties(raw: Mapping[str, Any] | None, where: str) -> dict[str, str]:
 class ClusterSpec:
     """A KRaft cluster: N brokers (combined broker+controller unless ``controllers`` > 0).
 
+    For a scenario, built from the run description's
+    :class:`~kchaos.harness.rundir.scenario_model.ClusterConfig` by
+    :func:`kchaos.harness.scenario.plan.cluster_spec`, its fields under the same names
+    (``brokers``, ``controllers``, ``kafka_version``, ``server_properties``,
+    ``broker_properties``, ``heap``, ``data_mount_options``) but one: the scenario's
+    ``image`` says where the images come from (``offline``, ``registry``) or names a
+    Kafka image tag, and only a tag becomes ``kafka_image`` (the source is the runner's
+    to resolve, into ``images``). The other fields are the runtime's own: the image tags,
+    ``jvm_performance_opts``, ``disk_size_mb``, ``racks``, ``ready_timeout``, ``run_id``.
+
     ``server_properties`` apply to every node and ``broker_properties[node_id]`` to one
     node; both are passed to Kafka untouched and win over the harness's own defaults.
     ``racks`` maps node id to ``broker.rack`` (for follower fetching add

@@ -40,6 +40,21 @@ KEEP_GOING: AfterUnfinishedCommit = "keep-going"
 AFTER_UNFINISHED_COMMIT: tuple[str, ...] = (REINIT, KEEP_GOING)
 
 
+# The client library of a workload's producers and readers, one spelling everywhere: the
+# scenario's ``workload.client``, WorkloadSpec.client, the client factories and the
+# benches. ``confluent`` is the old spelling of confluent-kafka (kchaos's API and the
+# produce bench's --clients took it until 2026-12): :func:`client_lib` reads it.
+ClientLib = Literal["confluent-kafka", "kafka-python", "java"]
+CLIENT_LIBS: tuple[str, ...] = ("confluent-kafka", "kafka-python", "java")
+OLD_CLIENT_NAMES: dict[str, str] = {"confluent": "confluent-kafka"}
+
+
+def client_lib(name: str) -> str:
+    """``name`` in today's spelling (``confluent`` -> ``confluent-kafka``); any other name
+    as it is, for the caller's own check against :data:`CLIENT_LIBS`."""
+    return OLD_CLIENT_NAMES.get(name, name)
+
+
 # A step's length is ``for`` in every form a schedule takes: a scenario step, run.json's
 # ``schedule`` (faults.schedule) and the pytest plugin's steps. ``duration`` is the old
 # spelling a step may still use (older scenario files and the scenarios older run.json
@@ -449,7 +464,7 @@ class ConsumerConfig:
 @dataclass(frozen=True)
 class WorkloadConfig:
     duration: float = field(metadata=DURATION_META)  # the one field a file must give
-    client: Literal["confluent-kafka", "kafka-python", "java"] = "confluent-kafka"
+    client: ClientLib = "confluent-kafka"
     topics: tuple[str, ...] = ()  # empty: every topic of the scenario
     producers: ProducerConfig = field(default_factory=ProducerConfig)
     consumers: ConsumerConfig = field(default_factory=ConsumerConfig)

@@ -45,8 +45,6 @@ from kchaos.workloads.spec import (
 # (path in the scenario, message) -> the error to raise, placed in the scenario's file.
 Place = Callable[[Path_, str], ConfigError]
 
-# The scenario's client names -> WorkloadSpec.client.
-CLIENTS = {"confluent-kafka": "confluent", "kafka-python": "kafka-python", "java": "java"}
 # WorkloadSpec.validate's fields -> where they are in a scenario.
 _WORKLOAD_FIELDS: dict[str, Path_] = {
     "topics": ("workload", "topics"),
@@ -174,10 +172,10 @@ def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
         producers=producers,
         consumers=consumers,
         transactions=txn,
-        client=CLIENTS[w.client],  # type: ignore[arg-type]
-        duration_s=w.duration,
-        drain_deadline_s=w.drain_timeout,
-        monitor_interval_s=w.monitor_interval,
+        client=w.client,
+        duration=w.duration,
+        drain_timeout=w.drain_timeout,
+        monitor_interval=w.monitor_interval,
     )
     try:
         spec.validate()

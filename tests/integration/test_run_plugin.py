@@ -34,7 +34,7 @@ def test_leader_pause_keeps_acknowledged_writes(
                   (TopicConfig("plugin-t", 1, 3, {"min.insync.replicas": "2"}),))
     producers = ProducerConfig(count=1, rate=0, keys=0, max_in_flight=10000)  # unpaced
     workload = kchaos_workload(
-        topics=["plugin-t"], producers=producers, consumers=(), duration_s=14
+        topics=["plugin-t"], producers=producers, consumers=(), duration=14
     )
     workload.start()
     nemesis = kchaos_nemesis([{"at": 3, "for": 6, "fault": "pause", "target": "leader:plugin-t:0"}])

@@ -116,7 +116,7 @@ def test_no_fault_run_every_acknowledged_send_is_drained(
             ConsumerConfig(count=1, mode="subscribe", group=f"g-{topic}"),
             ConsumerConfig(count=1, mode="assign", rack="rack-b"),  # follower fetching (KIP-392)
         ),
-        duration_s=DURATION,
+        duration=DURATION,
     )
     with (
         HistoryWriter(tmp_path / "history.jsonl") as history,
@@ -129,7 +129,7 @@ def test_no_fault_run_every_acknowledged_send_is_drained(
         sources = follower.fetch_sources()
         time.sleep(max(0.0, DURATION - min(15.0, DURATION / 2)))
         stats = workload.stop()
-        result = workload.drain(deadline_s=60)
+        result = workload.drain(timeout=60)
     assert result.complete, result.failed
     events, torn = read_history(tmp_path / "history.jsonl")
     assert not torn
@@ -148,7 +148,7 @@ def test_no_fault_run_every_acknowledged_send_is_drained(
     assert code == 0, f"kchaos check exit {code} (0 is valid; its output is printed above)"
 
 
-@pytest.mark.parametrize("lib", ["confluent", "kafka-python"])
+@pytest.mark.parametrize("lib", ["confluent-kafka", "kafka-python"])
 def test_broker_killed_mid_run_gives_info_never_fail(
     healthy_cluster: Any, tmp_path: Path, lib: str
 ) -> None:
@@ -165,7 +165,7 @@ def test_broker_killed_mid_run_gives_info_never_fail(
         ),  # fmt: skip
         consumers=(ConsumerConfig(count=1, mode="assign"),),
         client=lib,  # type: ignore[arg-type]
-        close_timeout_s=5.0,
+        close_timeout=5.0,
     )
     victim = cluster.node(1)
     with (
@@ -182,7 +182,7 @@ def test_broker_killed_mid_run_gives_info_never_fail(
         time.sleep(5)
         stats = workload.stop()
         cluster.wait_ready(120)
-        result = workload.drain(deadline_s=90)
+        result = workload.drain(timeout=90)
     assert result.complete, result.failed
     events, _ = read_history(tmp_path / "history.jsonl")
     # duplicates are Kafka's to answer for (the checker reports them): librdkafka re-sends
@@ -293,7 +293,7 @@ def test_incremental_group_protocols_record_full_assignments(
         reading = Until("both members reading after the split", _reading(workload, since, 20))
         reading.with_startup_timeout(60).wait_until_ready()
         workload.stop()
-        assert workload.drain(deadline_s=60).complete
+        assert workload.drain(timeout=60).complete
     events, _ = read_history(tmp_path / "history.jsonl")
     f = assert_durable(events, topic, 4)
     latest: dict[int, set[int]] = {}

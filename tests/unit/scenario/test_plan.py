@@ -17,9 +17,10 @@ from kchaos.harness.errors import ConfigError
 from kchaos.harness.run import orchestrate
 from kchaos.harness.run.context import RunContext
 from kchaos.harness.rundir.rundir import RunDir
+from kchaos.harness.rundir.scenario_model import WorkloadConfig
 from kchaos.harness.scenario import library, load_scenario
 from kchaos.harness.scenario.plan import plan_of
-from kchaos.workloads.spec import producer_settings
+from kchaos.workloads.spec import WorkloadSpec, producer_settings
 
 
 def test_workload_spec_of_smoke():
@@ -28,7 +29,7 @@ def test_workload_spec_of_smoke():
     spec = sc.plan.workload
     assert spec.topics == ("smoke",)
     assert spec.producers.count == 2 and len(spec.consumer_workers()) == 1
-    assert spec.client == "confluent"
+    assert spec.client == "confluent-kafka"
     settings = producer_settings(spec.producers)
     assert spec.producers.acks == "all" and settings.idempotence is True
     assert settings.delivery_timeout_ms == 60000
@@ -36,7 +37,19 @@ def test_workload_spec_of_smoke():
     assert spec.producers == dataclasses.replace(
         sc.workload.producers, configs={**sc.workload.producers.configs, "log_level": "3"}
     )
-    assert spec.duration_s == sc.workload.duration
+    assert spec.duration == sc.workload.duration
+
+
+def test_workload_spec_has_the_scenario_workloads_names() -> None:
+    """One name per field (issue 34): every field of the scenario's workload is a field
+    of WorkloadSpec under the same name; the plan copies the values that need no
+    resolving as they are."""
+    sc = library.load("txn-smoke")
+    spec = plan_of(sc).workload
+    names = {f.name for f in dataclasses.fields(WorkloadSpec)}
+    assert {f.name for f in dataclasses.fields(WorkloadConfig)} <= names
+    for name in ("client", "duration", "monitor_interval", "drain_timeout", "transactions"):
+        assert getattr(spec, name) == getattr(sc.workload, name), name
 
 
 def test_acks1_producer_is_not_idempotent():

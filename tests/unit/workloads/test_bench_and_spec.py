@@ -10,6 +10,7 @@ from kchaos.workloads.spec import (
     WorkloadSpec,
     producer_settings,
     validate_producers,
+    workload_spec_of,
 )
 
 PERF_OUTPUT = """\
@@ -28,17 +29,17 @@ def test_perf_test_summary_is_the_last_line() -> None:
 def test_ratios_are_medians_of_each_rounds_pairs() -> None:
     cases = [
         Case("perf-test", "java", 100, 1000, 1.0, 0),
-        Case("recording", "confluent", 100, 1000, 2.0, 0),
-        Case("bare", "confluent", 100, 1000, 1.6, 0),
+        Case("recording", "confluent-kafka", 100, 1000, 2.0, 0),
+        Case("bare", "confluent-kafka", 100, 1000, 1.6, 0),
         Case("perf-test", "java", 100, 1000, 2.0, 1),  # a slow round: the pair still holds
-        Case("bare", "confluent", 100, 1000, 3.2, 1),
-        Case("recording", "confluent", 100, 1000, 3.6, 1),
+        Case("bare", "confluent-kafka", 100, 1000, 3.2, 1),
+        Case("recording", "confluent-kafka", 100, 1000, 3.6, 1),
         Case("perf-test", "java", 100, 1000, 1.0, 2),
-        Case("bare", "confluent", 100, 1000, 1.0, 2),
-        Case("recording", "confluent", 100, 1000, 1.0, 2),
+        Case("bare", "confluent-kafka", 100, 1000, 1.0, 2),
+        Case("recording", "confluent-kafka", 100, 1000, 1.0, 2),
     ]
     (row,) = ratios(cases)
-    assert row["client"] == "confluent" and row["size"] == 100 and row["rounds"] == 3
+    assert row["client"] == "confluent-kafka" and row["size"] == 100 and row["rounds"] == 3
     assert row["recording_vs_perf_test"] == 0.556  # median of 0.5, 0.556, 1.0
     assert row["recording_vs_bare"] == 0.889  # median of 0.8, 0.889, 1.0
     assert row["recording_vs_bare_per_round"] == [0.8, 0.889, 1.0]
@@ -54,6 +55,8 @@ def test_specs_reject_bad_values_naming_the_field() -> None:
     WorkloadSpec().validate()
     with pytest.raises(ConfigError, match="client"):
         WorkloadSpec(client="sarama").validate()  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="client"):  # the old spelling: workload_spec_of
+        WorkloadSpec(client="confluent").validate()  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="acks"):
         WorkloadSpec(producers=ProducerConfig(acks="2")).validate()
     with pytest.raises(ConfigError, match="retries"):
@@ -67,6 +70,24 @@ def test_specs_reject_bad_values_naming_the_field() -> None:
         WorkloadSpec(consumers=(ConsumerConfig(mode="x"),)).validate()  # type: ignore[arg-type]
     assert producer_settings(ProducerConfig(acks="1", configs={"retries": "0"})).single_attempt
     assert not producer_settings(ProducerConfig()).single_attempt
+
+
+def test_workload_spec_of_reads_the_old_names_and_client_spelling() -> None:
+    """The pytest plugin's keyword fields: a test written for an older kchaos (fields
+    with an _s suffix, client "confluent") gets today's spec."""
+    old = workload_spec_of(
+        {"topics": ["t"], "client": "confluent", "duration_s": 30, "drain_deadline_s": 5,
+         "monitor_interval_s": 1, "close_timeout_s": 2, "metrics_interval_s": 3}
+    )  # fmt: skip
+    assert old == WorkloadSpec(
+        topics=("t",), client="confluent-kafka", duration=30, drain_timeout=5,
+        monitor_interval=1, close_timeout=2, metrics_interval=3,
+    )  # fmt: skip
+    assert workload_spec_of({"client": "kafka-python"}).client == "kafka-python"
+    with pytest.raises(TypeError, match="duration_s is the old name of duration"):
+        workload_spec_of({"duration_s": 30, "duration": 30})
+    with pytest.raises(TypeError):
+        workload_spec_of({"deadline": 30})
 
 
 def test_producer_settings_type_the_configs_kchaos_reads_and_pass_on_the_rest() -> None:

@@ -166,7 +166,7 @@ def test_make_consumer_passes_the_isolation_level(
     seen: dict[str, object] = {}
     monkeypatch.setattr(confluent_client, "ConfluentConsumer",
                         lambda *args: seen.update(extra=args[-1]))  # fmt: skip
-    clients.make_consumer("confluent", "h:1", group_id="g", isolation=isolation)
+    clients.make_consumer("confluent-kafka", "h:1", group_id="g", isolation=isolation)
     assert seen["extra"] == {"isolation.level": isolation}
     monkeypatch.setattr(kafkapython_client, "KafkaPythonConsumer",
                         lambda *args: seen.update(extra=args[-1]))  # fmt: skip

@@ -23,12 +23,15 @@ from kchaos.harness.rundir.history_writer import HistoryWriter, NullSink
 
 def test_the_options_and_their_defaults() -> None:
     plain = parse_produce_args("100,1024", None, None)
-    assert plain.libs == ("confluent", "kafka-python") and not plain.transactional
+    assert plain.libs == ("confluent-kafka", "kafka-python") and not plain.transactional
     assert plain.records == {100: 200_000, 1024: 60_000}
     txn = parse_produce_args("100", None, 5000, transactional=True, max_sends=8)
-    assert txn.libs == ("confluent",) and txn.records == {100: 5000} and txn.max_sends == 8
+    assert txn.libs == ("confluent-kafka",) and txn.records == {100: 5000} and txn.max_sends == 8
     java = parse_produce_args("100", "java", 5000, transactional=True)
     assert java.libs == ("java",)
+    # confluent, the option's old spelling of confluent-kafka, still reads
+    old = parse_produce_args("100", "confluent,kafka-python", None)
+    assert old.libs == ("confluent-kafka", "kafka-python")
 
 
 @pytest.mark.parametrize(
@@ -80,7 +83,8 @@ def test_only_committed_values_count_and_recording_decides_the_kind(tmp_path: Pa
         return made[-1]
 
     bare = produce_txn.run_txn("b:9092", "topic-1", 100, 30, NullSink(), 8, 2, factory=factory)
-    assert (bare.kind, bare.client, bare.size, bare.round) == ("txn-bare", "confluent", 100, 2)
+    assert (bare.kind, bare.client, bare.size) == ("txn-bare", "confluent-kafka", 100)
+    assert bare.round == 2
     assert bare.records == 32 and bare.seconds > 0  # 8 committed transactions of 4
     spec = made[0].config.spec
     assert made[0].config.topics == ("topic-1",) and made[0].config.role == "producer"
@@ -105,7 +109,7 @@ def test_the_java_client_runs_the_same_worker_with_kafkas_producer() -> None:
     assert (case.kind, case.client, case.records) == ("txn-bare", "java", 20)
     assert made[0].config.lib == "java" and made[0].config.java == where
     rows = produce_txn.txn_ratios(
-        [Case("idempotent", "confluent", 100, 1000, 1.0, 0),
+        [Case("idempotent", "confluent-kafka", 100, 1000, 1.0, 0),
          Case("txn-recording", "java", 100, 1000, 2.0, 0),
          Case("txn-bare", "java", 100, 1000, 2.0, 0)]
     )  # fmt: skip
@@ -126,7 +130,7 @@ def test_rounds_warm_up_then_rotate_the_order() -> None:
 
     def run_case(kind: str, size: int, n: int, round_: int) -> Case:
         calls.append((kind, size, n, round_))
-        return Case(kind, "confluent", size, n, 1.0, round_)
+        return Case(kind, "confluent-kafka", size, n, 1.0, round_)
 
     cases = produce_txn.txn_rounds([100], {100: 50_000}, 3, run_case, logged.append)
     assert calls[:3] == [(k, 100, 5000, -1) for k in produce_txn.KINDS]
@@ -143,7 +147,7 @@ def rounds(*rates: tuple[float, float, float]) -> list[Case]:
     out = []
     for r, trio in enumerate(rates):
         for kind, rate in zip(produce_txn.KINDS, trio, strict=True):
-            out.append(Case(kind, "confluent", 100, 1000, 1000 / rate, r))
+            out.append(Case(kind, "confluent-kafka", 100, 1000, 1000 / rate, r))
     return out
 
 
@@ -160,7 +164,9 @@ def test_ratios_are_medians_of_each_rounds_pairs_and_the_table_says_the_goal() -
     assert row["txn_recording_vs_bare"] == 0.833  # median of 0.833, 0.9, 0.5
     assert row["txn_recording_vs_bare_per_round"] == [0.833, 0.9, 0.5]
     table = produce_txn.report_lines(rows)
-    assert table[1].split() == ["confluent", "100", "1000", "500", "800", "0.450", "0.833", "met"]
+    assert table[1].split() == [
+        "confluent-kafka", "100", "1000", "500", "800", "0.450", "0.833", "met"
+    ]  # fmt: skip
     low = produce_txn.report_lines(produce_txn.txn_ratios(rounds((1000, 500, 1000))))
     assert low[1].endswith("NOT met") and "txn-recording / txn-bare >= 0.8" in low[-1]
 
@@ -185,7 +191,7 @@ def test_the_command_end_to_end_with_fakes(monkeypatch: pytest.MonkeyPatch, tmp_
         def run_case(kind: str, size: int, n: int, round_: int) -> Case:
             seen.append((kind, size, n, round_))
             rate = {"idempotent": 4000.0, "txn-recording": 1800.0, "txn-bare": 2000.0}[kind]
-            return Case(kind, "confluent", size, n, n / rate, round_)
+            return Case(kind, "confluent-kafka", size, n, n / rate, round_)
 
         return run_case
 

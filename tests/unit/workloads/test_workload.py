@@ -84,7 +84,7 @@ def test_facade_runs_workers_serves_and_pushes_metrics(
         body = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
         assert 'kchaos_sends_total{outcome="ok"}' in body
         stats = workload.stop()
-        result = workload.drain(deadline_s=5)
+        result = workload.drain(timeout=5)
     assert stats.invoked == stats.ok > 0 and stats.fail == stats.info == 0
     assert stats.records_read >= 5
     assert result.complete and result.drained[("t", 0)] == (0, 5, 5)
@@ -93,7 +93,7 @@ def test_facade_runs_workers_serves_and_pushes_metrics(
     assert _Gateway.paths == ["/metrics/job/kchaos/run/r9"]
 
 
-@pytest.mark.parametrize(("client", "quiet"), [("confluent", True), ("kafka-python", False)])
+@pytest.mark.parametrize(("client", "quiet"), [("confluent-kafka", True), ("kafka-python", False)])
 def test_the_drain_consumer_keeps_librdkafka_quiet(
     monkeypatch: pytest.MonkeyPatch, client: str, quiet: bool
 ) -> None:
@@ -106,12 +106,14 @@ def test_the_drain_consumer_keeps_librdkafka_quiet(
     monkeypatch.setattr(wl, "make_consumer", fake_consumer)
     spec = WorkloadSpec(topics=("t",), producers=ProducerConfig(count=0), client=client)  # type: ignore[arg-type]
     workload = wl.Workload(spec, "unused:9092", ListSink(), monitor=False)
-    assert workload.drain(deadline_s=5).complete
+    assert workload.drain(timeout=5).complete
     extra = built[0].get("extra") or {}
     assert (extra.get("log_level") == "3") is quiet
 
 
-@pytest.mark.parametrize(("client", "attached"), [("confluent", True), ("kafka-python", False)])
+@pytest.mark.parametrize(
+    ("client", "attached"), [("confluent-kafka", True), ("kafka-python", False)]
+)
 def test_a_run_points_librdkafkas_log_at_its_file_while_clients_run(
     tmp_path: Path, client: str, attached: bool
 ) -> None:
