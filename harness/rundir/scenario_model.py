@@ -475,8 +475,8 @@ class WorkloadConfig:
         metadata={
             "description": "Transactional producers, read_committed readers and a "
             "consume-transform-produce copier (history format 1.2). Their client is "
-            "confluent-kafka, or Kafka's own Java producer with workload.client java (no "
-            "copier there). A run with transactions drains read_committed."
+            "confluent-kafka, or Kafka's own Java clients with workload.client java. A run "
+            "with transactions drains read_committed."
         },
     )
 

@@ -4,12 +4,17 @@ version 2 (KIP-890 part 2), which librdkafka does not.
 
 One short run (a 20 s workload, a broker paused for 5 s): two transactional producers,
 each Kafka's Java producer in a container of the run's image driven by its worker in a
-process of its own, and one read_committed reader. Asserted: ``kchaos run`` ends as
+process of its own, one read_committed reader, and a copier (txn-a to txn-out) whose
+consumer is a Kafka Java consumer in its producer's own container, so the offsets go into
+each transaction with that consumer's group metadata. Asserted: ``kchaos run`` ends as
 expected with a valid verdict; every ``ok txn-init`` says ``transaction_version: 2`` (read
 from the Java producer itself) and run.json's finalized features say
 ``transaction.version: 2``; there are committed and aborted transactions; the
 read_committed drain holds every committed value and no aborted one, and the reader read
-committed values and no aborted one; the bridge containers are gone and their output kept.
+committed values and no aborted one; the copier's committed copies are copies of committed
+input values, each input copied at most once by a committed transaction, and the group's
+committed offsets are those of its last committed transaction; the bridge containers are
+gone and their output kept.
 Measured 2026-12-07 (first run): 62 committed and 16 aborted transactions in a 20 s
 workload, about 66 s for the test.
 """
@@ -45,6 +50,7 @@ cluster:
 topics:
   - {name: txn-a, partitions: 3, replication_factor: 3, configs: {min.insync.replicas: 2}}
   - {name: txn-b, partitions: 3, replication_factor: 3, configs: {min.insync.replicas: 2}}
+  - {name: txn-out, partitions: 3, replication_factor: 3, configs: {min.insync.replicas: 2}}
 workload:
   duration: 20s
   client: java
@@ -58,6 +64,7 @@ workload:
     rate: 5
     timeout: 10s
     readers: {subscribe: 1}
+    copier: {input: txn-a, output: txn-out, group: kchaos-copier, max_batch: 20}
   drain_timeout: 60s
 nemesis:
   steps:
@@ -91,7 +98,7 @@ def test_the_java_producers_speak_transaction_version_2_on_4_4_0(
     assert run["features"]["transaction.version"] == 2
     events = history(out)
     inits = [e for e in events if e["f"] == "txn-init" and e["type"] == "ok"]
-    assert {e["process"] for e in inits} == {2, 3}, inits
+    assert {e["process"] for e in inits} == {2, 3, 4}, inits  # 4: the copier
     assert all(e["transaction_version"] == 2 and e["producer_id"] >= 0 for e in inits), inits
     oks = [e for e in events if e["f"] == "txn" and e["type"] == "ok"]
     aborted = [e for e in events if e["f"] == "txn" and e["type"] == "fail"]
@@ -108,9 +115,18 @@ def test_the_java_producers_speak_transaction_version_2_on_4_4_0(
     assert committed <= drained and not (rolled_back & drained)
     assert read & committed and not (rolled_back & read)
     assert any(e["f"] == "assign" and e.get("isolation") == "read_committed" for e in events)
+    # the copier (process 4): copies of committed inputs only, none copied twice by
+    # committed transactions, and its consumed offsets committed with them
+    copies = [e for e in oks if e["process"] == 4]
+    assert len(copies) >= 5, len(copies)
+    sources = [s["copy_of"] for e in copies for s in invoked[e["txn"]]["sends"]]
+    assert set(sources) <= committed and len(sources) == len(set(sources))
+    assert {s["value"] for e in copies for s in e["sends"]} <= drained
+    results = json.loads((out / "results.json").read_text())
+    assert not any("copier" in str(u) for u in results.get("unjudged", {})), results["unjudged"]
     # each producer's bridge kept its output; none of its containers is left
     kept = sorted(p.name for p in (out / "java-clients").iterdir())
-    assert any("client-t2-" in name for name in kept) and any("client-t3-" in name for name in kept)
+    assert all(any(f"client-t{p}-" in name for name in kept) for p in (2, 3, 4)), kept
     left = docker.from_env().containers.list(
         all=True, filters={"label": [f"io.kchaos.run={run['run_id']}", "io.kchaos.role=client"]}
     )
