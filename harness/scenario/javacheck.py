@@ -6,8 +6,8 @@ a container, so every key of ``producers.configs`` and ``consumers.configs`` is 
 here against the client's own config names (:mod:`kchaos.workloads.javaconf`), with the
 file and line of the key. The tools also need a paced producer and a group consumer.
 With ``workload.transactions``, the transactional producers are Kafka's Java producer
-(:mod:`kchaos.workloads.java_txn`): ``transactions.configs`` are checked the same way, the
-readers must subscribe, and the copier is refused (not implemented with it).
+(:mod:`kchaos.workloads.java_txn`, the copier's consumer in its producer's process):
+``transactions.configs`` are checked the same way and the readers must subscribe.
 """
 
 from __future__ import annotations
