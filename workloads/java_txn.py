@@ -27,7 +27,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -406,8 +406,10 @@ class BridgeConsumer:
     librdkafka. The copier uses subscribe, poll, seek, group_metadata and close; the rest
     of :class:`~kchaos.workloads.clients.ConsumerClient` is not served by the bridge."""
 
-    def __init__(self, current: Any, config: Mapping[str, str]) -> None:
-        self._current = current  # () -> BridgeClient | None
+    def __init__(
+        self, current: Callable[[], BridgeClient | None], config: Mapping[str, str]
+    ) -> None:
+        self._current = current
         self._config = dict(config)
         self._topic: str | None = None
         self._on: BridgeClient | None = None  # the bridge whose consumer is open

@@ -93,6 +93,19 @@ def client_for(
     return client
 
 
+def bridge_factory(bridge: FakeBridge, made: list[BridgeClient]) -> Callable[[Any], BridgeClient]:
+    """A worker's client factory: each client connected to ``bridge``, kept in ``made``."""
+
+    def factory(on_done: Any) -> BridgeClient:
+        config = producer_config("b:9092", "kchaos-t-3", 1000, "kchaos-txn3", {})
+        client = BridgeClient(config, on_done, "fake")
+        client.connect("127.0.0.1", bridge.port, 5.0)
+        made.append(client)
+        return client
+
+    return factory
+
+
 def test_the_producer_is_opened_with_the_workers_settings_in_javas_names(
     bridge: FakeBridge,
 ) -> None:
@@ -115,13 +128,7 @@ def test_a_worker_over_the_bridge_writes_transaction_version_2_and_the_offsets(
     sink, stop = ListSink(), threading.Event()
     spec = TxnSpec(max_sends=2, abort_ratio=0.0, rate=0, timeout=1.0)
     made: list[BridgeClient] = []
-
-    def factory(on_done: Any) -> BridgeClient:
-        config = producer_config("b:9092", "kchaos-t-3", 1000, "kchaos-txn3", {})
-        client = BridgeClient(config, on_done, "fake")
-        client.connect("127.0.0.1", bridge.port, 5.0)
-        made.append(client)
-        return client
+    factory = bridge_factory(bridge, made)
 
     worker = TxnProducer(3, "kchaos-t-3", spec, sink, factory, topics=("a",), stop=stop)
     original = worker.step
@@ -256,13 +263,7 @@ def test_a_copier_over_the_bridge_reads_copies_and_commits_with_its_consumers_me
     copier = CopierSpec(input="in", output="out", group="g", max_batch=5)
     spec = TxnSpec(max_sends=2, abort_ratio=0.0, rate=0, timeout=1.0, copier=copier)
     made: list[BridgeClient] = []
-
-    def factory(on_done: Any) -> BridgeClient:
-        config = producer_config("b:9092", "kchaos-t-3", 1000, "kchaos-txn3", {})
-        client = BridgeClient(config, on_done, "fake")
-        client.connect("127.0.0.1", bridge.port, 5.0)
-        made.append(client)
-        return client
+    factory = bridge_factory(bridge, made)
 
     consumer = BridgeConsumer(lambda: made[-1] if made else None,
                               consumer_config("b:9092", "g", "kchaos-copier3", 5))  # fmt: skip
