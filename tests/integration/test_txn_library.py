@@ -16,8 +16,8 @@ requires each effect ``seen``; the tests read results.json too, so that a scenar
 that lost its ``effects`` would still fail here.
 
 About 5 minutes for the three: longer than ``make test``'s room (it stays under 45
-minutes), so they carry the ``txnlib`` mark, which the suite leaves out, and run with
-``make txn-library`` (docs/ci.md). Their results are in docs/incidents.md.
+minutes), so they carry the ``extended`` mark, which the suite leaves out, and run with
+``make extended`` (docs/ci.md). Their results are in docs/incidents.md.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.docker, pytest.mark.txnlib]
+pytestmark = [pytest.mark.docker, pytest.mark.extended]
 
 KCHAOS = str(Path(sys.executable).with_name("kchaos"))
 
