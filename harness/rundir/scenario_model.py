@@ -361,8 +361,18 @@ _KINDS: dict[str, Any] = {"items": {"ref": "anomaly"}}
 _VALID: dict[str, Any] = {"enum": [True, False, "unknown", "any"]}
 
 
+# What the scenario's ``cluster.image`` may name instead of an image tag: where the images
+# come from (the runner's to resolve, :func:`kchaos.harness.scenario.plan.image_source`)
+IMAGE_SOURCES: tuple[str, ...] = ("offline", "registry")
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
+    """The scenario's ``cluster`` section. The cluster package's
+    :class:`~kchaos.harness.cluster.spec.ClusterSpec` is this class with the fields only
+    the runtime sets added (a subclass: every field here is declared once, under one name;
+    issue 34), so the run's cluster is described by these very fields."""
+
     brokers: int = field(default=3, metadata={"minimum": 1, "maximum": 9})
     controllers: int = field(
         default=0,
@@ -390,7 +400,7 @@ class ClusterConfig:
         metadata={"description": "Per-broker server properties, keyed by node id."},
     )
     heap: str = field(default="512m", metadata={"pattern": "^[0-9]+[mMgG]$"})
-    # extra ext4 options of the nodes' data filesystems (ClusterSpec.data_mount_options);
+    # extra ext4 options of the nodes' data filesystems (checked by ClusterSpec);
     # the file may give them as one comma-separated string
     data_mount_options: tuple[str, ...] = field(
         default=(),
@@ -401,6 +411,12 @@ class ClusterConfig:
             "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
         },
     )
+
+    @property
+    def image_tag(self) -> str | None:
+        """The Kafka image tag ``image`` names; None where it names none (nothing, or a
+        source: :data:`IMAGE_SOURCES`)."""
+        return None if self.image is None or self.image in IMAGE_SOURCES else self.image
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,13 @@
 """A scenario in the other packages' own types, built once, by the loader.
 
 From the validated :class:`~kchaos.harness.rundir.scenario_model.Scenario` the loader builds the
-three things a run hands on: the cluster's :class:`ClusterSpec` (the runner adds the image
-tags and the run id), the clients' :class:`WorkloadSpec` and the nemesis's
-:class:`Schedule` (scripted steps, or the random schedule drawn with the scenario's seed).
-Each is built by its own package's typed constructors (``fault_spec``, ``parse_trigger``,
-``scripted_schedule``, ``random_schedule``, the spec dataclasses), and every refusal on the
+three things a run hands on: the cluster's :class:`ClusterSpec` (the scenario's
+ClusterConfig with the runtime's fields, a subclass; the runner adds the image tags and
+the run id), the clients' :class:`WorkloadSpec` (the scenario's WorkloadConfig itself,
+resolved) and the nemesis's :class:`Schedule` (scripted steps, or the random schedule
+drawn with the scenario's seed). Each is built by its own package's typed constructors
+(``fault_spec``, ``parse_trigger``, ``scripted_schedule``, ``random_schedule``,
+``ClusterSpec.of``, ``validate_workload``), and every refusal on the
 way names the scenario's file, line and field. The runner takes them from
 :attr:`Scenario.plan`; nothing is turned back into a mapping or parsed again.
 """
@@ -30,9 +32,9 @@ from kchaos.faults.schedule import (
     scripted_schedule,
 )
 from kchaos.faults.trigger import TriggerContext, parse_trigger
-from kchaos.harness.cluster.spec import ClusterSpec, default_kafka_version
+from kchaos.harness.cluster.spec import ClusterSpec
 from kchaos.harness.errors import ConfigError
-from kchaos.harness.rundir.scenario_model import Scenario
+from kchaos.harness.rundir.scenario_model import IMAGE_SOURCES, Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source, dotted
 from kchaos.workloads.clients import QUIET_LOG_LEVEL
 from kchaos.workloads.spec import WorkloadSpec, producer_settings, validate_workload
@@ -109,25 +111,16 @@ def _path(field: str | None) -> Path_:
 def image_source(sc: Scenario) -> str:
     """``registry`` (official images) or ``offline`` (built here); the scenario's
     ``cluster.image`` decides, else the KCHAOS_IMAGE_SOURCE environment variable."""
-    if sc.cluster.image in ("registry", "offline"):
+    if sc.cluster.image in IMAGE_SOURCES:
         return sc.cluster.image
     return os.environ.get("KCHAOS_IMAGE_SOURCE", "offline")
 
 
 def cluster_spec(sc: Scenario, place: Place) -> ClusterSpec:
-    cl = sc.cluster
-    image = cl.image if cl.image and cl.image not in ("offline", "registry") else None
+    """The scenario's ``cluster`` as the cluster package's spec: the same fields, checked
+    (the runner adds the image tags and the run id); a refusal placed in the file."""
     try:
-        return ClusterSpec(
-            brokers=cl.brokers,
-            controllers=cl.controllers,
-            kafka_version=cl.kafka_version or default_kafka_version(),
-            kafka_image=image,
-            server_properties=dict(cl.server_properties),
-            broker_properties={k: dict(v) for k, v in cl.broker_properties.items()},
-            heap=cl.heap,
-            data_mount_options=cl.data_mount_options,
-        )
+        return ClusterSpec.of(sc.cluster)
     except ConfigError as exc:
         raise place(("cluster", *_path(exc.field or "kafka_version")), exc.detail) from None
 
