@@ -20,7 +20,7 @@ KAFKA ?= 4.4.0
 REHEARSAL := runs/rehearsal
 REHEARSAL_PLAN := smoke txn-smoke --kafka-version $(KAFKA) --seeds 2
 
-.PHONY: setup run test unit lint typecheck nightly incidents known-bugs txn-releases soak nightly-rehearsal cleanup clean
+.PHONY: setup run test unit lint typecheck nightly incidents known-bugs txn-releases extended soak nightly-rehearsal cleanup clean
 
 setup:
 	@bash compose/setup.sh
@@ -56,6 +56,11 @@ known-bugs: setup
 txn-releases: setup
 	KCHAOS_TEST_KAFKA_VERSION=3.9.1 $(VENV)/bin/pytest -m docker -q -p no:cacheprovider \
 	  tests/integration/test_txn_workloads.py
+
+# the docker tests too long for make test's 45 minutes (mark extended): the transactional
+# library scenarios in full, and the second set of fault families' evidence (about 8 min)
+extended: setup
+	$(VENV)/bin/pytest -m "docker and extended" -q -p no:cacheprovider --timeout=900 tests/integration
 
 soak: setup
 	$(KCHAOS) soak --runs $(SOAK_RUNS) --seed-base $(SOAK_SEED_BASE)

@@ -172,6 +172,8 @@ class _Tracker:
         self.next_number = 0
         self.fenced = False
         self.last_init: dict[str, Any] | None = None  # the last ``ok txn-init`` line
+        # set at the first answer to a ``txn-init`` (ok, fail or info): the client is up
+        self.init_answered = threading.Event()
 
     def append(self, event: dict[str, Any]) -> object:
         f, kind = event.get("f"), event.get("type")
@@ -189,6 +191,7 @@ class _Tracker:
                 self.open["\0init"] = event
             else:
                 self.open.pop("\0init", None)
+                self.init_answered.set()
                 if kind == "ok":
                     self.last_init = event
         return self.sink.append(event)
@@ -233,6 +236,11 @@ class _TrackedWorker:
     def init_result(self) -> dict[str, Any] | None:
         """Its last ``ok txn-init`` line (None before one)."""
         return self._tracker.last_init
+
+    def wait_init_answer(self, timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds for the first answer to its ``txn-init``
+        (ok, fail or info): its client has started. False if none came."""
+        return self._tracker.init_answered.wait(timeout)
 
     def address(self) -> str | None:
         """Where its Kafka connections come from: its Java client container's address

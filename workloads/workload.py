@@ -48,6 +48,8 @@ from kchaos.workloads.txn_process import TxnProcessWorker, TxnThreadWorker, TxnW
 
 log = logging.getLogger(__name__)
 METRICS_PORT = 7071
+# the longest start() waits for its Java and transactional clients to come up
+CLIENT_START_TIMEOUT_S = 60.0
 LSO_WAIT_MARGIN_S = 10.0  # beyond the transaction timeout, for the coordinator's abort
 
 
@@ -102,6 +104,7 @@ class Workload:
         self.consumers: list[Any]
         self.transactional: list[TxnProcessWorker | TxnThreadWorker] = []
         self._txn_lock = threading.Lock()  # replacements join self.transactional live
+        self.clients_up_s = 0.0  # how long start() waited for its clients to come up
         self._run_dir = run_dir
         self._java = java
         if spec.client == "java":
@@ -325,7 +328,8 @@ class Workload:
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
-        """Start the monitor, then consumers, then producers."""
+        """Start the monitor, then consumers, then producers, then the transactional
+        workers, and wait until they are up (:meth:`_await_clients_up`)."""
         if self._started:
             raise WorkloadError("workload already started")
         self._started = True
@@ -345,6 +349,31 @@ class Workload:
             producer.start()
         for worker in self.transactional:
             worker.start()
+        self.clients_up_s = self._await_clients_up(CLIENT_START_TIMEOUT_S)
+
+    def _await_clients_up(self, timeout: float) -> float:
+        """Wait, at most ``timeout`` seconds in all, until every client whose start takes
+        time has started: a Java producer's tool said startup_complete, a transactional
+        worker got its first ``txn-init`` answer (ok, fail or info). The workload's
+        duration and the fault schedule count from the return, so a JVM's start (3-7 s
+        quiet, 12-16 s on a loaded machine) is not taken from the workload. Returns the
+        seconds waited; a client still not up is logged and the run goes on (its lines,
+        or their absence, are the history's)."""
+        began = time.monotonic()
+        deadline = began + timeout
+        waits: list[tuple[str, Any]] = [
+            (f"producer {p.process}", p.events.started.wait)
+            for p in self.producers
+            if isinstance(p, JavaProducerWorker)
+        ]
+        waits += [(f"txn worker {w.process}", w.wait_init_answer) for w in self.transactional]
+        late = [name for name, wait in waits if not wait(max(0.0, deadline - time.monotonic()))]
+        waited = time.monotonic() - began
+        if late:
+            log.warning("not up after %.0f s: %s", waited, ", ".join(late))
+        elif waits:
+            log.info("%d clients up in %.1f s", len(waits), waited)
+        return waited
 
     def stop(self) -> WorkloadStats:
         """Stop producers (flush, then in-flight sends -> info) and consumers.

@@ -184,7 +184,8 @@ def _drive(ctx: RunContext) -> None:
                     result = workload.drain()
                 rec.update(drain=result)
                 with progress.phase("independent reader"):
-                    reread.collect(cluster, run_dir, rec, result)
+                    committed = plan.workload.transactions is not None
+                    reread.collect(cluster, run_dir, rec, result, committed)
             finally:
                 if nemesis is not None:
                     nemesis.stop()

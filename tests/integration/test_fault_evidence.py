@@ -90,16 +90,24 @@ SCHEDULE = """nemesis:
 checks:"""
 
 
-def scenario(tmp_path: Path) -> Path:
+def scenario(
+    tmp_path: Path,
+    schedule: str = SCHEDULE,
+    duration: str = "64s",
+    topic_configs: str = "      flush.messages: 20\n",
+) -> Path:
+    """The library's smoke scenario with ``schedule`` (a ``nemesis:`` mapping ending in
+    ``checks:``) for its nemesis, a ``duration`` workload and ``topic_configs`` added to
+    its topic. The defaults are this module's: room for the disk fault, and an fsync every
+    20 records for it to slow."""
     text = library.resolve("smoke").read_text()
     start, end = text.index("nemesis:"), text.index("checks:")
-    text = text[:start] + SCHEDULE + text[end + len("checks:") :]
+    text = text[:start] + schedule + text[end + len("checks:") :]
     text = text.replace("name: smoke", "name: smoke-fault-evidence", 1)
-    # room for the disk fault, and an fsync every 20 records for it to slow
-    text = text.replace("  duration: 30s\n", "  duration: 64s\n", 1)
+    text = text.replace("  duration: 30s\n", f"  duration: {duration}\n", 1)
     text = text.replace(
         "      min.insync.replicas: 2\n",
-        "      min.insync.replicas: 2\n      flush.messages: 20\n",
+        "      min.insync.replicas: 2\n" + topic_configs,
         1,
     )
     path = tmp_path / "evidence.yaml"

@@ -301,7 +301,7 @@ def driven(fakes, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setattr(
         orchestrate.reread,
         "collect",
-        lambda cluster, run_dir, rec, drain: record_step(rec, "reread", "re-read", dict),
+        lambda cluster, run_dir, rec, drain, committed: record_step(rec, "reread", "re-read", dict),
     )
     monkeypatch.setattr(orchestrate, "_collect", collect)
     monkeypatch.setattr(orchestrate, "_judge", judge)

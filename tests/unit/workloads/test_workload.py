@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -274,3 +275,56 @@ def test_a_thread_worker_is_no_client_a_fault_can_stop() -> None:
     )  # fmt: skip
     with pytest.raises(LookupError, match="in a thread of the harness"):
         workload.txn_client("kchaos-t-1")
+
+
+# A transactional child slow to start: its txn-init answered after SLOW_START_S, or never
+# (argv[2] == "never"); it exits on "stop".
+SLOW_START_S = 1.5
+SLOW_CHILD = f"""
+import json, sys, time
+c = json.loads(sys.argv[1])
+p, tid = c["process"], c["transactional_id"]
+def line(**e):
+    sys.stdout.write(json.dumps({{"process": p, **e}}) + "\\n"); sys.stdout.flush()
+line(type="invoke", f="txn-init", transactional_id=tid)
+if sys.argv[2] != "never":
+    time.sleep({SLOW_START_S})
+    line(type="ok", f="txn-init", transactional_id=tid, producer_id=1, producer_epoch=1)
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("answer", ["late", "never"])
+def test_start_returns_once_the_transactional_clients_are_up_or_the_wait_ends(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, answer: str
+) -> None:
+    """The workload's clock (its duration, the fault schedule) starts when start()
+    returns: a client's slow start (a JVM's) must not be taken from it."""
+    import sys
+
+    import kchaos.workloads.txn_process as tp
+    from kchaos.workloads.spec import TxnSpec
+
+    monkeypatch.setattr(tp, "child_command", lambda c: [sys.executable, "-c", SLOW_CHILD,
+                                                        c.to_json(), answer])  # fmt: skip
+    monkeypatch.setattr(wl, "CLIENT_START_TIMEOUT_S", 3 * SLOW_START_S)
+    spec = WorkloadSpec(topics=("a",), producers=ProducerConfig(count=0), consumers=(),
+                        transactions=TxnSpec(producers=2))  # fmt: skip
+    workload = wl.Workload(spec, "h:1", ListSink(), monitor=False)
+    workload.producers, workload.consumers = [], []
+    began = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger=wl.log.name):
+        workload.start()
+    took = time.monotonic() - began
+    try:
+        if answer == "late":
+            assert all(w.init_result() is not None for w in workload.transactional)
+            assert SLOW_START_S <= workload.clients_up_s <= took < 3 * SLOW_START_S
+            assert "not up" not in caplog.text
+        else:
+            assert all(w.init_result() is None for w in workload.transactional)
+            # one deadline for all the clients, not one per client
+            assert 3 * SLOW_START_S <= workload.clients_up_s < 4 * SLOW_START_S
+            assert "txn worker 1, txn worker 2" in caplog.text
+    finally:
+        workload.stop()
