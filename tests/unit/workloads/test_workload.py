@@ -308,7 +308,7 @@ def test_start_returns_once_the_transactional_clients_are_up_or_the_wait_ends(
     monkeypatch.setattr(tp, "child_command", lambda c: [sys.executable, "-c", SLOW_CHILD,
                                                         c.to_json(), answer])  # fmt: skip
     monkeypatch.setattr(wl, "CLIENT_START_TIMEOUT_S", 3 * SLOW_START_S)
-    spec = WorkloadSpec(topics=("a",), producers=ProducerConfig(count=0), consumers=(),
+    spec = WorkloadSpec(duration=60.0, topics=("a",), producers=ProducerConfig(count=0),
                         transactions=TxnSpec(producers=2))  # fmt: skip
     workload = wl.Workload(spec, "h:1", ListSink(), monitor=False)
     workload.producers, workload.consumers = [], []
