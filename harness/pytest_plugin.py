@@ -191,9 +191,10 @@ def kchaos_nemesis(kchaos_cluster: Any, kchaos_history: Any) -> Iterator[Callabl
 def kchaos_workload(
     kchaos_cluster: Any, kchaos_history: Any, kchaos_rundir: RunDir
 ) -> Iterator[Callable[..., Any]]:
-    """``kchaos_workload(**WorkloadSpec fields)`` -> a Workload (start it yourself). The
-    fields' old names (``duration_s``, ...) and client ``confluent`` are still read
-    (:func:`kchaos.workloads.spec.workload_spec_of`)."""
+    """``kchaos_workload(**WorkloadSpec fields)`` -> a Workload (start it yourself). What
+    a test leaves out is a minute of two producers and one reader on topic ``kchaos``;
+    the fields' old names (``duration_s``, ...), client ``confluent`` and a one-entry
+    ``consumers`` sequence are still read (:func:`kchaos.workloads.spec.workload_spec_of`)."""
     made: list[Any] = []
 
     def build(**fields: Any) -> Any:

@@ -1,14 +1,15 @@
 """Frozen specs of a workload: what to produce, how to consume, where to drain.
 
-Every field has a safe default (acks=all, idempotent, the confluent-kafka client); the
-scenario loader builds a :class:`WorkloadSpec` (``Scenario.plan.workload``) and the runner
-hands it to :class:`kchaos.workloads.workload.Workload`. The producers' and readers'
-settings, :class:`ProducerConfig` and :class:`ConsumerConfig`, the transactional
-workers' spec, :class:`TxnSpec`, and the client names, :data:`ClientLib`, are the
-scenario's own (the run description, :mod:`kchaos.harness.rundir.scenario_model`), named
-here too for the workers; the Kafka
-properties of a producer client are derived from its ProducerConfig by
-:func:`producer_settings`.
+:class:`WorkloadSpec` is the scenario model's
+:class:`~kchaos.harness.rundir.scenario_model.WorkloadConfig` itself (issue 34: one class,
+not a mirrored pair): the scenario loader resolves it (``Scenario.plan.workload``, its
+topics filled in) and the runner hands it to :class:`kchaos.workloads.workload.Workload`.
+The producers' and readers' settings, :class:`ProducerConfig` and :class:`ConsumerConfig`,
+the transactional workers' spec, :class:`TxnSpec`, and the client names, :data:`ClientLib`,
+are the scenario's own too, named here for the workers. What needs the workload package's
+code lives here: the Kafka properties of a producer client, derived from its
+ProducerConfig by :func:`producer_settings`, and the checks of a resolved workload,
+:func:`validate_workload`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from kchaos.harness.rundir.history import ISOLATIONS
 from kchaos.harness.rundir.scenario_model import (
     AFTER_UNFINISHED_COMMIT,
     CLIENT_LIBS,
+    FIRST_PROCESS,
     KEEP_GOING,
     REINIT,
     TXN_ID_PREFIX,
@@ -32,6 +34,7 @@ from kchaos.harness.rundir.scenario_model import (
     ProducerConfig,
     ReadersConfig,
     TxnSpec,
+    WorkloadConfig,
     client_lib,
 )
 from kchaos.workloads.values import PADDINGS
@@ -39,6 +42,7 @@ from kchaos.workloads.values import PADDINGS
 __all__ = [
     "AFTER_UNFINISHED_COMMIT",
     "CLIENT_LIBS",
+    "FIRST_PROCESS",
     "KEEP_GOING",
     "OLD_FIELD_NAMES",
     "REINIT",
@@ -52,11 +56,14 @@ __all__ = [
     "ProducerSettings",
     "ReadersConfig",
     "SETTING_PROPERTIES",
+    "TEST_DEFAULTS",
     "TxnSpec",
+    "WorkloadConfig",
     "WorkloadSpec",
     "client_lib",
     "producer_settings",
     "validate_producers",
+    "validate_workload",
     "workload_spec_of",
 ]
 
@@ -150,92 +157,41 @@ def validate_producers(p: ProducerConfig, where: str = "producers") -> None:
         raise ConfigError("idempotence needs retries > 0", field=where)
 
 
-@dataclass(frozen=True)
-class WorkloadSpec:
-    """Everything a run's clients do: the scenario model's
-    :class:`~kchaos.harness.rundir.scenario_model.WorkloadConfig` resolved by
-    :func:`kchaos.harness.scenario.plan.workload_spec`, its fields under the same names
-    and with the same meaning (``client``, ``duration``, ``monitor_interval``,
-    ``drain_timeout``, ``producers``, ``transactions``; durations in seconds).
+# What the runner hands to kchaos.workloads.workload.Workload: the scenario model's
+# WorkloadConfig itself, resolved by kchaos.harness.scenario.plan.workload_spec (issue 34:
+# one class, not a mirrored pair); the name stays for the workers, the pytest plugin and
+# chaos tests written for an older kchaos.
+WorkloadSpec = WorkloadConfig
 
-    Resolved: ``topics`` is never empty (the scenario's topics where the workload names
-    none), ``consumers`` is a tuple (the scenario's readers, then the transactional
-    runs' read_committed readers), and confluent-kafka's configs carry its quieter log
-    level. Added, for the runtime only (no scenario field sets them): ``close_timeout``,
-    ``metrics_interval`` and ``first_process``.
-    """
 
-    topics: tuple[str, ...] = ("kchaos",)
-    producers: ProducerConfig = ProducerConfig(count=2)
-    # each entry: ``count`` readers alike (the scenario's workload.consumers, then the
-    # transactional readers); consumer_workers() lists them one per worker
-    consumers: tuple[ConsumerConfig, ...] = (ConsumerConfig(count=1),)
-    client: ClientLib = "confluent-kafka"
-    duration: float = 60.0
-    close_timeout: float = 10.0  # how long stop() waits for in-flight sends
-    drain_timeout: float = 120.0
-    monitor_interval: float = 0.5
-    metrics_interval: float = 2.0  # how often the monitor scrapes the brokers' metrics
-    first_process: int = 1  # producers get ids first_process.., consumers after them
-    # transactional producers and copier (ids after the consumers); a run with them
-    # drains read_committed (history format 1.2)
-    transactions: TxnSpec | None = None
-
-    def consumer_workers(self) -> tuple[ConsumerConfig, ...]:
-        """The config of each consumer worker, in process-id order: every entry of
-        ``consumers`` repeated ``count`` times."""
-        return tuple(c for c in self.consumers for _ in range(c.count))
-
-    def txn_processes(self) -> list[tuple[int, str, str]]:
-        """(process id, role, transactional.id) of each transactional worker: producers
-        after the consumers, then the copier; the one place these ids are made."""
-        tx = self.transactions
-        if tx is None:
-            return []
-        first = self.first_process + self.producers.count + len(self.consumer_workers())
-        out = [(first + i, "producer", f"{TXN_ID_PREFIX}-{first + i}") for i in range(tx.producers)]
-        if tx.copier is not None:
-            process = first + tx.producers
-            out.append((process, "copier", f"{TXN_ID_PREFIX}-{process}"))
-        return out
-
-    def transactional_topics(self) -> tuple[str, ...]:
-        """The topics written by transactions (none without ``transactions``): where a
-        last stable offset can fall behind the high watermark."""
-        tx = self.transactions
-        return () if tx is None else tx.written_topics(self.topics)
-
-    def consumer_groups(self) -> set[str]:
-        """The consumer groups the workload's readers and copier join."""
-        groups = {c.group for c in self.consumer_workers() if c.mode == "subscribe"}
-        if self.transactions is not None and self.transactions.copier is not None:
-            groups.add(self.transactions.copier.group)
-        return groups
-
-    def validate(self) -> None:
-        if not self.topics:
-            raise ConfigError("at least one topic is needed", field="topics")
-        if self.client not in CLIENT_LIBS:
-            raise ConfigError(
-                f"client must be one of {', '.join(CLIENT_LIBS)}, not {self.client!r}",
-                field="client",
-            )
-        validate_producers(self.producers)
-        for i, consumer in enumerate(self.consumers):
-            if consumer.count < 0:
-                raise ConfigError("count must be >= 0", field=f"consumers[{i}].count")
-            if consumer.mode not in ("subscribe", "assign"):
-                raise ConfigError(
-                    f"mode must be subscribe or assign, not {consumer.mode!r}",
-                    field=f"consumers[{i}].mode",
-                )
-            if consumer.isolation not in ISOLATIONS:
-                raise ConfigError(
-                    f"isolation must be one of {', '.join(ISOLATIONS)}, not {consumer.isolation!r}",
-                    field=f"consumers[{i}].isolation",
-                )
-        if self.transactions is not None:
-            self.transactions.validate(self.topics)
+def validate_workload(spec: WorkloadConfig) -> None:
+    """ConfigError naming the field of a resolved workload (``topics`` given) that no
+    worker can run with: the model's data checked with the workload package's own rules
+    (:func:`validate_producers`, the transactions' :meth:`TxnSpec.validate`)."""
+    if not spec.topics:
+        raise ConfigError("at least one topic is needed", field="topics")
+    if spec.client not in CLIENT_LIBS:
+        raise ConfigError(
+            f"client must be one of {', '.join(CLIENT_LIBS)}, not {spec.client!r}",
+            field="client",
+        )
+    if spec.metrics_interval <= 0:
+        raise ConfigError("metrics_interval must be positive", field="metrics_interval")
+    validate_producers(spec.producers)
+    consumer = spec.consumers
+    if consumer.count < 0:
+        raise ConfigError("count must be >= 0", field="consumers.count")
+    if consumer.mode not in ("subscribe", "assign"):
+        raise ConfigError(
+            f"mode must be subscribe or assign, not {consumer.mode!r}", field="consumers.mode"
+        )
+    if consumer.isolation not in ISOLATIONS:
+        raise ConfigError(
+            f"isolation must be one of {', '.join(ISOLATIONS)}, not {consumer.isolation!r}",
+            field="consumers.isolation",
+        )
+    if spec.transactions is not None:
+        spec.transactions.validate(spec.topics)
 
 
 # WorkloadSpec's field names before it took the scenario model's (issue 34) -> today's.
@@ -248,21 +204,43 @@ OLD_FIELD_NAMES: dict[str, str] = {
     "close_timeout_s": "close_timeout",
     "metrics_interval_s": "metrics_interval",
 }
+# What a test's workload is where it does not say (WorkloadSpec's own defaults before it
+# became the scenario model's WorkloadConfig, issue 34): a minute of two producers and one
+# reader on topic "kchaos"
+TEST_DEFAULTS: dict[str, Any] = {
+    "duration": 60.0,
+    "topics": ("kchaos",),
+    "producers": ProducerConfig(count=2),
+    "consumers": ConsumerConfig(count=1),
+}
 
 
 def workload_spec_of(fields: Mapping[str, Any]) -> WorkloadSpec:
     """The WorkloadSpec of keyword ``fields``, as a test gives them: ``topics`` any
-    sequence, and the old spellings read as today's (a field's old name,
-    :data:`OLD_FIELD_NAMES`; client ``confluent``). TypeError for a field given under
-    both names, or one WorkloadSpec does not have."""
+    sequence, :data:`TEST_DEFAULTS` for what they leave out, and the old forms read as
+    today's (a field's old name, :data:`OLD_FIELD_NAMES`; client ``confluent``;
+    ``consumers`` as a sequence of at most one ConsumerConfig, empty for none). TypeError
+    for a field given under both names, one WorkloadSpec does not have, or more than one
+    consumers entry (a transactional run's read_committed readers are
+    ``transactions.readers``)."""
     given = dict(fields)
     for old, new in OLD_FIELD_NAMES.items():
         if old in given:
             if new in given:
                 raise TypeError(f"{old} is the old name of {new}: give one of them")
             given[new] = given.pop(old)
+    given = {**TEST_DEFAULTS, **given}
     if "topics" in given:
         given["topics"] = tuple(given["topics"])
     if isinstance(given.get("client"), str):
         given["client"] = client_lib(given["client"])
+    consumers = given.get("consumers")
+    if consumers is not None and not isinstance(consumers, ConsumerConfig):
+        entries = tuple(consumers)
+        if len(entries) > 1:
+            raise TypeError(
+                "consumers is one ConsumerConfig (count readers alike); the read_committed "
+                "readers of a transactional run are transactions.readers"
+            )
+        given["consumers"] = entries[0] if entries else ConsumerConfig(count=0)
     return WorkloadSpec(**given)

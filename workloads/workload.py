@@ -9,7 +9,7 @@
             result = workload.drain()
         # leaving the block stops the monitor
 
-Process ids: producers ``first_process ..``, consumers right after them, then the
+Process ids: producers ``FIRST_PROCESS ..`` (1, 2, ...), consumers right after them, then the
 transactional producers and the copier (``spec.transactions``); a replacement a fault
 asked for (``replace_txn_client``) takes the next free id; the monitor is
 ``"monitor"`` and the drain ``"drain"``. With transactions the drain reads
@@ -43,7 +43,7 @@ from kchaos.workloads.lso import ConsumerStableOffsetSource
 from kchaos.workloads.metrics import HarnessMetrics
 from kchaos.workloads.monitor import AdminMetadataSource, Monitor, StableOffsetSampling
 from kchaos.workloads.producer import ProducerWorker, producer_factory
-from kchaos.workloads.spec import WorkloadSpec
+from kchaos.workloads.spec import FIRST_PROCESS, WorkloadSpec, validate_workload
 from kchaos.workloads.txn_process import TxnProcessWorker, TxnThreadWorker, TxnWorkerConfig
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class Workload:
         run_id: str = "dev",
         java: JavaRuntime | None = None,
     ) -> None:
-        spec.validate()
+        validate_workload(spec)
         # harness metrics: served during the run and/or pushed at close when configured
         # (arguments, else KCHAOS_METRICS_PORT / KCHAOS_PUSHGATEWAY)
         env_port = os.environ.get("KCHAOS_METRICS_PORT")
@@ -160,7 +160,7 @@ class Workload:
 
     def _python_workers(self) -> None:
         spec, sink, metrics, servers = self.spec, self.sink, self.metrics, self.bootstrap_servers
-        first = spec.first_process
+        first = FIRST_PROCESS
         self.producers = [
             ProducerWorker(
                 first + i,
@@ -266,13 +266,13 @@ class Workload:
     def _next_process(self) -> int:
         """One more than every integer process id the workload uses."""
         used = [int(w.process) for w in [*self.producers, *self.consumers, *self.transactional]]
-        return max([self.spec.first_process - 1, *used]) + 1
+        return max([FIRST_PROCESS - 1, *used]) + 1
 
     def _java_workers(self, java: JavaRuntime) -> None:
         """One container per worker; producer i writes topic i mod len(topics) (the tools
         take one topic each), consumer j reads topic j mod len(topics)."""
         spec, sink, servers = self.spec, self.sink, self.bootstrap_servers
-        first, topics, n = spec.first_process, spec.topics, spec.producers.count
+        first, topics, n = FIRST_PROCESS, spec.topics, spec.producers.count
         self.producers = [
             JavaProducerWorker(first + i, topics[i % len(topics)], spec.producers, sink, servers,
                                java, slot=i, metrics=self.metrics)

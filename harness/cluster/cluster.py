@@ -464,7 +464,7 @@ class Cluster:
 
     def _resolve_images(self) -> None:
         spec = self.spec
-        kafka, toxi = spec.kafka_image, spec.toxiproxy_image
+        kafka, toxi = spec.image_tag, spec.toxiproxy_image
         if (kafka is None or toxi is None) and spec.images is not None:
             kafka, toxi = kafka or spec.images.kafka, toxi or spec.images.toxiproxy
         if kafka is None or toxi is None:

@@ -1,13 +1,15 @@
-"""What cluster to start: :class:`ClusterSpec`, a frozen description with no side effects."""
+"""What cluster to start: :class:`ClusterSpec`, a frozen description with no side effects:
+the scenario model's ClusterConfig plus the fields only the runtime sets."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol
 
 from kchaos.harness.errors import ConfigError
+from kchaos.harness.rundir.scenario_model import IMAGE_SOURCES, ClusterConfig
 
 # Kept equal to harness.images.DEFAULT_KAFKA_VERSION (imported lazily so that this module
 # stays importable without the images package).
@@ -113,45 +115,45 @@ def _properties(raw: Mapping[str, Any] | None, where: str) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class ClusterSpec:
+class ClusterSpec(ClusterConfig):
     """A KRaft cluster: N brokers (combined broker+controller unless ``controllers`` > 0).
 
-    For a scenario, built from the run description's
-    :class:`~kchaos.harness.rundir.scenario_model.ClusterConfig` by
-    :func:`kchaos.harness.scenario.plan.cluster_spec`, its fields under the same names
-    (``brokers``, ``controllers``, ``kafka_version``, ``server_properties``,
-    ``broker_properties``, ``heap``, ``data_mount_options``) but one: the scenario's
-    ``image`` says where the images come from (``offline``, ``registry``) or names a
-    Kafka image tag, and only a tag becomes ``kafka_image`` (the source is the runner's
-    to resolve, into ``images``). The other fields are the runtime's own: the image tags,
-    ``jvm_performance_opts``, ``disk_size_mb``, ``racks``, ``ready_timeout``, ``run_id``.
+    The run description's :class:`~kchaos.harness.rundir.scenario_model.ClusterConfig`
+    (the scenario's ``cluster`` section) with the fields only the runtime sets added: a
+    subclass, so that ``brokers``, ``controllers``, ``kafka_version``, ``image``,
+    ``server_properties``, ``broker_properties``, ``heap`` and ``data_mount_options`` are
+    declared once, in the model, under the names a scenario file uses (issue 34: no
+    mirrored pairs). For a scenario, :func:`kchaos.harness.scenario.plan.cluster_spec`
+    builds it with :meth:`of`. Declared here: the image tags the runner resolved
+    (``images``, ``toxiproxy_image``), ``jvm_performance_opts``, ``disk_size_mb``,
+    ``racks``, ``ready_timeout`` and ``run_id``.
 
+    Checked and normalised when made: ``kafka_version`` None becomes the default release,
+    property values become Kafka strings (true/false), ``data_mount_options`` a tuple.
     ``server_properties`` apply to every node and ``broker_properties[node_id]`` to one
     node; both are passed to Kafka untouched and win over the harness's own defaults.
     ``racks`` maps node id to ``broker.rack`` (for follower fetching add
-    ``replica.selector.class`` to ``server_properties``). Images: explicit tags win, then
-    ``images`` (an ImageSet), else ``kchaos.harness.images.ensure_images(kafka_version)``.
-    ``jvm_performance_opts`` becomes KAFKA_JVM_PERFORMANCE_OPTS ("": the image's own).
+    ``replica.selector.class`` to ``server_properties``). Images: a tag in ``image``
+    (:attr:`image_tag`; ``offline`` and ``registry`` are sources, the runner's to resolve
+    into ``images``) and ``toxiproxy_image`` win, then ``images`` (an ImageSet), else
+    ``kchaos.harness.images.ensure_images(kafka_version)``. ``jvm_performance_opts``
+    becomes KAFKA_JVM_PERFORMANCE_OPTS ("": the image's own).
     """
 
-    brokers: int = 3
-    controllers: int = 0
-    kafka_version: str = field(default_factory=default_kafka_version)
     images: ImageTags | None = None
-    kafka_image: str | None = None
     toxiproxy_image: str | None = None
-    # Values may be str, int, bool...; they are stored as Kafka strings (true/false).
-    server_properties: Mapping[str, Any] = field(default_factory=dict)
-    broker_properties: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
-    heap: str = "512m"
     jvm_performance_opts: str = FAST_JVM_OPTS  # "" keeps the image's (Kafka's) defaults
     disk_size_mb: int = 1024
-    # ext4 options added after "noatime" when a node's data filesystem is mounted (also at
-    # every remount after a hard reboot); e.g. ("noauto_da_alloc",) for KAFKA-16541
-    data_mount_options: tuple[str, ...] = ()
     racks: Mapping[int, str] = field(default_factory=dict)
     ready_timeout: float = 120.0
     run_id: str | None = None
+
+    @classmethod
+    def of(cls, config: ClusterConfig, **runtime: Any) -> ClusterSpec:
+        """The spec of a scenario's ``cluster``: its fields as they are, the runtime's
+        own from ``runtime`` (or their defaults)."""
+        model = {f.name: getattr(config, f.name) for f in fields(ClusterConfig)}
+        return cls(**model, **runtime)
 
     def __post_init__(self) -> None:
         if not isinstance(self.brokers, int) or self.brokers < 1 or self.brokers > 60:
@@ -162,7 +164,9 @@ class ClusterSpec:
             raise ConfigError(
                 f"must be an integer from 0 to 9, got {self.controllers!r}", field="controllers"
             )
-        parse_version(self.kafka_version)
+        release = self.kafka_version or default_kafka_version()
+        parse_version(release)
+        object.__setattr__(self, "kafka_version", release)
         if not re.fullmatch(r"\d+[kKmMgG]?", self.heap):
             raise ConfigError(f"JVM heap size like 512m expected, got {self.heap!r}", field="heap")
         if self.disk_size_mb < 64:
@@ -194,6 +198,8 @@ class ClusterSpec:
 
     @property
     def version(self) -> tuple[int, int, int]:
+        """``kafka_version`` parsed (never None here: made with the default filled in)."""
+        assert self.kafka_version is not None
         return parse_version(self.kafka_version)
 
     @property
@@ -222,7 +228,8 @@ class ClusterSpec:
         return tuple(roles)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly form (image tags resolved by the caller are stored separately)."""
+        """JSON-friendly form, what the cluster's state file and run.json's
+        ``cluster_spec`` hold; :meth:`from_dict` reads it and every earlier form."""
         data = asdict(self)
         images = self.images
         data["images"] = (
@@ -236,11 +243,26 @@ class ClusterSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ClusterSpec:
-        fields = dict(data)
-        images = fields.pop("images", None) or {}
-        fields["kafka_image"] = fields.get("kafka_image") or images.get("kafka")
-        fields["toxiproxy_image"] = fields.get("toxiproxy_image") or images.get("toxiproxy")
-        per_node = fields.get("broker_properties") or {}
-        fields["broker_properties"] = {int(k): v for k, v in per_node.items()}
-        fields["racks"] = {int(k): v for k, v in (fields.get("racks") or {}).items()}
-        return cls(**fields)
+        """The spec of its :meth:`to_dict` form, or of an earlier one
+        (:func:`upgraded`); the stored image tags become explicit ones."""
+        stored = upgraded(data)
+        images = stored.pop("images", None) or {}
+        if stored.get("image") is None or stored["image"] in IMAGE_SOURCES:
+            stored["image"] = images.get("kafka") or stored.get("image")
+        stored["toxiproxy_image"] = stored.get("toxiproxy_image") or images.get("toxiproxy")
+        per_node = stored.get("broker_properties") or {}
+        stored["broker_properties"] = {int(k): v for k, v in per_node.items()}
+        stored["racks"] = {int(k): v for k, v in (stored.get("racks") or {}).items()}
+        return cls(**stored)
+
+
+def upgraded(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored spec (a state file's ``spec``, run.json's ``cluster_spec``) in today's
+    form. Before issue 34 a Kafka image tag had a field of its own, ``kafka_image``; it is
+    now the model's ``image`` (which may also name a source), so a stored ``kafka_image``
+    becomes ``image``."""
+    stored = dict(data)
+    tag = stored.pop("kafka_image", None)
+    if tag is not None and stored.get("image") is None:
+        stored["image"] = tag
+    return stored

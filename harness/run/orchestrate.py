@@ -228,6 +228,7 @@ def run_scenario(
     run_dir = RunDir(resolve_run_dir(out, run_id))
     plan = plan_of(sc)
     kafka_version = plan.cluster.kafka_version
+    assert kafka_version is not None  # a ClusterSpec is made with the default filled in
     # in memory until the run has started (rec.started() in _drive) or has failed
     # (rec.finished() below): run.json is written at those two points only
     rec = record.RunRecord(

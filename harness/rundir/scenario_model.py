@@ -124,6 +124,9 @@ KEYS_META: dict[str, Any] = {"minimum": 0}
 MESSAGE_SIZE_META: dict[str, Any] = {"minimum": 1, "maximum": 1048576}
 # transactional.id of a transactional worker: <prefix>-<process id>
 TXN_ID_PREFIX = "kchaos-t"
+# The first process id of a workload: its producers get FIRST_PROCESS.., the readers the
+# ids after them, then the transactional workers (WorkloadConfig.txn_processes)
+FIRST_PROCESS = 1
 
 
 @dataclass(frozen=True)
@@ -358,8 +361,18 @@ _KINDS: dict[str, Any] = {"items": {"ref": "anomaly"}}
 _VALID: dict[str, Any] = {"enum": [True, False, "unknown", "any"]}
 
 
+# What the scenario's ``cluster.image`` may name instead of an image tag: where the images
+# come from (the runner's to resolve, :func:`kchaos.harness.scenario.plan.image_source`)
+IMAGE_SOURCES: tuple[str, ...] = ("offline", "registry")
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
+    """The scenario's ``cluster`` section. The cluster package's
+    :class:`~kchaos.harness.cluster.spec.ClusterSpec` is this class with the fields only
+    the runtime sets added (a subclass: every field here is declared once, under one name;
+    issue 34), so the run's cluster is described by these very fields."""
+
     brokers: int = field(default=3, metadata={"minimum": 1, "maximum": 9})
     controllers: int = field(
         default=0,
@@ -387,7 +400,7 @@ class ClusterConfig:
         metadata={"description": "Per-broker server properties, keyed by node id."},
     )
     heap: str = field(default="512m", metadata={"pattern": "^[0-9]+[mMgG]$"})
-    # extra ext4 options of the nodes' data filesystems (ClusterSpec.data_mount_options);
+    # extra ext4 options of the nodes' data filesystems (checked by ClusterSpec);
     # the file may give them as one comma-separated string
     data_mount_options: tuple[str, ...] = field(
         default=(),
@@ -398,6 +411,12 @@ class ClusterConfig:
             "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
         },
     )
+
+    @property
+    def image_tag(self) -> str | None:
+        """The Kafka image tag ``image`` names; None where it names none (nothing, or a
+        source: :data:`IMAGE_SOURCES`)."""
+        return None if self.image is None or self.image in IMAGE_SOURCES else self.image
 
 
 @dataclass(frozen=True)
@@ -463,13 +482,45 @@ class ConsumerConfig:
 
 @dataclass(frozen=True)
 class WorkloadConfig:
+    """Everything a run's clients do: the scenario's ``workload`` section, and (resolved
+    by :func:`kchaos.harness.scenario.plan.workload_spec`) what the runner hands to
+    :class:`kchaos.workloads.workload.Workload`, one class under two names
+    (``kchaos.workloads.spec.WorkloadSpec`` is this class; issue 34: no mirrored pairs).
+
+    Resolved means: ``topics`` never empty (the scenario's topics where the workload names
+    none) and, with the confluent-kafka client, its quieter log level in the producers'
+    and readers' ``configs``; :func:`dataclasses.replace` does it, no field is added. The
+    transactional runs' read_committed readers are not stored beside ``consumers``: they
+    follow from ``transactions.readers`` (:meth:`txn_readers`), and
+    :meth:`consumer_workers` lists every reader worker. Process ids are derived here too
+    (:meth:`txn_processes`). Checks that need the workload package's code (the producers'
+    client properties) are :func:`kchaos.workloads.spec.validate_workload`.
+    Durations in seconds.
+    """
+
     duration: float = field(metadata=DURATION_META)  # the one field a file must give
     client: ClientLib = "confluent-kafka"
     topics: tuple[str, ...] = ()  # empty: every topic of the scenario
     producers: ProducerConfig = field(default_factory=ProducerConfig)
+    # ``count`` readers alike; the transactional readers come from transactions.readers
     consumers: ConsumerConfig = field(default_factory=ConsumerConfig)
     monitor_interval: float = field(default=0.5, metadata=DURATION_META)
     drain_timeout: float = field(default=120.0, metadata=DURATION_META)
+    close_timeout: float = field(
+        default=10.0,
+        metadata={
+            "description": "How long stopping a producer waits for its in-flight sends to be "
+            "acknowledged (default 10s); sends still unanswered then are recorded info.",
+            **DURATION_META,
+        },
+    )
+    metrics_interval: float = field(
+        default=2.0,
+        metadata={
+            "description": "How often the monitor scrapes the brokers' metrics (default 2s).",
+            **DURATION_META,
+        },
+    )
     transactions: TxnSpec | None = field(
         default=None,
         metadata={
@@ -479,6 +530,52 @@ class WorkloadConfig:
             "with transactions drains read_committed."
         },
     )
+
+    def txn_readers(self) -> tuple[ConsumerConfig, ...]:
+        """The transactional runs' read_committed readers (none without ``transactions``):
+        the group members, then the assigning readers, with the ``configs`` of
+        ``consumers``."""
+        if self.transactions is None:
+            return ()
+        r, configs = self.transactions.readers, self.consumers.configs
+        readers = (
+            ConsumerConfig(count=r.subscribe, mode="subscribe", group=r.group,
+                           isolation="read_committed", configs=configs),
+            ConsumerConfig(count=r.assign, mode="assign", isolation="read_committed",
+                           configs=configs),
+        )  # fmt: skip
+        return tuple(c for c in readers if c.count > 0)
+
+    def consumer_workers(self) -> tuple[ConsumerConfig, ...]:
+        """The config of each consumer worker, in process-id order: ``consumers``
+        ``count`` times, then each transactional reader."""
+        return tuple(c for c in (self.consumers, *self.txn_readers()) for _ in range(c.count))
+
+    def txn_processes(self) -> list[tuple[int, str, str]]:
+        """(process id, role, transactional.id) of each transactional worker: producers
+        after the consumers, then the copier; the one place these ids are made."""
+        tx = self.transactions
+        if tx is None:
+            return []
+        first = FIRST_PROCESS + self.producers.count + len(self.consumer_workers())
+        out = [(first + i, "producer", f"{TXN_ID_PREFIX}-{first + i}") for i in range(tx.producers)]
+        if tx.copier is not None:
+            process = first + tx.producers
+            out.append((process, "copier", f"{TXN_ID_PREFIX}-{process}"))
+        return out
+
+    def transactional_topics(self) -> tuple[str, ...]:
+        """The topics written by transactions (none without ``transactions``): where a
+        last stable offset can fall behind the high watermark."""
+        tx = self.transactions
+        return () if tx is None else tx.written_topics(self.topics)
+
+    def consumer_groups(self) -> set[str]:
+        """The consumer groups the workload's readers and copier join."""
+        groups = {c.group for c in self.consumer_workers() if c.mode == "subscribe"}
+        if self.transactions is not None and self.transactions.copier is not None:
+            groups.add(self.transactions.copier.group)
+        return groups
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,9 @@ def file_data(sc: Mapping[str, Any]) -> dict[str, Any]:
     }
     if q.get("isolation", "read_uncommitted") != "read_uncommitted":
         workload["consumers"]["isolation"] = q["isolation"]
-    workload.update(_present(w, "monitor_interval", "drain_timeout"))
+    workload.update(
+        _present(w, "monitor_interval", "drain_timeout", "close_timeout", "metrics_interval")
+    )
     t = w.get("transactions")
     if t:
         txn = _present(t, "producers", "max_sends", "abort_ratio", "rate", "timeout", "keys",

@@ -244,7 +244,12 @@ def _build(src: Source, seed: int | None) -> Scenario:
             isolation=q.get("isolation", "read_uncommitted"),
         ),
         transactions=_transactions(src, w.get("transactions")),
-        **_durations(src, ("workload",), w, ("duration", "monitor_interval", "drain_timeout")),
+        **_durations(
+            src,
+            ("workload",),
+            w,
+            ("duration", "monitor_interval", "drain_timeout", "close_timeout", "metrics_interval"),
+        ),
     )
     n = d.get("nemesis", {})
     steps = []

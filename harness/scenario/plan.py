@@ -1,11 +1,13 @@
 """A scenario in the other packages' own types, built once, by the loader.
 
 From the validated :class:`~kchaos.harness.rundir.scenario_model.Scenario` the loader builds the
-three things a run hands on: the cluster's :class:`ClusterSpec` (the runner adds the image
-tags and the run id), the clients' :class:`WorkloadSpec` and the nemesis's
-:class:`Schedule` (scripted steps, or the random schedule drawn with the scenario's seed).
-Each is built by its own package's typed constructors (``fault_spec``, ``parse_trigger``,
-``scripted_schedule``, ``random_schedule``, the spec dataclasses), and every refusal on the
+three things a run hands on: the cluster's :class:`ClusterSpec` (the scenario's
+ClusterConfig with the runtime's fields, a subclass; the runner adds the image tags and
+the run id), the clients' :class:`WorkloadSpec` (the scenario's WorkloadConfig itself,
+resolved) and the nemesis's :class:`Schedule` (scripted steps, or the random schedule
+drawn with the scenario's seed). Each is built by its own package's typed constructors
+(``fault_spec``, ``parse_trigger``, ``scripted_schedule``, ``random_schedule``,
+``ClusterSpec.of``, ``validate_workload``), and every refusal on the
 way names the scenario's file, line and field. The runner takes them from
 :attr:`Scenario.plan`; nothing is turned back into a mapping or parsed again.
 """
@@ -30,25 +32,21 @@ from kchaos.faults.schedule import (
     scripted_schedule,
 )
 from kchaos.faults.trigger import TriggerContext, parse_trigger
-from kchaos.harness.cluster.spec import ClusterSpec, default_kafka_version
+from kchaos.harness.cluster.spec import ClusterSpec
 from kchaos.harness.errors import ConfigError
-from kchaos.harness.rundir.scenario_model import Scenario
+from kchaos.harness.rundir.scenario_model import IMAGE_SOURCES, Scenario
 from kchaos.harness.scenario.yamlsrc import Path_, Source, dotted
 from kchaos.workloads.clients import QUIET_LOG_LEVEL
-from kchaos.workloads.spec import (
-    ConsumerConfig,
-    TxnSpec,
-    WorkloadSpec,
-    producer_settings,
-)
+from kchaos.workloads.spec import WorkloadSpec, producer_settings, validate_workload
 
 # (path in the scenario, message) -> the error to raise, placed in the scenario's file.
 Place = Callable[[Path_, str], ConfigError]
 
-# WorkloadSpec.validate's fields -> where they are in a scenario.
+# validate_workload's fields -> where they are in a scenario.
 _WORKLOAD_FIELDS: dict[str, Path_] = {
     "topics": ("workload", "topics"),
     "client": ("workload", "client"),
+    "metrics_interval": ("workload", "metrics_interval"),
     "producers.count": ("workload", "producers", "count"),
     "producers": ("workload", "producers"),
 }
@@ -113,25 +111,16 @@ def _path(field: str | None) -> Path_:
 def image_source(sc: Scenario) -> str:
     """``registry`` (official images) or ``offline`` (built here); the scenario's
     ``cluster.image`` decides, else the KCHAOS_IMAGE_SOURCE environment variable."""
-    if sc.cluster.image in ("registry", "offline"):
+    if sc.cluster.image in IMAGE_SOURCES:
         return sc.cluster.image
     return os.environ.get("KCHAOS_IMAGE_SOURCE", "offline")
 
 
 def cluster_spec(sc: Scenario, place: Place) -> ClusterSpec:
-    cl = sc.cluster
-    image = cl.image if cl.image and cl.image not in ("offline", "registry") else None
+    """The scenario's ``cluster`` as the cluster package's spec: the same fields, checked
+    (the runner adds the image tags and the run id); a refusal placed in the file."""
     try:
-        return ClusterSpec(
-            brokers=cl.brokers,
-            controllers=cl.controllers,
-            kafka_version=cl.kafka_version or default_kafka_version(),
-            kafka_image=image,
-            server_properties=dict(cl.server_properties),
-            broker_properties={k: dict(v) for k, v in cl.broker_properties.items()},
-            heap=cl.heap,
-            data_mount_options=cl.data_mount_options,
-        )
+        return ClusterSpec.of(sc.cluster)
     except ConfigError as exc:
         raise place(("cluster", *_path(exc.field or "kafka_version")), exc.detail) from None
 
@@ -140,65 +129,42 @@ def cluster_spec(sc: Scenario, place: Place) -> ClusterSpec:
 
 
 def workload_spec(sc: Scenario, place: Place) -> WorkloadSpec:
+    """The scenario's ``workload`` resolved (the same class, :func:`replace` only): its
+    topics filled in where it names none, and confluent-kafka's quieter log level in the
+    producers' and readers' configs; validated, every refusal placed in the file."""
     w = sc.workload
-    c = w.consumers
-    extra = dict(c.configs)
+    consumer_configs = dict(w.consumers.configs)
     producer_configs = dict(w.producers.configs)
     if w.client == "confluent-kafka":
-        extra.setdefault("log_level", QUIET_LOG_LEVEL)
+        consumer_configs.setdefault("log_level", QUIET_LOG_LEVEL)
         producer_configs.setdefault("log_level", QUIET_LOG_LEVEL)
-    # the scenario's producers and readers as they are, but for the client's quieter log
-    # level
-    consumer = replace(c, configs=extra)
     producers = replace(w.producers, configs=producer_configs)
     try:
         producer_settings(producers)
     except ValueError as exc:
         key, message = exc.args
         raise place(("workload", "producers", "configs", key), message) from None
-    consumers: tuple[ConsumerConfig, ...] = (consumer,) if consumer.count > 0 else ()
-    txn = None
-    if w.transactions is not None:
-        if w.client not in ("confluent-kafka", "java"):
-            raise place(
-                ("workload", "transactions"),
-                "transactional workers run on confluent-kafka or Kafka's Java client only "
-                "(workload.client)",
-            )
-        txn = w.transactions
-        consumers += _txn_readers(txn, extra)
-    spec = WorkloadSpec(
+    if w.transactions is not None and w.client not in ("confluent-kafka", "java"):
+        raise place(
+            ("workload", "transactions"),
+            "transactional workers run on confluent-kafka or Kafka's Java client only "
+            "(workload.client)",
+        )
+    spec = replace(
+        w,
         topics=w.topics or tuple(t.name for t in sc.topics),
         producers=producers,
-        consumers=consumers,
-        transactions=txn,
-        client=w.client,
-        duration=w.duration,
-        drain_timeout=w.drain_timeout,
-        monitor_interval=w.monitor_interval,
+        consumers=replace(w.consumers, configs=consumer_configs),
     )
     try:
-        spec.validate()
+        validate_workload(spec)
     except ConfigError as exc:
         field = exc.field or ""
-        if field.startswith(("transactions.", "producers.configs.")):
+        if field.startswith(("transactions.", "producers.configs.", "consumers.")):
             raise place(("workload", *field.split(".")), exc.detail) from None
-        path = _WORKLOAD_FIELDS.get(field.split("[")[0], ("workload", "consumers"))
+        path = _WORKLOAD_FIELDS.get(field, ("workload",))
         raise place(path, exc.detail) from None
     return spec
-
-
-def _txn_readers(t: TxnSpec, consumer_extra: dict[str, str]) -> tuple[ConsumerConfig, ...]:
-    """The transactional workers' read_committed readers (the workers themselves run the
-    scenario's own spec, as it is): the group members, then the assigning readers."""
-    r = t.readers
-    readers = (
-        ConsumerConfig(count=r.subscribe, mode="subscribe", group=r.group,
-                       isolation="read_committed", configs=consumer_extra),
-        ConsumerConfig(count=r.assign, mode="assign", isolation="read_committed",
-                       configs=consumer_extra),
-    )  # fmt: skip
-    return tuple(c for c in readers if c.count > 0)
 
 
 # ---------------------------------------------------------------------------- nemesis

@@ -187,7 +187,7 @@ def test_formatted_storage_is_written_back_once_started(cluster_factory: Any) ->
     from kchaos.harness.images import ensure_images
 
     old = ensure_images("3.3.2")
-    own = cluster_factory(brokers=1, heap="256m", kafka_image=old.kafka, kafka_version="3.3.2")
+    own = cluster_factory(brokers=1, heap="256m", image=old.kafka, kafka_version="3.3.2")
     node = own.node(1)
     own.stop_node(node, hard=True)
     # the storage tool's files at the top of the data directory (which ones depends on

@@ -27,7 +27,7 @@ def test_partitions_and_pauses_on_an_image_without_tools(
     kafka_images: Any, cluster_factory: Callable[..., Cluster]
 ) -> None:
     image = ensure_notools_image(kafka_images.kafka_version)
-    c = cluster_factory(kafka_image=image)
+    c = cluster_factory(image=image)
     for node in c.nodes:
         code, out = c.exec(node, ["sh", "-c", "command -v iptables || command -v ss || true"])
         assert out.strip() == "", f"{node.name} still has {out.strip()}"

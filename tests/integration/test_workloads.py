@@ -112,10 +112,9 @@ def test_no_fault_run_every_acknowledged_send_is_drained(
     spec = WorkloadSpec(
         topics=(topic,),
         producers=ProducerConfig(count=2, rate=150.0, keys=12, max_in_flight=10000),
-        consumers=(
-            ConsumerConfig(count=1, mode="subscribe", group=f"g-{topic}"),
-            ConsumerConfig(count=1, mode="assign", rack="rack-b"),  # follower fetching (KIP-392)
-        ),
+        # two readers of every partition, in rack-b: follower fetching (KIP-392); group
+        # members are test_incremental_group_protocols_record_full_assignments's
+        consumers=ConsumerConfig(count=2, mode="assign", rack="rack-b"),
         duration=DURATION,
     )
     with (
@@ -163,9 +162,10 @@ def test_broker_killed_mid_run_gives_info_never_fail(
             max_in_flight=10000,
             configs={"delivery.timeout.ms": "4000", "request.timeout.ms": "2000", "linger.ms": "5"},
         ),  # fmt: skip
-        consumers=(ConsumerConfig(count=1, mode="assign"),),
+        consumers=ConsumerConfig(count=1, mode="assign"),
         client=lib,  # type: ignore[arg-type]
         close_timeout=5.0,
+        duration=60.0,
     )
     victim = cluster.node(1)
     with (
@@ -203,9 +203,9 @@ SIGKILL_SCRIPT = textwrap.dedent(
     from kchaos.workloads.spec import ConsumerConfig, ProducerConfig, WorkloadSpec
     from kchaos.workloads.workload import Workload
     path, servers, topic = sys.argv[1:4]
-    spec = WorkloadSpec(topics=(topic,),
+    spec = WorkloadSpec(topics=(topic,), duration=60.0,
                         producers=ProducerConfig(count=2, rate=500.0, keys=0, max_in_flight=10000),
-                        consumers=(ConsumerConfig(count=1, mode="assign"),))
+                        consumers=ConsumerConfig(count=1, mode="assign"))
     writer = HistoryWriter(path)
     workload = Workload(spec, servers, writer)
     workload.start()
@@ -273,11 +273,12 @@ def test_incremental_group_protocols_record_full_assignments(
     healthy_cluster: Any, tmp_path: Path, extra: dict[str, str]
 ) -> None:
     topic = new_topic(healthy_cluster, "wl-group", partitions=4)
-    member = ConsumerConfig(count=1, mode="subscribe", group=f"g-{topic}", configs=extra)
+    members = ConsumerConfig(count=2, mode="subscribe", group=f"g-{topic}", configs=extra)
     spec = WorkloadSpec(
         topics=(topic,),
         producers=ProducerConfig(count=1, rate=100.0, keys=0, max_in_flight=10000),
-        consumers=(member, member),
+        consumers=members,
+        duration=60.0,
     )
     with (
         HistoryWriter(tmp_path / "history.jsonl") as history,

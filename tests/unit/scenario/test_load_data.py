@@ -30,6 +30,25 @@ def test_a_stored_library_scenario_builds_the_same_scenario(name: str) -> None:
     ]
 
 
+def test_the_workloads_runtime_knobs_are_file_fields_and_survive_a_replay() -> None:
+    """close_timeout and metrics_interval (WorkloadSpec's own fields before issue 34) are
+    the scenario's: a file may give them, run.json keeps them, a replay gets them back;
+    the planned workload is the scenario's with its topics filled in."""
+    stored = file_data(load_scenario(library.resolve("smoke")).to_dict())
+    assert stored["workload"]["close_timeout"] == 10.0  # the defaults, stored
+    assert stored["workload"]["metrics_interval"] == 2.0
+    stored["workload"].update(close_timeout="5s", metrics_interval="500ms")
+    sc = load_scenario_data(stored, "run.json")
+    assert (sc.workload.close_timeout, sc.workload.metrics_interval) == (5.0, 0.5)
+    again = load_scenario_data(file_data(json.loads(json.dumps(sc.to_dict()))), "run.json")
+    assert again.workload == sc.workload
+    assert sc.plan is not None and sc.plan.workload.close_timeout == 5.0
+    stored["workload"]["metrics_interval"] = 0
+    with pytest.raises(ConfigError) as err:
+        load_scenario_data(stored, "run.json")
+    assert err.value.field == "workload.metrics_interval"
+
+
 def test_a_bad_stored_value_names_the_file_and_field_without_a_line() -> None:
     stored = file_data(load_scenario(library.resolve("smoke")).to_dict())
     stored["topics"][0]["partitions"] = 0

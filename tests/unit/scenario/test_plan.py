@@ -13,11 +13,12 @@ import pytest
 from fake_workload import FakeWorkload
 
 import kchaos.faults.base
+from kchaos.harness.cluster.spec import ClusterSpec, default_kafka_version
 from kchaos.harness.errors import ConfigError
 from kchaos.harness.run import orchestrate
 from kchaos.harness.run.context import RunContext
 from kchaos.harness.rundir.rundir import RunDir
-from kchaos.harness.rundir.scenario_model import WorkloadConfig
+from kchaos.harness.rundir.scenario_model import ClusterConfig, WorkloadConfig
 from kchaos.harness.scenario import library, load_scenario
 from kchaos.harness.scenario.plan import plan_of
 from kchaos.workloads.spec import WorkloadSpec, producer_settings
@@ -40,16 +41,20 @@ def test_workload_spec_of_smoke():
     assert spec.duration == sc.workload.duration
 
 
-def test_workload_spec_has_the_scenario_workloads_names() -> None:
-    """One name per field (issue 34): every field of the scenario's workload is a field
-    of WorkloadSpec under the same name; the plan copies the values that need no
-    resolving as they are."""
+def test_the_plans_specs_are_the_scenario_model_no_mirrored_pairs() -> None:
+    """One class per description, one name per field (issue 34): the plan's workload is
+    the scenario's WorkloadConfig resolved (the values that need no resolving kept as
+    they are), and ClusterSpec declares none of ClusterConfig's fields again."""
     sc = library.load("txn-smoke")
     spec = plan_of(sc).workload
-    names = {f.name for f in dataclasses.fields(WorkloadSpec)}
-    assert {f.name for f in dataclasses.fields(WorkloadConfig)} <= names
-    for name in ("client", "duration", "monitor_interval", "drain_timeout", "transactions"):
-        assert getattr(spec, name) == getattr(sc.workload, name), name
+    assert type(spec) is WorkloadConfig and WorkloadSpec is WorkloadConfig
+    resolved = {"topics", "producers", "consumers"}
+    for f in dataclasses.fields(WorkloadConfig):
+        if f.name not in resolved:
+            assert getattr(spec, f.name) == getattr(sc.workload, f.name), f.name
+    own = set(ClusterSpec.__annotations__)  # declared by ClusterSpec itself
+    assert own and not own & {f.name for f in dataclasses.fields(ClusterConfig)}
+    assert issubclass(ClusterSpec, ClusterConfig)
 
 
 def test_acks1_producer_is_not_idempotent():
@@ -63,8 +68,20 @@ def test_cluster_spec():
     spec = plan_of(library.load("kip-392-follower-fetch-failover")).cluster
     assert spec.broker_properties[2] == {"broker.rack": "rack-2"}
     assert spec.server_properties["replica.selector.class"].endswith("RackAwareReplicaSelector")
-    assert spec.kafka_image is None and spec.images is None and spec.run_id is None
+    assert spec.image_tag is None and spec.images is None and spec.run_id is None
     assert spec.kafka_version == "4.4.0"
+    # the spec is the scenario's cluster, the runtime's own fields added (issue 34)
+    sc = library.load("kip-392-follower-fetch-failover")
+    assert isinstance(spec, ClusterConfig) and spec.heap == sc.cluster.heap
+    replace = dataclasses.replace
+    tagged = replace(sc, cluster=replace(sc.cluster, image="my/kafka:1", kafka_version=None))
+    spec = plan_of(tagged).cluster
+    assert spec.image == spec.image_tag == "my/kafka:1"
+    assert spec.kafka_version == default_kafka_version()
+    assert (
+        plan_of(replace(sc, cluster=replace(sc.cluster, image="registry"))).cluster.image_tag
+        is None
+    )
 
 
 def test_every_library_schedule_builds_and_is_reproducible():

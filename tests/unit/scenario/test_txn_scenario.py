@@ -50,10 +50,13 @@ def test_transactions_become_the_plans_transactional_workers_and_readers():
     assert tx.copier is not None and (tx.copier.input, tx.copier.output) == ("a", "out")
     assert tx.copier.max_batch == 7
     assert tx.producer_topics(w.topics) == ("a", "b")  # not the copier's output
-    assert [(c.count, c.mode, c.isolation) for c in w.consumers] == [
-        (1, "subscribe", "read_committed"),  # workload.consumers
-        (2, "subscribe", "read_committed"), (1, "assign", "read_committed"),  # readers
+    c = w.consumers  # workload.consumers, as the file says
+    assert (c.count, c.mode, c.isolation) == (1, "subscribe", "read_committed")
+    # the transactional readers follow from transactions.readers
+    assert [(c.count, c.mode, c.isolation) for c in w.txn_readers()] == [
+        (2, "subscribe", "read_committed"), (1, "assign", "read_committed"),
     ]  # fmt: skip
+    assert len(w.consumer_workers()) == 4
     assert [(c.mode, c.group) for c in w.consumer_workers()][1:3] == [("subscribe", "rc")] * 2
 
 

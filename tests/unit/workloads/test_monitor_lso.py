@@ -189,9 +189,10 @@ def test_a_stuck_lso_question_blinds_neither_the_metadata_nor_later_samples(
 
 def _txn_spec(**tx: Any) -> WorkloadSpec:
     return WorkloadSpec(
+        duration=60.0,
         topics=("a", "b", "out"),
         producers=ProducerConfig(count=0),
-        consumers=(ConsumerConfig(count=1),),
+        consumers=ConsumerConfig(count=1),
         transactions=TxnSpec(producers=1, topics=("a",), process=False, **tx),
     )
 
@@ -199,15 +200,19 @@ def _txn_spec(**tx: Any) -> WorkloadSpec:
 def test_only_transactional_topics_are_sampled() -> None:
     spec = _txn_spec(copier=CopierSpec(input="b", output="out"))
     assert spec.transactional_topics() == ("a", "out")
-    assert WorkloadSpec(topics=("a",)).transactional_topics() == ()
+    assert WorkloadSpec(duration=60.0, topics=("a",)).transactional_topics() == ()
     no_producers = WorkloadSpec(
-        topics=("a", "out"), transactions=TxnSpec(producers=0, copier=CopierSpec("a", "out"))
+        duration=60.0,
+        topics=("a", "out"),
+        transactions=TxnSpec(producers=0, copier=CopierSpec("a", "out")),
     )
     assert no_producers.transactional_topics() == ("out",)
 
 
 def test_the_workload_samples_stable_offsets_only_with_transactions(tmp_path: Path) -> None:
-    plain = wl.Workload(WorkloadSpec(topics=("a",)), "h:1", ListSink(), run_dir=RunDir(tmp_path))
+    plain = wl.Workload(
+        WorkloadSpec(duration=60.0, topics=("a",)), "h:1", ListSink(), run_dir=RunDir(tmp_path)
+    )
     assert plain.monitor is not None and plain.monitor.stable_offsets is None
     plain.close()
     assert not RunDir(tmp_path).stable_offsets.exists()

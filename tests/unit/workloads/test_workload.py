@@ -63,9 +63,10 @@ def test_facade_runs_workers_serves_and_pushes_metrics(
     monkeypatch.setattr(wl, "producer_factory", fake_producers)
     monkeypatch.setattr(wl, "make_consumer", fake_consumer)
     spec = WorkloadSpec(
+        duration=60.0,
         topics=("t",),
         producers=ProducerConfig(count=2, rate=200.0, keys=0),
-        consumers=(ConsumerConfig(count=1, mode="assign"),),
+        consumers=ConsumerConfig(count=1, mode="assign"),
     )
     sink = ListSink()
     with wl.Workload(
@@ -105,7 +106,10 @@ def test_the_drain_consumer_keeps_librdkafka_quiet(
         return FakeConsumer({("t", 0): [(0, payload("1-0", 10))]})
 
     monkeypatch.setattr(wl, "make_consumer", fake_consumer)
-    spec = WorkloadSpec(topics=("t",), producers=ProducerConfig(count=0), client=client)  # type: ignore[arg-type]
+    spec = WorkloadSpec(
+        duration=60.0, topics=("t",), producers=ProducerConfig(count=0),
+        consumers=ConsumerConfig(count=1), client=client,  # type: ignore[arg-type]
+    )  # fmt: skip
     workload = wl.Workload(spec, "unused:9092", ListSink(), monitor=False)
     assert workload.drain(timeout=5).complete
     extra = built[0].get("extra") or {}
@@ -129,8 +133,11 @@ def test_a_run_points_librdkafkas_log_at_its_file_while_clients_run(
 
     # no workers: only the log's setup and teardown are looked at
     spec = WorkloadSpec(
-        topics=("t",), producers=ProducerConfig(count=0), consumers=(), client=client
-    )  # type: ignore[arg-type]
+        duration=60.0,
+        topics=("t",),
+        producers=ProducerConfig(count=0),
+        client=client,  # type: ignore[arg-type]
+    )
     workload = wl.Workload(spec, "unused:9092", ListSink(), monitor=False, run_dir=RunDir(tmp_path))
     workload.start()
     try:
@@ -149,8 +156,8 @@ def test_transactional_workers_follow_the_consumers_and_keep_one_id_each(
     from kchaos.workloads.txn_process import TxnProcessWorker, TxnThreadWorker
 
     spec = WorkloadSpec(
-        topics=("a", "b", "out"), producers=ProducerConfig(count=1),
-        consumers=(ConsumerConfig(count=1, isolation="read_committed"),),
+        duration=60.0, topics=("a", "b", "out"), producers=ProducerConfig(count=1),
+        consumers=ConsumerConfig(count=1, isolation="read_committed"),
         transactions=TxnSpec(producers=2, copier=CopierSpec("a", "out")),
     )  # fmt: skip
     workload = wl.Workload(spec, "h:1", ListSink(), monitor=False, run_dir=RunDir(tmp_path))
@@ -168,7 +175,7 @@ def test_transactional_workers_follow_the_consumers_and_keep_one_id_each(
     assert seen["hwm_factory"] is not None and seen["lso_wait_s"] == 20.0
 
     threads = wl.Workload(
-        WorkloadSpec(topics=("a",), producers=ProducerConfig(count=0), consumers=(),
+        WorkloadSpec(duration=60.0, topics=("a",), producers=ProducerConfig(count=0),
                      transactions=TxnSpec(process=False)),
         "h:1", ListSink(), monitor=False,
     ).transactional  # fmt: skip
@@ -180,7 +187,9 @@ def test_a_workload_without_transactions_drains_read_uncommitted(
 ) -> None:
     seen: dict[str, Any] = {}
     monkeypatch.setattr(wl, "drain", lambda *args, **kwargs: seen.update(kwargs))
-    wl.Workload(WorkloadSpec(topics=("a",)), "h:1", ListSink(), monitor=False).drain()
+    wl.Workload(
+        WorkloadSpec(duration=60.0, topics=("a",)), "h:1", ListSink(), monitor=False
+    ).drain()
     assert seen["hwm_factory"] is None
 
 
@@ -212,9 +221,10 @@ def test_a_fault_finds_the_worker_of_an_id_and_gets_a_replacement_with_the_same_
     monkeypatch.setattr(tp, "child_command", lambda c: [sys.executable, "-c", TXN_CHILD,
                                                         c.to_json()])  # fmt: skip
     spec = WorkloadSpec(
+        duration=60.0,
         topics=("a",),
         producers=ProducerConfig(count=1),
-        consumers=(ConsumerConfig(count=1),),
+        consumers=ConsumerConfig(count=1),
         transactions=TxnSpec(producers=2),
     )
     sink = ListSink()
@@ -259,7 +269,7 @@ def test_a_thread_worker_is_no_client_a_fault_can_stop() -> None:
     from kchaos.workloads.spec import TxnSpec
 
     workload = wl.Workload(
-        WorkloadSpec(topics=("a",), producers=ProducerConfig(count=0), consumers=(),
+        WorkloadSpec(duration=60.0, topics=("a",), producers=ProducerConfig(count=0),
                      transactions=TxnSpec(process=False)),
         "h:1", ListSink(), monitor=False,
     )  # fmt: skip
@@ -298,7 +308,7 @@ def test_start_returns_once_the_transactional_clients_are_up_or_the_wait_ends(
     monkeypatch.setattr(tp, "child_command", lambda c: [sys.executable, "-c", SLOW_CHILD,
                                                         c.to_json(), answer])  # fmt: skip
     monkeypatch.setattr(wl, "CLIENT_START_TIMEOUT_S", 3 * SLOW_START_S)
-    spec = WorkloadSpec(topics=("a",), producers=ProducerConfig(count=0), consumers=(),
+    spec = WorkloadSpec(duration=60.0, topics=("a",), producers=ProducerConfig(count=0),
                         transactions=TxnSpec(producers=2))  # fmt: skip
     workload = wl.Workload(spec, "h:1", ListSink(), monitor=False)
     workload.producers, workload.consumers = [], []
