@@ -88,6 +88,14 @@ DONE, INVOKED, LOST = 0, 1, 2
 LOST_CODE = -1  # the outcome code that marks a lost-write row on the way in
 OUTCOME_CODES = {"ok": 1, "fail": 2, "info": 3}  # a send's outcome as a number; null: in flight
 ASSIGNED_SCHEMA = "rk int, w int, side tinyint, code tinyint, t_invoke long, t_done long"
+ASSIGNED_ARROW = [  # the same, as pyarrow (name, type name) pairs
+    ("rk", "int32"),
+    ("w", "int32"),
+    ("side", "int8"),
+    ("code", "int8"),
+    ("t_invoke", "int64"),
+    ("t_done", "int64"),
+]
 
 
 def window_of(starts: Any, stop: int, times: Any, valid: Any) -> Any:
@@ -170,29 +178,162 @@ def _assigner(bounds: dict[int, tuple[Any, int]]) -> Any:
     return run
 
 
+# Below this many ok latencies in a window, Spark's percentile_approx (accuracy 10000,
+# relative error 1/10000) keeps every value apart and returns the value of rank
+# ceil(p * n): it only merges values once 2 * n / 10000 reaches 1 (n = 5000). Such a
+# window's percentiles are computed here, exactly, with the same result; a bigger one
+# is left to percentile_approx.
+EXACT_BELOW = 4000
+PERCENTILES = (0.5, 0.95, 0.99)
+# With more sends than this in all the runs, nothing goes to the driver: every window's
+# measures are one Spark aggregation (the driver would hold ~25 bytes per send).
+DRIVER_SENDS = 20_000_000
+
+
+def _latency_ms(t_done: Any, t_invoke: Any) -> Any:
+    """A send's latency in ms, as Spark's ``(t_done - t_invoke) / 1e6`` gives it."""
+    return (t_done - t_invoke) / 1e6
+
+
+def _measure(placed: Any, n: int, first: dict[int, int]) -> dict[str, Any]:
+    """Every measure of the ``n`` windows from the placed rows (an Arrow table in
+    ``ASSIGNED_SCHEMA``); ``first``: per run key, the number of its first window among
+    the ``n``. Arrays indexed by that number; percentiles exact (None: the window has
+    too many ok latencies for them to be, see EXACT_BELOW; nan: it has none)."""
+    import numpy as np
+
+    def col(name: str, fill: int = 0) -> Any:
+        return placed[name].fill_null(fill).to_numpy()
+
+    keys = np.array(sorted(first), dtype=np.int64)
+    bases = np.array([first[k] for k in keys.tolist()], dtype=np.int64)
+    rk, w = col("rk"), col("w")
+    g = bases[np.searchsorted(keys, rk)] + w if len(rk) else np.zeros(0, dtype=np.int64)
+    side, code = col("side"), col("code")
+    in_flight = ~placed["code"].is_valid().to_numpy()
+    done, invoked = side == DONE, side == INVOKED
+    ok = done & (code == OUTCOME_CODES["ok"])
+
+    def count(rows: Any) -> Any:
+        return np.bincount(g[rows], minlength=n)
+
+    timed = ok & placed["t_invoke"].is_valid().to_numpy()
+    at, latency = g[timed], _latency_ms(col("t_done")[timed], col("t_invoke")[timed])
+    order = np.lexsort((latency, at))
+    at, latency = at[order], latency[order]
+    m = np.bincount(at, minlength=n)
+    start = np.cumsum(m) - m
+    some = m > 0
+    pct = []
+    for p in PERCENTILES:
+        rank = np.ceil(p * m.astype(np.float64)).astype(np.int64)
+        v = np.full(n, np.nan)
+        v[some] = latency[(start + rank - 1)[some]]
+        pct.append(v)
+    top = np.full(n, np.nan)
+    top[some] = latency[(start + m - 1)[some]]
+    return {
+        "done": count(done),
+        "ok": count(ok),
+        "fail": count(done & (code == OUTCOME_CODES["fail"])),
+        "info": count(done & (code == OUTCOME_CODES["info"])),
+        "invoked": count(invoked),
+        "in_flight": count(invoked & in_flight),
+        "lost": count(side == LOST),
+        "timed": m,
+        "pct": pct,
+        "latency_max_ms": top,
+    }
+
+
+def _spark_percentiles(placed: DataFrame, wanted: list[tuple[int, int]]) -> dict[Any, Any]:
+    """percentile_approx of the ok latencies of the windows ``wanted`` (run key, window),
+    from the placed rows: {(rk, w): [p50, p95, p99]}."""
+    from pyspark.sql import functions as F
+
+    pairs = placed.sparkSession.createDataFrame(wanted, "rk int, w int")
+    ok = (F.col("side") == DONE) & (F.col("code") == OUTCOME_CODES["ok"])
+    latency_ms = _latency_ms(F.col("t_done"), F.col("t_invoke"))
+    rows = (
+        placed.filter(ok)
+        .join(F.broadcast(pairs), ["rk", "w"])
+        .groupBy("rk", "w")
+        .agg(F.percentile_approx(latency_ms, list(PERCENTILES), 10000).alias("pct"))
+        .collect()
+    )
+    return {(r["rk"], r["w"]): r["pct"] for r in rows}
+
+
+def _spark_measures(placed: DataFrame, n: int, first: dict[int, int]) -> dict[str, Any]:
+    """:func:`_measure`'s arrays from one Spark aggregation of the placed rows by (run,
+    window), for sends too many to collect; every percentile by percentile_approx
+    (``timed`` is 0 for every window: none needs the driver's exact ones)."""
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    side, outcome = F.col("side"), F.col("code")
+    done, invoked = side == DONE, side == INVOKED
+    ok = done & (outcome == OUTCOME_CODES["ok"])
+    latency_ms = _latency_ms(F.col("t_done"), F.col("t_invoke"))
+    counted = {
+        "done": done,
+        "ok": ok,
+        "fail": done & (outcome == OUTCOME_CODES["fail"]),
+        "info": done & (outcome == OUTCOME_CODES["info"]),
+        "invoked": invoked,
+        "in_flight": invoked & outcome.isNull(),
+        "lost": side == LOST,
+    }
+    got: dict[str, Any] = {k: np.zeros(n, dtype=np.int64) for k in [*counted, "timed"]}
+    got["pct"] = [np.full(n, np.nan) for _ in PERCENTILES]
+    got["latency_max_ms"] = np.full(n, np.nan)
+    measures = placed.groupBy("rk", "w").agg(
+        *[F.count(F.when(c, 1)).alias(k) for k, c in counted.items()],
+        F.percentile_approx(F.when(ok, latency_ms), list(PERCENTILES), 10000).alias("pct"),
+        F.max(F.when(ok, latency_ms)).alias("latency_max_ms"),
+    )
+    for r in measures.collect():
+        i = first[r["rk"]] + r["w"]
+        for k in counted:
+            got[k][i] = r[k]
+        for v, p in zip(got["pct"], r["pct"] or [None] * len(PERCENTILES), strict=True):
+            v[i] = np.nan if p is None else p
+        if r["latency_max_ms"] is not None:
+            got["latency_max_ms"][i] = r["latency_max_ms"]
+    return got
+
+
 def window_stats(
     spark: SparkSession,
     sends: DataFrame,
     anomalies: DataFrame,
     faults: dict[int, list[FaultLine]],
     ends: dict[int, int],
+    n_sends: int = 0,
 ) -> list[dict[str, Any]]:
     """One dict per (run key, window), with every measure of the window.
 
-    The windows are cut on the driver (a few per fault line: cheap). Their measures take
-    ONE Spark job: the sends table and the lost writes go through ``mapInArrow``, which
-    places each completion, invoke and lost write in its window by a binary search over
-    its run's window starts (the windows of a run are contiguous), then one aggregation
-    by (run, window). Until 2026-12-07 each measure was a join of the sends with the
-    windows (a table built on the driver, one row per window and time bucket), three
-    Spark jobs in all: 13-15 s of the 10M-event bench."""
+    The windows are cut on the driver (a few per fault line: cheap). Every send and lost
+    write is placed in its windows by :func:`assign_batch`, a binary search over its
+    run's window starts (a run's windows are contiguous), and the measures are counted
+    per window with numpy: one read of four numbers per send (``toArrow``), no join and
+    no aggregation in Spark, save percentile_approx for the rare window with too many
+    ok sends to compute its percentiles exactly (EXACT_BELOW). ``n_sends``: the sends of
+    all runs; above DRIVER_SENDS the sends stay on the executors, which place them
+    (``mapInArrow``), and one Spark aggregation by (run, window) measures every window.
+    Until 2026-12-07 each measure was a join of the sends with a
+    window table built on the driver (a row per window and time bucket), three Spark jobs
+    in all: 12-15 s of the 10M-event bench."""
     import numpy as np
+    import pyarrow as pa
     from pyspark.sql import functions as F
 
     rows: list[dict[str, Any]] = []
     bounds: dict[int, tuple[Any, int]] = {}
+    first: dict[int, int] = {}
     for rk, end in ends.items():
         cut = cut_windows(faults.get(rk, []), end)
+        first[rk] = len(rows)
         rows.extend({"rk": rk, **window} for window in cut)
         if cut:
             starts = np.array([w["start_ns"] for w in cut], dtype=np.int64)
@@ -203,55 +344,52 @@ def window_stats(
     for name, number in OUTCOME_CODES.items():
         code = F.when(F.col("outcome") == name, F.lit(number).cast("tinyint")).otherwise(code)
     lost = anomalies.filter(F.col("kind") == "lost-write")
-    placed = (
-        sends.select("rk", "t_invoke", "t_done", code.alias("code"))
-        .unionByName(
-            lost.select(
-                "rk",
-                F.lit(None).cast("long").alias("t_invoke"),
-                F.col("time").alias("t_done"),
-                F.lit(LOST_CODE).cast("tinyint").alias("code"),
-            )
+    source = sends.select("rk", "t_invoke", "t_done", code.alias("code")).unionByName(
+        lost.select(
+            "rk",
+            F.lit(None).cast("long").alias("t_invoke"),
+            F.col("time").alias("t_done"),
+            F.lit(LOST_CODE).cast("tinyint").alias("code"),
         )
-        .mapInArrow(_assigner(bounds), ASSIGNED_SCHEMA)
     )
-    side, outcome = F.col("side"), F.col("code")
-    done, invoked = side == DONE, side == INVOKED
-    ok = done & (outcome == OUTCOME_CODES["ok"])
-    latency_ms = (F.col("t_done") - F.col("t_invoke")) / 1e6
-    measures = placed.groupBy("rk", "w").agg(
-        F.count(F.when(done, 1)).alias("done"),
-        F.count(F.when(ok, 1)).alias("ok"),
-        F.count(F.when(done & (outcome == OUTCOME_CODES["fail"]), 1)).alias("fail"),
-        F.count(F.when(done & (outcome == OUTCOME_CODES["info"]), 1)).alias("info"),
-        F.percentile_approx(F.when(ok, latency_ms), [0.5, 0.95, 0.99], 10000).alias("pct"),
-        F.max(F.when(ok, latency_ms)).alias("latency_max_ms"),
-        F.count(F.when(invoked, 1)).alias("invoked"),
-        F.count(F.when(invoked & outcome.isNull(), 1)).alias("in_flight"),
-        F.count(F.when(side == LOST, 1)).alias("lost"),
+    on_executors = source.mapInArrow(_assigner(bounds), ASSIGNED_SCHEMA)
+    if n_sends > DRIVER_SENDS:
+        got = _spark_measures(on_executors, len(rows), first)
+    else:
+        batches = [p for b in source.toArrow().to_batches() for p in assign_batch(b, bounds)]
+        placed = pa.Table.from_batches(batches, schema=pa.schema(ASSIGNED_ARROW))
+        got = _measure(placed, len(rows), first)
+    big = np.flatnonzero(got["timed"] >= EXACT_BELOW)
+    approx = (
+        _spark_percentiles(on_executors, [(rows[i]["rk"], rows[i]["w"]) for i in big.tolist()])
+        if len(big)
+        else {}
     )
 
-    merged: dict[tuple[int, int], dict[str, Any]] = {(r["rk"], r["w"]): r for r in rows}
-    for r in measures.collect():
-        row = merged[(r["rk"], r["w"])]
+    def number(v: Any) -> float | None:
+        return None if np.isnan(v) else float(v)
+
+    out = []
+    for i, row in enumerate(rows):
         # the keys in the order the measures were always added (the JSON's key order)
-        if r["done"]:
-            pct = r["pct"] or [None, None, None]
+        if got["done"][i]:
+            if got["timed"][i] >= EXACT_BELOW:
+                pct = approx.get((row["rk"], row["w"])) or [None, None, None]
+            else:
+                pct = [number(v[i]) for v in got["pct"]]
             row.update(
-                ok=r["ok"],
-                fail=r["fail"],
-                info=r["info"],
+                ok=int(got["ok"][i]),
+                fail=int(got["fail"][i]),
+                info=int(got["info"][i]),
                 latency_p50_ms=pct[0],
                 latency_p95_ms=pct[1],
                 latency_p99_ms=pct[2],
-                latency_max_ms=r["latency_max_ms"],
+                latency_max_ms=number(got["latency_max_ms"][i]),
             )
-        if r["invoked"]:
-            row.update(invoked=r["invoked"], in_flight=r["in_flight"])
-        if r["lost"]:
-            row["lost"] = r["lost"]
-    out = []
-    for row in merged.values():
+        if got["invoked"][i]:
+            row.update(invoked=int(got["invoked"][i]), in_flight=int(got["in_flight"][i]))
+        if got["lost"][i]:
+            row["lost"] = int(got["lost"][i])
         for key in ("ok", "fail", "info", "invoked", "in_flight", "lost"):
             row.setdefault(key, 0)
         for key in ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_max_ms"):
