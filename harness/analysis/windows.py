@@ -366,7 +366,7 @@ def window_stats(
         else {}
     )
 
-    def number(v: Any) -> float | None:
+    def as_float(v: Any) -> float | None:
         return None if np.isnan(v) else float(v)
 
     out = []
@@ -376,7 +376,7 @@ def window_stats(
             if got["timed"][i] >= EXACT_BELOW:
                 pct = approx.get((row["rk"], row["w"])) or [None, None, None]
             else:
-                pct = [number(v[i]) for v in got["pct"]]
+                pct = [as_float(v[i]) for v in got["pct"]]
             row.update(
                 ok=int(got["ok"][i]),
                 fail=int(got["fail"][i]),
@@ -384,7 +384,7 @@ def window_stats(
                 latency_p50_ms=pct[0],
                 latency_p95_ms=pct[1],
                 latency_p99_ms=pct[2],
-                latency_max_ms=number(got["latency_max_ms"][i]),
+                latency_max_ms=as_float(got["latency_max_ms"][i]),
             )
         if got["invoked"][i]:
             row.update(invoked=int(got["invoked"][i]), in_flight=int(got["in_flight"][i]))
