@@ -249,7 +249,8 @@ def run_job(
             lap("anomalies")
             faults = fault_lines(loaded.events)
             ends = {r.key: stats.get(r.key, {}).get("end_ns", 0) for r in runs}
-            windows = window_stats(session, tables.sends, anomalies, faults, ends)
+            n_sends = sum(s.get("sends", {}).get("invoke", 0) for s in stats.values())
+            windows = window_stats(session, tables.sends, anomalies, faults, ends, n_sends)
             lap("windows")
             results: list[RunSummary] = []
             for run in runs:

@@ -96,3 +96,37 @@ def test_cross_run_table_as_parquet_csv_and_plot(spark: Any, written: dict[str, 
     }
     html = (trend / "trend.html").read_text()
     assert "plotly" in html.lower() and "lost-write" in html
+
+
+def test_window_measures_on_the_driver_equal_sparks_aggregation(spark: Any) -> None:
+    """The driver's numpy measures (exact percentiles below EXACT_BELOW ok latencies,
+    percentile_approx above) equal one Spark aggregation of every window, percentiles by
+    percentile_approx, as the windows were always measured."""
+    import random
+
+    from kchaos.harness.analysis.windows import EXACT_BELOW, FaultLine, window_stats
+
+    rng = random.Random(36)
+    sends = []
+    for _ in range(EXACT_BELOW + 600):  # window 0 (no fault) is measured by Spark
+        t = rng.randrange(0, 500_000)
+        sends.append((1, t, t + rng.randrange(1, 500_000), "ok"))
+    for i in range(300):  # windows 1 and 2, and run 2: exact, ties in the latencies
+        t = rng.randrange(1_000_000, 3_000_000)
+        outcome = rng.choice(["ok", "ok", "ok", "fail", "info", None])
+        done = None if outcome is None else t + 1000 * rng.randrange(1, 50)
+        sends.append((1 + i % 2, t, done, outcome))
+    sends.append((1, -5, 10, "ok"))  # invoked before time 0: its completion counts
+    df = spark.createDataFrame(sends, "rk int, t_invoke long, t_done long, outcome string")
+    lost = spark.createDataFrame(
+        [(1, "lost-write", 1_500_000), (1, "unseen", 1_500_000)], "rk int, kind string, time long"
+    )
+    faults = {1: [FaultLine(1_000_000, 1, "start", "f", "pause")]}
+    faults[1].append(FaultLine(2_000_000, 2, "stop", "f", "pause"))
+    ends = {1: 3_500_000, 2: 3_500_000}
+    driver = window_stats(spark, df, lost, faults, ends, n_sends=len(sends))
+    in_spark = window_stats(spark, df, lost, faults, ends, n_sends=10**9)
+    assert [w["label"] for w in driver] == ["no-fault", "pause", "no-fault", "no-fault"]
+    assert driver == in_spark
+    assert [list(w) for w in driver] == [list(w) for w in in_spark]  # the JSON's key order
+    assert driver[0]["ok"] >= EXACT_BELOW and driver[1]["lost"] == 1

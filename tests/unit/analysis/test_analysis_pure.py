@@ -14,7 +14,16 @@ from kchaos.harness.analysis.lines import (
     line_problem,
 )
 from kchaos.harness.analysis.runs import resolve_runs, run_facts
-from kchaos.harness.analysis.windows import NO_FAULT, FaultLine, cut_windows
+from kchaos.harness.analysis.windows import (
+    DONE,
+    INVOKED,
+    LOST,
+    LOST_CODE,
+    NO_FAULT,
+    FaultLine,
+    assign_batch,
+    cut_windows,
+)
 from kchaos.harness.errors import HistoryError
 from kchaos.harness.rundir.history import ends_with_newline
 
@@ -52,6 +61,36 @@ def test_simultaneous_start_and_stop_make_no_empty_window() -> None:
     windows = cut_windows(faults, 30)
     assert [w["label"] for w in windows] == [NO_FAULT, "pause", "kill"]
     assert all(w["end_ns"] > w["start_ns"] for w in windows)
+
+
+def test_sends_and_lost_writes_are_placed_in_the_window_holding_their_time() -> None:
+    """Windows [0, 100) [100, 250) [250, 301) of run 1, [0, 50) of run 2: a time on a
+    start belongs to the window it starts; a time at or past the last end, negative or
+    null gives no row; a lost write counts at its time only."""
+    import numpy as np
+    import pyarrow as pa
+
+    bounds = {1: (np.array([0, 100, 250]), 301), 2: (np.array([0]), 50)}
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "rk": pa.array([1, 2, 1, 1, 1, 2, 1, 3], pa.int32()),
+            "t_invoke": pa.array([5, 40, 99, -1, 260, None, None, 1], pa.int64()),
+            "t_done": pa.array([100, 49, 301, 250, None, 50, 120, 2], pa.int64()),
+            "code": pa.array([1, 2, 3, 1, None, 1, LOST_CODE, 1], pa.int8()),
+        }
+    )
+    got = pa.Table.from_batches(assign_batch(batch, bounds)).to_pylist()
+    placed = sorted((r["side"], r["rk"], r["w"], r["code"], r["t_invoke"]) for r in got)
+    assert placed == [
+        (DONE, 1, 1, 1, 5),  # done at 100: the second window's first instant
+        (DONE, 1, 2, 1, -1),  # invoked before time 0: no invoke row, but done at 250
+        (DONE, 2, 0, 2, 40),
+        (INVOKED, 1, 0, 1, None),
+        (INVOKED, 1, 0, 3, None),  # done at 301, the end of the last window: no done row
+        (INVOKED, 1, 2, None, None),  # still in flight
+        (INVOKED, 2, 0, 2, None),
+        (LOST, 1, 1, None, None),
+    ]  # run 3 has no window, run 2's completion at 50 lies past its last one
 
 
 @pytest.mark.parametrize(
