@@ -31,6 +31,9 @@ class CatchRate:
     runs: int
     date: str
     commit: str  # the kchaos commit(s) the runs ran at
+    # the scenario then required its mechanism (expect.effects seen, the defence's log
+    # line): a run counted as caught showed the fault bite, not only the outcome
+    mechanism: bool = False
 
     def text(self, ticket: Ticket) -> str:
         side = "fixed" if ticket.is_fixed(self.release) else "affected"
@@ -89,6 +92,9 @@ def load_catch_rates(
                 release(str(row["release"]))
             except ValueError as exc:
                 raise src.error((ident, i, "release"), str(exc)) from None
+            mechanism = row.get("mechanism", False)
+            if not isinstance(mechanism, bool):
+                raise src.error((ident, i, "mechanism"), "expected true or false")
             counts = [row["caught"], row["runs"]]
             if not all(isinstance(n, int) and n >= 0 for n in counts) or counts[0] > counts[1]:
                 raise src.error((ident, i, "caught"), "expected 0 <= caught <= runs (integers)")
@@ -100,6 +106,7 @@ def load_catch_rates(
                     runs=int(row["runs"]),
                     date=str(row["date"]),
                     commit=str(row["commit"]),
+                    mechanism=mechanism,
                 )
             )
     return out
@@ -166,6 +173,27 @@ def for_release(text: str, bugs: list[KnownBug] | None = None) -> ReleaseView:
     return view
 
 
+def _measured(bug: KnownBug) -> list[str]:
+    """The measured rows, those that required the mechanism first: only they show that the
+    fault bit in every run counted; earlier rows judged the outcome alone."""
+    shown = [m for m in bug.measured if m.mechanism]
+    earlier = [m for m in bug.measured if not m.mechanism]
+    if not bug.measured:
+        return ["  measured: no catch rate recorded yet"]
+    lines = []
+    if shown:
+        lines.append("  measured, its mechanism required (each run counted showed the fault bite):")
+        lines += [f"    {m.text(bug.ticket)}" for m in shown]
+    if earlier:
+        lines.append(
+            "  measured earlier, the outcome only (the faults' effects not yet required):"
+            if shown
+            else "  measured, the outcome only (the faults' effects not required):"
+        )
+        lines += [f"    {m.text(bug.ticket)}" for m in earlier]
+    return lines
+
+
 def describe(view: ReleaseView) -> list[str]:
     """The command's text: the bugs that affect the release, each with its measured
     rates and the live check; then the scenarios that cannot run there; then a count of
@@ -183,11 +211,7 @@ def describe(view: ReleaseView) -> list[str]:
             f"  affects {since}until {', '.join(t.fixed_in)}; {t.fix_note()}{commit}",
             f"  scenario: {bug.scenario}" + (f" (shows {t.kind})" if t.kind else ""),
         ]
-        if bug.measured:
-            lines.append("  measured:")
-            lines += [f"    {m.text(t)}" for m in bug.measured]
-        else:
-            lines.append("  measured: no catch rate recorded yet")
+        lines += _measured(bug)
         lines.append(f"  check it live: {bug.live_command()}")
     if view.outside:
         lines += ["", f"not checked on {view.release} (outside the scenario's range):"]

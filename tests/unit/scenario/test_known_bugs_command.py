@@ -92,3 +92,35 @@ def test_kip_966_and_kip_501_are_listed_until_elr_is_on_by_default() -> None:
     assert {"KIP-966", "KIP-501"} <= named(known_bugs_text("4.0.0"))
     text = known_bugs_text("4.1.0")
     assert not {"KIP-966", "KIP-501"} & named(text)
+
+
+def test_every_known_bug_has_its_mechanism_measured_on_both_compare_releases() -> None:
+    """Issue 33: both sides proven with the mechanism required, not the outcome alone."""
+    for bug in known_bugs.library_bugs():
+        shown = {m.release for m in bug.measured if m.mechanism and m.caught == m.runs >= 10}
+        assert set(bug.ticket.compare) <= shown, bug.scenario
+
+
+def test_rows_that_judged_the_outcome_only_are_shown_apart_after_the_others() -> None:
+    text = known_bugs_text("3.9.1")
+    block = text[text.index("KIP-966: ") :].split("check it live")[0]
+    required = block.index("measured, its mechanism required")
+    earlier = block.index("measured earlier, the outcome only")
+    assert required < block.index("(9661-9670)") < earlier < block.index("(1-10)")
+
+
+def test_a_ticket_measured_only_before_the_mechanism_was_required_says_so() -> None:
+    rates = known_bugs.load_catch_rates(
+        "KAFKA-1:\n  - {release: 3.7.0, seeds: '1-10', caught: 10, runs: 10, date: d, commit: c}\n"
+    )
+    assert rates["KAFKA-1"][0].mechanism is False
+    bug = known_bugs.library_bugs()[0]
+    lines = known_bugs._measured(
+        known_bugs.KnownBug(bug.scenario, bug.ticket, tuple(rates["KAFKA-1"]))
+    )
+    assert lines[0] == "  measured, the outcome only (the faults' effects not required):"
+    with pytest.raises(ConfigError, match="true or false"):
+        known_bugs.load_catch_rates(
+            "KAFKA-1:\n  - {release: 3.7.0, seeds: '1', caught: 1, runs: 1, date: d,"
+            " commit: c, mechanism: yes please}\n"
+        )
