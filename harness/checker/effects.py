@@ -65,6 +65,16 @@ FLUSH_FACTOR = 5.0
 SHOWN = 3
 #: Kafka's message for ENOSPC (java.io.IOException's text).
 NO_SPACE = "No space left on device"
+#: A starting broker that never heard back from the controllers gives up with one of
+#: these (BrokerServer's startup failing while it waits to be caught up, the lifecycle
+#: manager's failed registration): the consequence of a cut from the controllers that
+#: came while it started, when it was not yet registered and so could not be fenced.
+START_STALLED = (
+    "while waiting for the controller to acknowledge that we are caught up",
+    "unable to register with the controller quorum",
+)
+#: Everything the broker-log measures look for (only such lines are kept).
+_LOG_MARKS = (NO_SPACE, *START_STALLED)
 _NS = 1e9
 _BROKER = re.compile(r"^broker-(\d+)$")
 _CONTROLLER = re.compile(r"^controller-(\d+)$")
@@ -98,7 +108,7 @@ class Context:
 
     facts: Facts
     run_dir: RunDir | None = None
-    # per broker: its server.log's lines that a measure looks for (ENOSPC), as (time on
+    # per broker: its server.log's lines that a measure looks for (_LOG_MARKS), as (time on
     # the history's base, text); None until read, {} when the run kept no logs (or no
     # time origin)
     _logs: dict[int, list[tuple[int, str]]] | None = field(default=None, repr=False)
@@ -192,9 +202,9 @@ class Context:
         return self._quorum
 
     def broker_log(self, broker: int) -> list[tuple[int, str]] | None:
-        """The broker's timed log lines that say ``No space left on device`` (a
-        continuation line takes the time of the entry it continues); None when the run
-        kept no log of it."""
+        """The broker's timed log lines that say one of :data:`_LOG_MARKS` (ENOSPC, a
+        start given up on the controller; a continuation line takes the time of the entry
+        it continues); None when the run kept no log of it."""
         if self._logs is None:
             self._logs = self._read_logs()
         return self._logs.get(broker)
@@ -218,7 +228,7 @@ class Context:
                 if unix_ms is not None:
                     last = history_time_ns(unix_ms, found.origin_unix_ns)
                 # only what a measure looks for is kept: a log may be large
-                if last is not None and NO_SPACE in text:
+                if last is not None and any(mark in text for mark in _LOG_MARKS):
                     lines.append((last, text))
             out[node.node_id] = lines
         return out
@@ -505,6 +515,9 @@ def measure_partition(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     state, told = _isr_or_fence(ctx, involved, fault.start_time, end, any_fenced=controller)
     if state == SEEN or not controller:
         return state, told
+    stalled = _start_stalled(ctx, involved, fault.start_time, end)
+    if stalled:
+        return SEEN, f"{stalled}; {told}"
     moved, said = _quorum_moved(ctx, involved, fault.start_time, end)
     if moved == SEEN:
         return SEEN, f"{said}; {told}"
@@ -512,6 +525,27 @@ def measure_partition(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
         # a cut among controllers only: its effect is the quorum's, and no log shows it
         return NOT_MEASURED, f"{told}; {said}"
     return NOT_SEEN, f"{told}; {said}"
+
+
+def _start_stalled(ctx: Context, involved: Iterable[int], start: int, end: int) -> str:
+    """A separated broker whose start gave up on the controllers between ``start`` and
+    ``end`` (:data:`START_STALLED` in its log), told; "" when none did or no log was kept.
+    A broker cut from the controllers while it starts is not registered yet, so no
+    fencing or ISR change can show the cut: its own failed start does."""
+    found = []
+    for node in sorted(set(involved)):
+        lines = ctx.broker_log(node) or []
+        hits = [
+            (t, mark)
+            for t, text in lines
+            if start <= t <= end
+            for mark in START_STALLED
+            if mark in text
+        ]
+        if hits:
+            t, mark = hits[0]
+            found.append(f"broker {node}'s start gave up on the controllers at {_s(t)} ('{mark}')")
+    return "; ".join(found)
 
 
 def _quorum_moved(

@@ -261,6 +261,45 @@ def test_a_cut_controller_is_seen_as_a_broker_fenced(tmp_path: Path) -> None:
     assert missed["effect"] == "not-measured" and "failover" in missed["observed"]
 
 
+STALLED_START = (
+    "ERROR [BrokerServer id=3] Received a fatal error while waiting for the controller to"
+    " acknowledge that we are caught up (kafka.server.BrokerServer)"
+)
+NORMAL_START = (
+    "INFO [BrokerServer id=3] Waiting for the controller to acknowledge that we are caught up"
+    " (kafka.server.BrokerServer)"
+)
+
+
+def test_a_starting_broker_cut_from_the_controllers_is_seen_as_its_start_giving_up(
+    tmp_path: Path,
+) -> None:
+    # KAFKA-15375's start A: broker 3 was down when the cut began, so it was never fenced
+    # and left no ISR; its own failed start is the cut's effect
+    def run(path: Path, lines: list[str]) -> dict[str, Any]:
+        c = C()
+        registered(c, 1, 2, 3)
+        h = history("cut", ["broker-3"], detail={"to": ["controller-101"]})
+        return evidence(path, h, c, logs={3: lines, 1: []})
+
+    e = run(tmp_path / "a", [f"{stamp(13 * S)} {NORMAL_START}", f"{stamp(16 * S)} {STALLED_START}"])
+    assert e["effect"] == "seen"
+    assert "broker 3's start gave up on the controllers at 16.0 s" in e["observed"]
+    # near misses: the normal start's line, and a failed start before the cut
+    assert run(tmp_path / "b", [f"{stamp(13 * S)} {NORMAL_START}"])["effect"] != "seen"
+    assert run(tmp_path / "c", [f"{stamp(5 * S)} {STALLED_START}"])["effect"] != "seen"
+
+
+def test_a_failed_start_of_a_broker_the_cut_did_not_separate_is_not_its_effect(
+    tmp_path: Path,
+) -> None:
+    c = C()
+    registered(c, 1, 2, 3)
+    h = history("cut", ["broker-2"], detail={"to": ["controller-101"]})
+    e = evidence(tmp_path, h, c, logs={3: [f"{stamp(16 * S)} {STALLED_START}"], 2: []})
+    assert e["effect"] != "seen"
+
+
 def test_a_split_is_seen_in_the_leaders_log_without_the_controllers_record(
     tmp_path: Path,
 ) -> None:
@@ -787,14 +826,15 @@ FIXTURES = Path(__file__).parent / "fixtures"
         ("k15489-370", {"f-1": "not-measured"}),
         # 3.7.0 with the controllers' logs: controller 102 won the quorum after the cut
         ("k15489-370-quorum", {"f-1": "seen"}),
-        # KAFKA-15375: no controller.jsonl (epochs unknown), no fsync times, and the cut
-        # of the starting broker from the controller removed no one from an ISR
+        # KAFKA-15375: no controller.jsonl (epochs unknown), no fsync times; the cut of the
+        # starting broker from the controller removed no one from an ISR, but start A's
+        # own "fatal error while waiting for the controller" line shows it bit
         (
             "k15375-351",
             {
                 "f-1": "not-measured",
                 "f-2": "not-measured",
-                "f-3": "not-seen",
+                "f-3": "seen",
                 "f-4": "not-measured",
             },
         ),
