@@ -184,19 +184,31 @@ def scenarios_cmd(verbose: bool, tag: str | None) -> int:
     console = make_console(highlight=False, soft_wrap=True)
     names = library.library_names() if tag is None else library.names_with_tag(tag)
     width = max(len(n) for n in names)
-    for sc in library.load_all(names):
-        faults = sorted(
-            {s.fault for s in sc.nemesis.steps}
-            | set(sc.nemesis.random.faults if sc.nemesis.random else ())
+    loaded = library.load_all(names)
+    families = {
+        sc.name: ",".join(
+            sorted(
+                {s.fault for s in sc.nemesis.steps}
+                | set(sc.nemesis.random.faults if sc.nemesis.random else ())
+            )
         )
+        or "-"
+        for sc in loaded
+    }
+    faults_width = max(len(f) for f in families.values())
+    for sc in loaded:
+        # a ticket's scenario expects one thing on affected releases and another on fixed
+        # ones: neither "negative control" nor "must be valid" tells it
         expect = (
-            "negative control"
+            "known bug"
+            if sc.ticket is not None
+            else "negative control"
             if sc.expect.anomalies
             else ("report only" if sc.expect.valid is None else "must be valid")
         )
         line = (
             f"{sc.name:<{width}}  {sc.workload.duration:>4.0f}s  {expect:<16}  "
-            f"{','.join(faults) or '-':<28} {sc.summary}"
+            f"{families[sc.name]:<{faults_width}}  {sc.summary}"
         )
         console.print(line if verbose else line[: max(console.width, 100)])
         if sc.ticket is not None:

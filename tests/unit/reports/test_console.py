@@ -87,4 +87,6 @@ def test_kchaos_scenarios_in_a_pipe_prints_each_summary_and_ticket_whole() -> No
         assert sc.ticket is not None
         line = next(x for x in lines if x.startswith(sc.name + " "))
         assert line.endswith(sc.summary)
+        # both sides are expected of a ticket's scenario: no "negative control" label
+        assert "  known bug  " in line and "negative control" not in line
         assert any(f"{sc.ticket.id}: affects" in x and sc.ticket.title in x for x in lines)
