@@ -58,7 +58,7 @@ txn-releases: setup
 	  tests/integration/test_txn_workloads.py
 
 # the docker tests too long for make test's 45 minutes (mark extended): the transactional
-# library scenarios in full, and the second set of fault families' evidence (about 8 min)
+# library scenarios in full, and four more runs of fault families' evidence (about 12 min)
 extended: setup
 	$(VENV)/bin/pytest -m "docker and extended" -q -p no:cacheprovider --timeout=900 tests/integration
 

@@ -61,6 +61,10 @@ BANDWIDTH_RISE_MS = 20.0
 FLUSH_SLOW_MS = 200.0
 #: ... and this many times the slowest before it (a healthy flush takes milliseconds).
 FLUSH_FACTOR = 5.0
+#: disk-stall, slow-disk: the least rise of the median acknowledgement latency (ms) of
+#: the sends a target replicated that counts as its freeze biting (the median must also
+#: at least double).
+FREEZE_RISE_MS = 200.0
 #: How many examples an ``observed`` text names before it counts the rest.
 SHOWN = 3
 #: Kafka's message for ENOSPC (java.io.IOException's text).
@@ -118,6 +122,7 @@ class Context:
     _completed: tuple[list[int], list[int]] | None = field(default=None, repr=False)
     _shrinks: list[Shrink] | None = field(default=None, repr=False)
     _leader: Callable[[int, int], int | None] | None = field(default=None, repr=False)
+    _holders: Callable[[int, int], frozenset[int]] | None = field(default=None, repr=False)
     # per broker: its log flush timer's samples (broker-metrics.jsonl); None until read,
     # {} when the run kept none (flush_note says why)
     _flushes: dict[int, list[FlushSample]] | None = field(default=None, repr=False)
@@ -167,6 +172,13 @@ class Context:
         if self._leader is None:
             self._leader = _leader_at(self)
         return self._leader(tp, time)
+
+    def holders(self, tp: int, time: int) -> frozenset[int]:
+        """The brokers an ``acks=all`` send to the partition waited for at ``time``
+        (:func:`_holders_at`)."""
+        if self._holders is None:
+            self._holders = _holders_at(self)
+        return self._holders(tp, time)
 
     def flush_times(self) -> dict[int, list[FlushSample]]:
         """Every broker's flush-timer samples on the history's time base (empty, with
@@ -780,11 +792,12 @@ def measure_disk_full(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
 
 # -- disk faults: the brokers' own flush times -------------------------------------------
 def measure_flush(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
-    """slow-sync, slow-disk, disk-stall: the target broker's slowest timed log flush
-    during the fault (to 5 s after its stop, when a flush frozen to the heal ends) is at
-    least :data:`FLUSH_SLOW_MS` and :data:`FLUSH_FACTOR` times the slowest before it
-    (:mod:`.flushtimes`). A second disk fault on a broker within minutes of the first
-    may be not-seen: the timer's percentiles still hold the first one's flushes."""
+    """slow-sync (and one half of :func:`measure_freeze`): the target broker's slowest
+    timed log flush during the fault (to 5 s after its stop, when a flush frozen to the
+    heal ends) is at least :data:`FLUSH_SLOW_MS` and :data:`FLUSH_FACTOR` times the
+    slowest before it (:mod:`.flushtimes`). A second disk fault on a broker within
+    minutes of the first may be not-seen: the timer's percentiles still hold the first
+    one's flushes."""
     brokers, others = broker_targets(fault)
     if not brokers:
         return no_broker(others)
@@ -814,6 +827,59 @@ def measure_flush(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
     return _summed(parts, unmeasured)
 
 
+def measure_freeze(fault: Fault, ctx: Context) -> tuple[EffectState, str]:
+    """disk-stall, slow-disk: an fsfreeze of the target's filesystem. Freezing syncs the
+    filesystem first, and then the broker's writes block, not its fsyncs: measured
+    2026-12-07 on 4.4.0 (tests/integration/test_fault_evidence_acks_disk.py), a 3 s
+    disk-stall and a slow-disk frozen 1.5 s in every 1.6 s left every flush under 100 ms
+    while the median acknowledgement latency rose from 170 ms to 2.6 s and 1.2 s. So
+    what is measured first is the sends' acknowledgements: the median latency of the
+    ``ok`` sends invoked during the fault to a partition a target led or was in the ISR
+    of (an ``acks=all`` send waits for every ISR member's copy) at least doubled and rose
+    by at least :data:`FREEZE_RISE_MS`, against as long a stretch (at least 5 s) right
+    before it; fewer than :data:`MIN_SENDS` on either side is not measured that way.
+    Seen when that, or the target's flush timer (:func:`measure_flush`), shows it."""
+    brokers, others = broker_targets(fault)
+    if not brokers:
+        return no_broker(others)
+    acks = _freeze_acks(fault, ctx, set(brokers))
+    flush = measure_flush(fault, ctx)
+    told = f"{acks[1]}; {flush[1]}"
+    states = {acks[0], flush[0]}
+    if SEEN in states:
+        return SEEN, told
+    if NOT_SEEN in states:
+        return NOT_SEEN, told
+    return NOT_MEASURED, told
+
+
+def _freeze_acks(fault: Fault, ctx: Context, brokers: set[int]) -> tuple[EffectState, str]:
+    """:func:`measure_freeze`'s comparison of acknowledgement latencies."""
+    end = _end(fault, ctx.facts, 0)
+    length = max(end - fault.start_time, BASELINE_MIN_NS)
+    during = _latencies(ctx, brokers, fault.start_time, end, replicas=True)
+    before = _latencies(
+        ctx, brokers, max(0, fault.start_time - length), fault.start_time, replicas=True
+    )
+    who = f"sends to partitions broker(s) {', '.join(map(str, sorted(brokers)))} replicated"
+    if len(during) < MIN_SENDS or len(before) < MIN_SENDS:
+        return NOT_MEASURED, (
+            f"too few acknowledged {who} to compare: {len(during)} during the fault,"
+            f" {len(before)} before (at least {MIN_SENDS} each)"
+        )
+    now_ms = statistics.median(during) / 1e6
+    then_ms = statistics.median(before) / 1e6
+    told = (
+        f"median ack latency of {who} {now_ms:.1f} ms during the fault ({len(during)} sends),"
+        f" {then_ms:.1f} ms before ({len(before)})"
+    )
+    if now_ms >= 2 * then_ms and now_ms - then_ms >= FREEZE_RISE_MS:
+        return SEEN, told
+    return NOT_SEEN, (
+        told + f": at least twice as slow and {FREEZE_RISE_MS:g} ms slower was needed"
+    )
+
+
 # -- latency: the sends' acknowledgements slowed ------------------------------------------
 def _leader_at(ctx: Context) -> Callable[[int, int], int | None]:
     """A function (tp id, time) -> leader then, from controller.jsonl where it covers the
@@ -840,16 +906,52 @@ def _leader_at(ctx: Context) -> Callable[[int, int], int | None]:
     return leader
 
 
-def _latencies(ctx: Context, brokers: set[int], start: int, end: int) -> list[int]:
+def _holders_at(ctx: Context) -> Callable[[int, int], frozenset[int]]:
+    """A function (tp id, time) -> the partition's leader and ISR then, from
+    controller.jsonl where it covers the partition; else only the leader of the
+    monitor's samples (they count the ISR, not its members); empty where neither says."""
+    facts, record = ctx.facts, ctx.record
+    cache: dict[int, tuple[list[int], list[frozenset[int]]]] = {}
+
+    def timeline(tp: int) -> tuple[list[int], list[frozenset[int]]]:
+        if tp not in cache:
+            key = facts.tps[tp]
+            if record is not None and key in record.partitions:
+                states = record.partitions[key]
+                cache[tp] = (
+                    [s.time for s in states],
+                    [frozenset((s.leader, *s.isr)) - {-1} for s in states],
+                )
+            else:
+                obs = facts.observations[tp]
+                cache[tp] = (list(obs.time), [frozenset((x,)) - {-1} for x in obs.leader])
+        return cache[tp]
+
+    def holders(tp: int, time: int) -> frozenset[int]:
+        times, sets = timeline(tp)
+        i = bisect_right(times, time)
+        return sets[i - 1] if i else frozenset()
+
+    return holders
+
+
+def _latencies(
+    ctx: Context, brokers: set[int], start: int, end: int, *, replicas: bool = False
+) -> list[int]:
     """Acknowledgement latencies (ns) of the ``ok`` sends invoked in [start, end) to a
-    partition a broker of ``brokers`` led at the invoke."""
+    partition a broker of ``brokers`` led at the invoke (with ``replicas``: led or was
+    in the ISR of)."""
     facts = ctx.facts
     times, vids = ctx.acked()
     out = []
     for i in range(bisect_left(times, start), bisect_left(times, end)):
         vid, invoked = vids[i], times[i]
         tp = facts.ack_tp[vid]
-        if tp >= 0 and ctx.leader(tp, invoked) in brokers:
+        if tp < 0:
+            continue
+        if ctx.leader(tp, invoked) in brokers or (
+            replicas and not brokers.isdisjoint(ctx.holders(tp, invoked))
+        ):
             out.append(facts.comp_time[vid] - invoked)
     return out
 
@@ -1027,8 +1129,8 @@ MEASURES: dict[str, Measure] = {
     "hold-controller-requests": measure_hold,
     "client-cut": measure_ack_gap,
     "pause": measure_pause,
-    "disk-stall": measure_flush,
-    "slow-disk": measure_flush,
+    "disk-stall": measure_freeze,
+    "slow-disk": measure_freeze,
     "slow-sync": measure_flush,
     "disk-full": measure_disk_full,
     "kill": measure_crash,

@@ -85,14 +85,17 @@ def test_a_kill_is_seen_as_a_new_broker_epoch(tmp_path: Path) -> None:
     assert "epoch 400" in e["observed"] and "epoch 12 before" in e["observed"]
 
 
-def test_a_kill_with_no_new_epoch_is_not_seen(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fault", ["kill", "term", "hard-reboot", "power-loss"])
+def test_a_kill_with_no_new_epoch_is_not_seen(tmp_path: Path, fault: str) -> None:
+    # every crash family: a crash whose broker came back as the same incarnation (or was
+    # never brought down) is not seen; a real broker can only show them seen
     c = C()
     registered(c, 1, 2, 3)
     c.broker(19 * S, 2, 12, fenced=True)  # fenced, but the same incarnation came back
     c.broker(21 * S, 2, 12)
-    c.broker(21 * S, 3, 900)  # another broker's new epoch is no effect of this kill
-    e = evidence(tmp_path, history("kill", ["broker-2"]), c)
-    assert e["effect"] == "not-seen"
+    c.broker(21 * S, 3, 900)  # another broker's new epoch is no effect of this crash
+    e = evidence(tmp_path, history(fault, ["broker-2"]), c)
+    assert (e["family"], e["effect"]) == (fault, "not-seen")
     assert "broker 2 did not register again" in e["observed"]
 
 
@@ -191,6 +194,14 @@ def test_a_rolling_restart_needs_its_exit_codes_and_new_epochs(tmp_path: Path) -
     e = evidence(tmp_path / "b", history("rolling-restart", ["broker-1", "broker-2"]), c)
     assert e["effect"] == "not-seen"
     assert "no node's exit code" in e["observed"]
+
+    # exit codes for both, but broker 2 never registered again
+    c = C()
+    registered(c, 1, 2)
+    c.broker(12 * S, 1, 600)
+    h = history("rolling-restart", ["broker-1", "broker-2"], stop_detail=codes)
+    e = evidence(tmp_path / "c", h, c)
+    assert e["effect"] == "not-seen" and "broker 2 did not register again" in e["observed"]
 
 
 # -- pause and partitions -----------------------------------------------------------------
@@ -781,6 +792,77 @@ def test_disk_faults_without_flush_times_are_not_measured(tmp_path: Path) -> Non
     flush_metrics(tmp_path / "c", {2: steady(3.0, 8)})
     e = evidence(tmp_path / "c", history("slow-disk", ["broker-2"]))
     assert e["effect"] == "not-measured" and "no flush timer scraped" in e["observed"]
+
+
+# -- disk-stall, slow-disk: the writes block, not the fsyncs ------------------------------
+def freeze_history(fault: str, before_ms: float, during_ms: float) -> H:
+    """Sends to partition 0 every 0.5 s: from 2 s on (eight) acknowledged after
+    ``before_ms``, then (ten) inside ``fault`` on broker 2 from 10 s, after ``during_ms``."""
+    params = {"freeze_ms": 1500, "thaw_ms": 100} if fault == "slow-disk" else {}
+    h = H()
+    values: list[str] = []
+    h.wait_until(2 * S)
+    for count, wait_ms, at in ((8, before_ms, None), (10, during_ms, 10 * S)):
+        if at is not None:
+            h.wait_until(at)
+            h.fault("start", "f-1", fault, ["broker-2"], params=params)
+        for _ in range(count):
+            value = f"v{len(values)}"
+            h.invoke(value)
+            h.wait(wait_ms / 1000)
+            h.ok(value, 0, len(values))
+            values.append(value)
+            h.wait(0.5)
+    h.fault("stop", "f-1", fault, ["broker-2"])
+    h.drain_all(0, values)
+    return h
+
+
+@pytest.mark.parametrize("fault", ["disk-stall", "slow-disk"])
+def test_a_freeze_is_seen_as_the_acks_waiting_though_every_flush_stayed_fast(
+    tmp_path: Path, fault: str
+) -> None:
+    # the real broker's case (2026-12-07, 4.4.0): broker 2, a follower in the ISR, frozen;
+    # its slowest flush 93 ms before and during the fault, the acks 170 ms -> 1,214 ms
+    flush_metrics(tmp_path, {2: steady(93.0)})
+    e = evidence(tmp_path, freeze_history(fault, 170.0, 1214.0), leaders(C(), 1))
+    assert e["effect"] == "seen", e
+    assert "broker(s) 2 replicated 1215.0 ms during the fault (10 sends)" in e["observed"]
+    assert "171.0 ms before (8)" in e["observed"]  # H adds 1 ms a line
+    assert "slowest log flush 93 ms" in e["observed"]
+
+
+@pytest.mark.parametrize(
+    ("before_ms", "during_ms", "isr"),
+    [
+        (170.0, 360.0, [1, 2, 3]),  # twice as slow, but 190 ms slower: a loose freeze
+        (300.0, 590.0, [1, 2, 3]),  # 290 ms slower, but not twice as slow
+        (170.0, 2000.0, [1, 3]),  # slow acks, but broker 2 was out of the ISR
+    ],
+)
+def test_near_misses_of_a_freeze_are_not_seen(
+    tmp_path: Path, before_ms: float, during_ms: float, isr: list[int]
+) -> None:
+    flush_metrics(tmp_path, {2: steady(3.0)})
+    c = C()
+    registered(c, 1, 2, 3)
+    c.part(0, 1, isr, replicas=[1, 2, 3])
+    e = evidence(tmp_path, freeze_history("disk-stall", before_ms, during_ms), c)
+    assert e["effect"] == "not-seen", e
+    if 2 in isr:
+        assert "at least twice as slow and 200 ms slower" in e["observed"], e
+    else:
+        assert "too few acknowledged sends to partitions broker(s) 2" in e["observed"], e
+
+
+def test_a_freeze_too_short_for_a_send_is_judged_by_the_flushes(tmp_path: Path) -> None:
+    # a 50 ms disk-stall: no send invoked inside it; the flushes stayed fast
+    flush_metrics(tmp_path, {2: steady(48.0)})
+    c = C()
+    registered(c, 1, 2, 3)
+    e = evidence(tmp_path, history("disk-stall", ["broker-2"], 10.0, 10.05), leaders(c, 1))
+    assert e["effect"] == "not-seen", e
+    assert "too few acknowledged" in e["observed"] and "slowest log flush 48 ms" in e["observed"]
 
 
 def test_a_slow_close_is_not_measured(tmp_path: Path) -> None:
