@@ -29,7 +29,7 @@ from kchaos.harness.analysis.session import spark_errors, start_session
 from kchaos.harness.analysis.tables import build_tables, unpersist
 from kchaos.harness.analysis.trend import write_trend
 from kchaos.harness.analysis.txn import TxnTables, build_txn_tables, unpersist_txn
-from kchaos.harness.analysis.windows import fault_lines, window_stats
+from kchaos.harness.analysis.windows import faults_from_rows, window_stats
 from kchaos.harness.errors import KchaosError
 from kchaos.harness.rundir.anomalies import DATA_KINDS, NOT_INVALID
 from kchaos.harness.rundir.history import F_DRAIN, F_POLL, F_SEND, F_TXN, F_TXN_INIT, OK
@@ -247,7 +247,7 @@ def run_job(
             report = _anomaly_report(anomalies, examples)
             txn_stats = _txn_stats(txn, anomalies)
             lap("anomalies")
-            faults = fault_lines(loaded.events)
+            faults = faults_from_rows(loaded.faults)  # found by the validation pass
             ends = {r.key: stats.get(r.key, {}).get("end_ns", 0) for r in runs}
             n_sends = sum(s.get("sends", {}).get("invoke", 0) for s in stats.values())
             windows = window_stats(session, tables.sends, anomalies, faults, ends, n_sends)

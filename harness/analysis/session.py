@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+#: Up to this many input paths are listed by the driver, not by a Spark job.
+LIST_ON_DRIVER = 100_000
 JAVA17 = Path("/usr/lib/jvm/java-17-openjdk-amd64")
 
 _LOG4J = """\
@@ -94,6 +96,11 @@ def start_session(
         # running many jobs (the analysis unit tests) filled a 1 GB driver with them
         # (measured 2026-11-26: 18 errors with OutOfMemoryError at 1 GB, none with 20).
         .config("spark.sql.ui.retainedExecutions", "20")
+        # Spark lists more than 32 input paths with a job of one task per path: 200 run
+        # directories meant two such jobs of 200 tasks (schema merge and read), 5 s of
+        # the load on two cores (2026-12-07). The paths are files the driver has listed
+        # already, so it stats them itself.
+        .config("spark.sql.sources.parallelPartitionDiscovery.threshold", str(LIST_ON_DRIVER))
     )
     if master is not None:
         builder = builder.master(master)

@@ -70,16 +70,27 @@ def fault_lines(events: DataFrame) -> dict[int, list[FaultLine]]:
         .select("rk", "time", "index", "phase", "id", "fault")
         .collect()
     )
-    out: dict[int, list[FaultLine]] = {}
+    by_run: dict[int, list[tuple[Any, ...]]] = {}
     for r in rows:
-        line = FaultLine(
-            int(r["time"]),
-            int(r["index"]),
-            str(r["phase"] or ""),
-            str(r["id"] or r["fault"] or r["index"]),
-            str(r["fault"] or "fault"),
-        )
-        out.setdefault(int(r["rk"]), []).append(line)
+        by_run.setdefault(int(r["rk"]), []).append(tuple(r)[1:])
+    return faults_from_rows(by_run)
+
+
+def faults_from_rows(by_run: dict[int, list[tuple[Any, ...]]]) -> dict[int, list[FaultLine]]:
+    """Each run's fault lines from (time, index, phase, id, fault) tuples (the validation
+    pass collects them: ``Loaded.faults``), in the order given."""
+    out: dict[int, list[FaultLine]] = {}
+    for rk, lines in by_run.items():
+        out[int(rk)] = [
+            FaultLine(
+                int(time),
+                int(index),
+                str(phase or ""),
+                str(id_ or fault or index),
+                str(fault or "fault"),
+            )
+            for time, index, phase, id_, fault in lines
+        ]
     return out
 
 

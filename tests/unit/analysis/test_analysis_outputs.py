@@ -130,3 +130,32 @@ def test_window_measures_on_the_driver_equal_sparks_aggregation(spark: Any) -> N
     assert driver == in_spark
     assert [list(w) for w in driver] == [list(w) for w in in_spark]  # the JSON's key order
     assert driver[0]["ok"] >= EXACT_BELOW and driver[1]["lost"] == 1
+
+
+def test_the_validation_pass_finds_the_fault_lines(spark: Any, tmp_path: Any) -> None:
+    """The windows' fault lines come from the validation pass (no scan of their own):
+    the same lines, for every run, as reading them from the events, on JSON lines and
+    on a run-end Parquet copy."""
+    from kchaos.harness.analysis.load import load_events
+    from kchaos.harness.analysis.runs import resolve_runs
+    from kchaos.harness.analysis.windows import fault_lines, faults_from_rows
+    from kchaos.harness.histgen import generate_run
+    from kchaos.harness.rundir import RunDir
+
+    generate_run(tmp_path / "a", events=3000, seed=3)
+    generate_run(tmp_path / "b", events=2000, seed=5)
+    assert RunDir(tmp_path / "b").write_history_parquet()
+    runs = resolve_runs([tmp_path / "a", tmp_path / "b"])
+    assert {r.fmt for r in runs} == {"jsonl", "parquet"}
+    loaded = load_events(spark, runs)
+    try:
+        found = faults_from_rows(loaded.faults)
+        read = fault_lines(loaded.events)
+        assert set(found) == {r.key for r in runs} == set(read)
+        for key in read:
+            assert sorted(found[key], key=lambda f: f.index) == sorted(
+                read[key], key=lambda f: f.index
+            )
+            assert len(read[key]) > 0
+    finally:
+        loaded.release()

@@ -122,3 +122,56 @@ def test_a_wrongly_typed_copy_among_many_is_named(spark: Any, tmp_path: Path, ot
     assert err.value.field == "partition"
     assert str(runs[1].history_parquet) in str(err.value)
     assert "type string" in str(err.value)
+
+
+def _copies(tmp_path: Path, n: int) -> list[RunDir]:
+    runs = []
+    for i in range(n):
+        run = RunDir(tmp_path / f"run-{i}").create()
+        run.history.write_bytes(near_misses().lines())
+        assert run.write_history_parquet()
+        runs.append(run)
+    return runs
+
+
+def test_footers_are_checked_on_the_driver_without_a_spark_job(spark: Any, tmp_path: Path) -> None:
+    """Good copies, more of them than Spark lists by itself (32): their types are read
+    from the footers by pyarrow, and no Spark job runs for it."""
+    from kchaos.harness.analysis.load import check_parquet_schemas, footers_fit
+    from kchaos.harness.rundir.parquet import part_files
+
+    copies = {
+        r.history_parquet: [str(f) for f in part_files(r.history_parquet)]
+        for r in _copies(tmp_path, 40)
+    }
+    assert footers_fit(copies)
+    sc = spark.sparkContext
+    sc.setJobGroup("kchaos-footers", "footers")
+    try:
+        check_parquet_schemas(spark, copies)
+        assert sc.statusTracker().getJobIdsForGroup("kchaos-footers") == []
+    finally:
+        sc.setJobGroup("", "")
+
+
+@pytest.mark.parametrize("how", ["retyped", "not parquet"])
+def test_a_footer_the_driver_cannot_vouch_for_goes_to_spark(tmp_path: Path, how: str) -> None:
+    """A wrong type, or a file pyarrow cannot read, is no pass: Spark's check then names
+    the copy (the test above with a wrongly typed copy)."""
+    from kchaos.harness.analysis.load import footers_fit
+    from kchaos.harness.rundir.parquet import part_files
+
+    (run,) = _copies(tmp_path, 1)
+    (part,) = part_files(run.history_parquet)
+    if how == "retyped":
+        _retyped(run.history_parquet, "index", "string")
+    else:
+        part.write_bytes(b"not a parquet file")
+    assert not footers_fit({run.history_parquet: [str(part)]})
+
+
+def test_the_session_lists_many_input_paths_on_the_driver(spark: Any) -> None:
+    from kchaos.harness.analysis.session import LIST_ON_DRIVER
+
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    assert int(spark.conf.get(key)) == LIST_ON_DRIVER >= 10_000
